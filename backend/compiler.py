@@ -1,0 +1,70 @@
+"""Compile one Dynamo graph with Inductor under a :class:`CompileContext`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from tuner.backend.context import CompileContext
+from tuner.backend.hooks import graph as graph_hook
+from tuner.backend.hooks import selector as selector_hook
+
+
+def device_type_of(example_inputs: Sequence[Any]) -> str:
+    import torch
+
+    for x in example_inputs:
+        if isinstance(x, torch.Tensor) and x.device.type != "meta":
+            return x.device.type
+    return "cpu"
+
+
+def base_patches(device_type: str) -> dict[str, Any]:
+    """Offer every template backend at selection sites (the context picks one, so nothing is benchmarked)
+    and keep Inductor from moving away from forced configs."""
+    return {
+        "max_autotune_gemm": True,
+        "max_autotune_gemm_backends": "ATEN,CPP" if device_type == "cpu" else "ATEN,TRITON",
+        "coordinate_descent_tuning": False,
+    }
+
+
+@contextlib.contextmanager
+def _cache_tag(tag: str) -> Iterator[None]:
+    """Put the answer's digest into the keys of Inductor's FX-graph and AOTAutograd caches."""
+    import torch
+
+    cfg = getattr(torch.compiler, "config", None)
+    if cfg is None or not hasattr(cfg, "cache_key_tag"):
+        yield
+        return
+    with cfg.patch(cache_key_tag=f"{cfg.cache_key_tag}|tuner-{tag}"):
+        yield
+
+
+def install_hooks() -> None:
+    """Raises :class:`~tuner.backend.errors.HookUnavailable` when this torch lacks a hook."""
+    graph_hook.check()
+    selector_hook.install()
+
+
+def compile_with_context(
+    gm: Any, example_inputs: Sequence[Any], ctx: CompileContext, extra_patches: dict[str, Any] | None = None
+) -> Any:
+    import torch._inductor.config as inductor_config
+
+    install_hooks()
+    patches = {**base_patches(ctx.device_type), **(extra_patches or {})}
+    tag = ctx.forcing.digest
+
+    @contextlib.contextmanager
+    def around_inner(gm_: Any, inputs_: Sequence[Any], is_backward: bool) -> Iterator[None]:
+        # Entered again for the backward graph, which Inductor compiles later, outside this call.
+        with ctx.activated(), _cache_tag(tag):
+            knobs = ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward))
+            with inductor_config.patch(knobs):
+                yield
+
+    with ctx.activated(), _cache_tag(tag):
+        return graph_hook.compile_graph(gm, example_inputs, patches=patches, around_inner=around_inner)

@@ -1,0 +1,63 @@
+"""Hook (c)/(d): whole graphs, through ``compile_fx``'s ``inner_compile`` callback.
+
+``inner_compile`` sees each post-AOT graph (forward, and later the backward) just
+before Inductor lowers it, so graph-level knobs can be patched per graph there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tuner.backend.errors import HookUnavailable
+
+try:
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+except ImportError as e:  # pragma: no cover
+    compile_fx = compile_fx_inner = None  # type: ignore[assignment]
+    _IMPORT_ERROR: Exception | None = e
+else:
+    _IMPORT_ERROR = None
+
+_ADDR = re.compile(r"0x[0-9a-f]{6,}")
+
+
+def _meta(x: Any) -> Any:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return {"dtype": str(x.dtype), "shape": [str(s) for s in x.shape], "stride": [str(s) for s in x.stride()], "device": x.device.type}
+    if isinstance(x, (int, float, bool)) or x is None:
+        return x
+    return type(x).__name__
+
+
+def graph_payload(gm: Any, example_inputs: Sequence[Any], is_backward: bool) -> dict[str, Any]:
+    """The graph's code (addresses stripped) plus its inputs' metadata: stable across processes."""
+    return {
+        "code": _ADDR.sub("0x", gm.code),
+        "inputs": [_meta(x) for x in example_inputs],
+        "backward": bool(is_backward),
+    }
+
+
+def check() -> None:
+    if _IMPORT_ERROR is not None:
+        raise HookUnavailable(f"torch._inductor.compile_fx is unavailable: {_IMPORT_ERROR}")
+
+
+def compile_graph(
+    gm: Any,
+    example_inputs: Sequence[Any],
+    *,
+    patches: dict[str, Any],
+    around_inner: Callable[[Any, Sequence[Any], bool], Any],
+) -> Any:
+    """``compile_fx`` with ``patches``; ``around_inner(gm, inputs, is_backward)`` is a context manager entered around each inner compile."""
+
+    def inner(gm_: Any, inputs_: Sequence[Any], **kw: Any) -> Any:
+        with around_inner(gm_, inputs_, bool(kw.get("is_backward", False))):
+            return compile_fx_inner(gm_, inputs_, **kw)
+
+    return compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches)

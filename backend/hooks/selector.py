@@ -1,0 +1,101 @@
+"""Hook (b): template selection sites, through a subclass of ``select_algorithm.AlgorithmSelectorCache``.
+
+Every site with two or more choices (ATen vs Triton vs CPP GEMM) is offered to the
+active :class:`~tuner.backend.context.CompileContext`, which answers with one
+choice: a site that reaches Inductor with a single choice is never benchmarked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tuner.backend import counters
+from tuner.backend.context import active
+from tuner.backend.errors import HookUnavailable
+from tuner.keys import canonical_json
+
+try:
+    from torch._inductor import select_algorithm as _sa
+
+    _Base: Any = _sa.AlgorithmSelectorCache
+except (ImportError, AttributeError) as e:  # pragma: no cover - depends on the torch build
+    _sa, _Base = None, object
+    _IMPORT_ERROR: Exception | None = e
+else:
+    _IMPORT_ERROR = None
+
+
+def _scalar(v: Any) -> Any:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def site_payload(name: str, input_nodes: list[Any]) -> dict[str, Any]:
+    """Op name, per-input (device, dtype, sizes, strides, offset) and the float32 matmul precision."""
+    import torch
+
+    return {
+        "op": name,
+        "inputs": [[_scalar(x) for x in _sa.AlgorithmSelectorCache.key_of(n)] for n in input_nodes],
+        "fp32_precision": torch.get_float32_matmul_precision(),
+    }
+
+
+def choice_id(choice: Any) -> str:
+    """A stable id: the same choice in another process or torch build gets the same id."""
+    ann = getattr(choice, "annotations", None) or {}
+    ktc = ann.get("ktc") if isinstance(ann, dict) else None
+    if ktc is not None:
+        try:
+            return f"triton:{ktc.template.uid}:{canonical_json(ktc.params.to_kwargs())}"
+        except (AttributeError, TypeError, ValueError):
+            pass
+    cls = type(choice).__name__
+    name = re.sub(r"_\d+$", "", str(getattr(choice, "name", cls)))
+    if cls == "ExternKernelCaller":
+        return f"aten:{name}"
+    if "Cpp" in name or cls.startswith("DataProcessor") or cls.startswith("Cpp"):
+        return f"cpp:{name.removeprefix('cpp_')}"
+    desc = re.sub(r"\s+", " ", str(getattr(choice, "description", "") or ""))
+    return f"{cls}:{name}:{desc}"
+
+
+def default_index(choices: list[Any]) -> int:
+    """The choice plain Inductor (no max-autotune) uses: its ATen/extern kernel when it offers one."""
+    for i, c in enumerate(choices):
+        if type(c).__name__ == "ExternKernelCaller":
+            return i
+    return 0
+
+
+class TunedSelector(_Base):  # type: ignore[misc, valid-type]
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_feedback_saver(self._count_benchmark)
+
+    @staticmethod
+    def _count_benchmark(timings: Any, *args: Any, **kwargs: Any) -> None:
+        if active() is not None and timings:
+            counters.bump("benchmarks")
+
+    def __call__(self, name, choices, input_nodes, layout, *args, **kwargs):  # type: ignore[no-untyped-def]
+        ctx = active()
+        if ctx is not None and len(choices) > 1:
+            ids = [choice_id(c) for c in choices]
+            pick = ctx.select_site(site_payload(name, list(input_nodes)), ids, default_index(choices))
+            choices = [choices[pick]]
+        return super().__call__(name, choices, input_nodes, layout, *args, **kwargs)
+
+
+def install() -> None:
+    """Make the process-wide selector ours (idempotent)."""
+    if _IMPORT_ERROR is not None or not hasattr(_sa, "_ALGORITHM_SELECTOR_CACHE"):
+        raise HookUnavailable(
+            "torch._inductor.select_algorithm._ALGORITHM_SELECTOR_CACHE is missing in this torch; "
+            "template choices cannot be forced"
+        )
+    if not isinstance(_sa._ALGORITHM_SELECTOR_CACHE, TunedSelector):
+        _sa._ALGORITHM_SELECTOR_CACHE = TunedSelector()

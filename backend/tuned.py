@@ -1,0 +1,86 @@
+"""The ``tuned`` torch.compile backend: look up stored winners, force them, benchmark nothing.
+
+    torch.compile(model, backend="tuned")                                   # TUNER_DB or the default database
+    torch.compile(model, backend="tuned", options={"db": "sqlite:///x.db"})
+
+A miss keeps Inductor's default. A missing or unreachable database, or a hook
+this torch lacks, never fails the compile: one warning, then plain Inductor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from tuner.backend import counters
+from tuner.backend.compiler import compile_with_context, device_type_of
+from tuner.backend.context import CompileContext
+from tuner.backend.errors import HookUnavailable
+from tuner.backend.forcing import Forcing
+from tuner.errors import StorageError, TunerError
+from tuner.settings import configure_logging, settings
+
+log = logging.getLogger("tuner.backend")
+OPTIONS = ("db",)
+_warned: set[str] = set()
+
+
+def _warn_once(msg: str) -> None:
+    if msg not in _warned:
+        _warned.add(msg)
+        log.warning(msg)
+
+
+def load_forcing(url: str, device_type: str, device_index: int = 0) -> Forcing:
+    """The winners stored for this device model, validated; empty (with one warning) when unavailable."""
+    from tuner.db import Database, current_device
+    from tuner.db.engine import sqlite_path
+
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        _warn_once(f"no tuning database at {path}; compiling with Inductor's defaults (run `tuner sweep` first)")
+        return Forcing()
+    try:
+        db = Database.open(url, create=False)
+    except StorageError as e:
+        _warn_once(f"{e}; compiling with Inductor's defaults")
+        return Forcing()
+    try:
+        return Forcing.from_winners(db.winners_for_device(current_device(device_type, device_index).fingerprint))
+    except StorageError as e:
+        _warn_once(f"{e}; compiling with Inductor's defaults")
+        return Forcing()
+    finally:
+        db.close()
+
+
+def _parse_options(options: dict[str, Any] | None) -> str:
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)}")
+    return str(options.get("db") or settings().db_url)
+
+
+def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
+    """The backend registered as ``torch.compile(backend="tuned")``."""
+    configure_logging()
+    url = _parse_options(options)
+    import torch
+
+    device_type = device_type_of(example_inputs)
+    index = next((x.device.index or 0 for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == device_type), 0)
+    forcing = load_forcing(url, device_type, index)
+    mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
+    before = counters.stats()
+    try:
+        return compile_with_context(gm, example_inputs, CompileContext(forcing, device_type), mode_patches)
+    except HookUnavailable as e:
+        log.error("backend 'tuned' cannot hook Inductor on torch %s: %s; compiling with plain Inductor", torch.__version__, e)
+        from torch._inductor.compile_fx import compile_fx
+
+        return compile_fx(gm, example_inputs, config_patches=mode_patches)
+    finally:
+        after = counters.stats()
+        log.info("compiled a graph: %s", {k: after[k] - before[k] for k in after})

@@ -1,0 +1,250 @@
+"""The repository API: the one object the rest of tuner talks to for storage."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from tuner.db.engine import _first_line, _safe, check_schema, make_engine
+from tuner.db.fingerprint import DeviceInfo, EnvironmentInfo
+from tuner.db.models import Device, Environment, Task, Trial, Winner, WorkloadTask
+from tuner.errors import StorageError
+from tuner.keys import config_hash, digest
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    id: int
+    key: str
+    kind: str
+    name: str
+    signature: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    id: int
+    config: dict[str, Any]
+    status: str
+    median_ms: float | None
+    baseline_ms: float | None
+    error: str | None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.median_ms is None or not self.baseline_ms:
+            return None
+        return self.median_ms / self.baseline_ms
+
+
+class Database:
+    """A tuning database behind one SQLAlchemy engine."""
+
+    def __init__(self, engine: Engine, url: str):
+        self.engine = engine
+        self.url = url
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, url: str, *, create: bool = True) -> "Database":
+        engine = make_engine(url, create_dirs=create)
+        check_schema(engine, url, create=create)
+        return cls(engine, url)
+
+    @property
+    def safe_url(self) -> str:
+        return _safe(self.url)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Session]:
+        try:
+            with self._sessions.begin() as s:
+                yield s
+        except SQLAlchemyError as e:
+            raise StorageError(f"database {self.safe_url}: {_first_line(e)}") from e
+
+    # --- identities -------------------------------------------------------------------------
+    def _get_or_create(self, model, fingerprint: str, **values) -> int:
+        for _ in range(3):
+            with self.session() as s:
+                found = s.scalar(select(model.id).where(model.fingerprint == fingerprint))
+                if found is not None:
+                    return found
+            try:
+                with self._sessions.begin() as s:
+                    row = model(fingerprint=fingerprint, **values)
+                    s.add(row)
+                    s.flush()
+                    return row.id
+            except IntegrityError:  # another worker inserted it first
+                continue
+        raise StorageError(f"database {self.safe_url}: cannot register {model.__tablename__} row")
+
+    def device_id(self, dev: DeviceInfo) -> int:
+        return self._get_or_create(Device, dev.fingerprint, kind=dev.kind, name=dev.name, info=dev.info)
+
+    def environment_id(self, env: EnvironmentInfo) -> int:
+        return self._get_or_create(
+            Environment, env.fingerprint, torch=env.torch, triton=env.triton, cuda=env.cuda, python=env.python, tuner=env.tuner
+        )
+
+    # --- tasks ------------------------------------------------------------------------------
+    def upsert_task(self, key: str, kind: str, name: str, signature: dict[str, Any], space_fingerprint: str) -> TaskRecord:
+        for _ in range(3):
+            with self.session() as s:
+                t = s.scalar(select(Task).where(Task.key == key))
+                if t is not None:
+                    return TaskRecord(t.id, t.key, t.kind, t.name, t.signature)
+            try:
+                with self._sessions.begin() as s:
+                    t = Task(key=key, kind=kind, name=name[:200], signature=signature, space_fingerprint=space_fingerprint)
+                    s.add(t)
+                    s.flush()
+                    return TaskRecord(t.id, t.key, t.kind, t.name, t.signature)
+            except IntegrityError:
+                continue
+        raise StorageError(f"database {self.safe_url}: cannot register task {key[:12]}")
+
+    def link_workload(self, workload: str, task_ids: list[int]) -> None:
+        with self.session() as s:
+            have = set(s.scalars(select(WorkloadTask.task_id).where(WorkloadTask.workload == workload)))
+            for pos, tid in enumerate(task_ids):
+                if tid not in have:
+                    s.add(WorkloadTask(workload=workload, task_id=tid, position=pos))
+
+    # --- trials -----------------------------------------------------------------------------
+    def find_trial(self, task_id: int, device_id: int, config: dict[str, Any]) -> TrialRecord | None:
+        """The latest trial of exactly this config: measured configs are never measured twice."""
+        with self.session() as s:
+            t = s.scalar(
+                select(Trial)
+                .where(Trial.task_id == task_id, Trial.device_id == device_id, Trial.config_hash == config_hash(config))
+                .order_by(Trial.id.desc())
+                .limit(1)
+            )
+            return _trial_record(t) if t is not None else None
+
+    def record_trial(
+        self,
+        task_id: int,
+        device_id: int,
+        environment_id: int,
+        config: dict[str, Any],
+        status: str,
+        *,
+        median_ms: float | None = None,
+        min_ms: float | None = None,
+        spread_ms: float | None = None,
+        baseline_ms: float | None = None,
+        error: str | None = None,
+    ) -> TrialRecord:
+        with self.session() as s:
+            t = Trial(
+                uid=str(uuid.uuid4()),
+                task_id=task_id,
+                device_id=device_id,
+                environment_id=environment_id,
+                config=config,
+                config_hash=config_hash(config),
+                status=status,
+                median_ms=median_ms,
+                min_ms=min_ms,
+                spread_ms=spread_ms,
+                baseline_ms=baseline_ms,
+                error=(error or None) and error[:4000],
+                host=socket.gethostname()[:200],
+            )
+            s.add(t)
+            s.flush()
+            return _trial_record(t)
+
+    def trials(self, task_id: int, device_id: int) -> list[TrialRecord]:
+        with self.session() as s:
+            rows = s.scalars(
+                select(Trial).where(Trial.task_id == task_id, Trial.device_id == device_id).order_by(Trial.id)
+            )
+            return [_trial_record(t) for t in rows]
+
+    # --- winners ----------------------------------------------------------------------------
+    def set_winner(
+        self, task_id: int, device_id: int, trial_id: int | None, config: dict[str, Any], median_ms: float | None, baseline_ms: float | None
+    ) -> None:
+        with self.session() as s:
+            w = s.scalar(select(Winner).where(Winner.task_id == task_id, Winner.device_id == device_id))
+            if w is None:
+                w = Winner(task_id=task_id, device_id=device_id)
+                s.add(w)
+            w.trial_id, w.config, w.median_ms, w.baseline_ms = trial_id, config, median_ms, baseline_ms
+
+    def winner_config(self, task_id: int, device_id: int) -> dict[str, Any] | None:
+        with self.session() as s:
+            return s.scalar(select(Winner.config).where(Winner.task_id == task_id, Winner.device_id == device_id))
+
+    def winners_for_device(self, device_fingerprint: str) -> dict[str, tuple[str, dict[str, Any]]]:
+        """{task key: (kind, config)} for every winner on this device model: what a compile needs."""
+        with self.session() as s:
+            rows = s.execute(
+                select(Task.key, Task.kind, Winner.config)
+                .join(Winner, Winner.task_id == Task.id)
+                .join(Device, Device.id == Winner.device_id)
+                .where(Device.fingerprint == device_fingerprint)
+            )
+            return {key: (kind, config) for key, kind, config in rows}
+
+    def top_winners(self, limit: int = 20) -> list[dict[str, Any]]:
+        with self.session() as s:
+            rows = s.execute(
+                select(Task.name, Task.kind, Device.name, Winner.config, Winner.median_ms, Winner.baseline_ms)
+                .join(Winner, Winner.task_id == Task.id)
+                .join(Device, Device.id == Winner.device_id)
+            ).all()
+        out = [
+            {
+                "task": name,
+                "kind": kind,
+                "device": dev,
+                "config": cfg,
+                "median_ms": med,
+                "baseline_ms": base,
+                "speedup": (base / med) if med and base else None,
+            }
+            for name, kind, dev, cfg, med, base in rows
+        ]
+        out.sort(key=lambda r: -(r["speedup"] or 0.0))
+        return out[:limit]
+
+    def stats(self) -> dict[str, Any]:
+        with self.session() as s:
+            count = lambda q: int(s.scalar(q) or 0)  # noqa: E731
+            by_status = dict(s.execute(select(Trial.status, func.count()).group_by(Trial.status)).all())
+            by_kind = dict(s.execute(select(Task.kind, func.count()).group_by(Task.kind)).all())
+            return {
+                "url": self.safe_url,
+                "tasks": count(select(func.count()).select_from(Task)),
+                "trials": count(select(func.count()).select_from(Trial)),
+                "winners": count(select(func.count()).select_from(Winner)),
+                "devices": count(select(func.count()).select_from(Device)),
+                "environments": count(select(func.count()).select_from(Environment)),
+                "trials_by_status": {k: int(v) for k, v in by_status.items()},
+                "tasks_by_kind": {k: int(v) for k, v in by_kind.items()},
+            }
+
+    def winners_digest(self, device_fingerprint: str) -> str:
+        """Changes whenever this device's answers change: used to key Inductor's caches."""
+        return digest(sorted((k, v[1]) for k, v in self.winners_for_device(device_fingerprint).items()))[:16]
+
+
+def _trial_record(t: Trial) -> TrialRecord:
+    return TrialRecord(t.id, t.config, t.status, t.median_ms, t.baseline_ms, t.error)

@@ -1,0 +1,25 @@
+"""Search spaces, one module per kernel family. :func:`space_for` rebuilds a task's space from its signature."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.search_spaces import cpp, template
+from tuner.search_spaces.base import Bool, Choice, IntRange, InvalidConfig, Param, PowerOfTwo, Space
+
+FAMILIES = {cpp.FAMILY: cpp.space, template.FAMILY: template.space}
+
+
+def space_for(kind: str, signature: dict[str, Any]) -> Space:
+    """The search space of a task, from what its signature stores (never from executable data)."""
+    try:
+        build = FAMILIES[kind]
+    except KeyError:
+        raise InvalidConfig(f"unknown task kind {kind!r}") from None
+    try:
+        return build(signature["space"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise InvalidConfig(f"task of kind {kind!r} has a malformed signature: {e}") from None
+
+
+__all__ = ["Bool", "Choice", "FAMILIES", "IntRange", "InvalidConfig", "Param", "PowerOfTwo", "Space", "space_for"]

@@ -1,0 +1,43 @@
+"""Search budgets: frozen presets plus explicit overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tuner.errors import TunerError
+
+
+@dataclass(frozen=True)
+class Budget:
+    name: str
+    trials: int  # measured trials per task (a rerun continues up to this many)
+    rounds: int  # interleaved timing rounds per trial
+    min_sample_ms: float  # each timing sample lasts at least this long
+    verify_rounds: int  # rounds when a finalist is re-measured against the default
+    min_gain: float  # a finalist must beat the default by this fraction to win
+    time_budget_s: float | None = None  # wall-clock limit of the whole sweep
+    trial_timeout_s: float = 900.0
+
+
+PRESETS = {
+    "quick": Budget("quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02),
+    "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02),
+    "full": Budget("full", trials=60, rounds=25, min_sample_ms=30.0, verify_rounds=40, min_gain=0.01),
+}
+
+
+def make_budget(preset: str = "default", *, trials: int | None = None, time_budget_s: float | None = None) -> Budget:
+    try:
+        b = PRESETS[preset]
+    except KeyError:
+        raise TunerError(f"--budget must be one of {', '.join(PRESETS)}, not {preset!r}") from None
+    if trials is not None:
+        if trials < 1:
+            raise TunerError("--trials must be at least 1")
+        b = dataclasses.replace(b, trials=trials)
+    if time_budget_s is not None:
+        if time_budget_s <= 0:
+            raise TunerError("--time-budget must be positive")
+        b = dataclasses.replace(b, time_budget_s=time_budget_s)
+    return b

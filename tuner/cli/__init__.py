@@ -1,0 +1,40 @@
+"""The ``tuner`` command line (Typer + rich)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tuner import __version__
+from tuner.cli import db_cmd
+from tuner.cli.sweep_cmd import sweep
+
+app = typer.Typer(
+    help="Autotuning kernel search for torch.compile: sweep a workload once, then torch.compile(model, backend='tuned').",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command()(sweep)
+app.add_typer(db_cmd.app, name="db")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"tuner {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """tuner: better kernels than max-autotune, found once, stored, reused."""
+    from tuner.settings import configure_logging
+
+    configure_logging()
+
+
+def main() -> None:
+    app()

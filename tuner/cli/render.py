@@ -1,0 +1,82 @@
+"""Rich rendering of a sweep: the progress bar and the closing tables."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from tuner.sweep import Progress as SweepProgress
+from tuner.sweep import SweepReport
+from tuner.tasks import TaskSpec
+
+
+class RichProgress(SweepProgress):
+    def __init__(self, console: Console):
+        self.console = console
+        self.bar = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("trials"),
+            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
+        )
+        self.id: Any = None
+        self.failed = 0
+
+    def __enter__(self) -> "RichProgress":
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.bar.__exit__(*exc)
+
+    def start(self, total: int, tasks: list[TaskSpec]) -> None:
+        self.console.print(f"{len(tasks)} tasks: " + ", ".join(t.name for t in tasks), highlight=False)
+        self.id = self.bar.add_task("tuning", total=total)
+
+    def task(self, task: TaskSpec) -> None:
+        if self.id is not None:
+            self.bar.update(self.id, description=f"[cyan]{task.name[:40]}")
+
+    def trial(self, status: str) -> None:
+        if status != "ok":
+            self.failed += 1
+        if self.id is not None:
+            self.bar.advance(self.id)
+
+    def note(self, text: str) -> None:
+        self.console.print(f"[dim]{text}[/]")
+
+
+def _ms(v: float | None) -> str:
+    return f"{v:.4g}" if v else "-"
+
+
+def _diff(winner: dict[str, Any], default: dict[str, Any]) -> str:
+    changed = {k: v for k, v in winner.items() if default.get(k) != v}
+    return json.dumps(changed, sort_keys=True) if changed else "(Inductor's default)"
+
+
+def print_report(console: Console, report: SweepReport, defaults: dict[str, dict[str, Any]]) -> None:
+    if report.graph_breaks:
+        n = sum(report.graph_breaks.values())
+        console.print(f"[yellow]{n} graph break(s)[/]:")
+        for reason, count in report.graph_breaks.items():
+            console.print(f"  {count} × {reason}", highlight=False)
+    else:
+        console.print("graph breaks: none")
+    t = Table(title=f"{report.workload} on {report.device}")
+    for col in ("task", "trials", "default ms", "best ms", "speedup", "winner"):
+        t.add_column(col, overflow="fold")
+    for o in report.outcomes:
+        t.add_row(o.task.name, str(o.total), _ms(o.default_ms), _ms(o.best_ms),
+                  f"{o.speedup:.3f}x" if o.speedup else "-", _diff(o.winner, defaults.get(o.task.key, {})))
+    console.print(t)
+    if report.speedup:
+        console.print(
+            f"whole workload: {_ms(report.default_ms)} ms with Inductor's defaults → {_ms(report.tuned_ms)} ms tuned "
+            f"([bold]{report.speedup:.3f}x[/]); eager {_ms(report.eager_ms)} ms"
+        )
+    state = "[yellow]interrupted[/]: every trial measured so far is stored" if report.interrupted else "done"
+    console.print(f"{state}: {report.trials_measured} trials measured in {report.wall_s:.0f} s")

@@ -1,0 +1,39 @@
+"""Numerics checks: a candidate's output against the eager reference, with a tolerance by dtype."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# ‖out − ref‖ / ‖ref‖ bounds (METHOD.md): float32 far under 1e-3; bf16 between 1e-3 and 1e-2.
+TOLERANCE = {"fp32": 1e-3, "fp16": 1e-2, "bf16": 3e-2}
+
+
+def flatten(x: Any) -> list[Any]:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for item in x for t in flatten(item)]
+    if isinstance(x, dict):
+        return [t for k in sorted(x) for t in flatten(x[k])]
+    return []
+
+
+def relative_error(out: Any, ref: Any) -> float:
+    """Largest relative norm error over the tensors of ``out``; inf on NaN or a structure mismatch."""
+    import torch
+
+    a, b = flatten(out), flatten(ref)
+    if len(a) != len(b):
+        return float("inf")
+    worst = 0.0
+    for x, y in zip(a, b):
+        if x.shape != y.shape:
+            return float("inf")
+        x64, y64 = x.detach().double().cpu(), y.detach().double().cpu()
+        if not torch.isfinite(x64).all():
+            return float("inf")
+        denom = y64.norm().item() or 1.0
+        worst = max(worst, (x64 - y64).norm().item() / denom)
+    return worst

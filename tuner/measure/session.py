@@ -1,0 +1,152 @@
+"""Inside a worker process: one workload built once, compiled under different forcings, timed.
+
+Every candidate is compiled into its own copy of the model (distinct backend objects, so
+Dynamo keeps them apart) and timed against its baseline in the same process, interleaved.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import time
+from dataclasses import asdict
+from typing import Any
+
+from tuner.measure.classify import classify, describe
+from tuner.measure.numerics import TOLERANCE, relative_error
+from tuner.measure.result import CaptureResult, Measurement, Status, TrialRequest
+from tuner.measure.timing import interleaved
+from tuner.workload import WorkloadSpec, build_model, check_device, configure_process, make_inputs
+
+
+class _Inaccurate(Exception):
+    pass
+
+
+class Session:
+    def __init__(self, spec: WorkloadSpec, cache_size: int = 3):
+        import torch
+
+        self.spec = spec
+        check_device(spec)
+        configure_process(spec)
+        self.torch = torch
+        self.model = build_model(spec)
+        self.inputs = make_inputs(spec)
+        self.tolerance = TOLERANCE[spec.dtype]
+        self.reference = self._run(self.model, 0, grads=True)
+        self._compiled: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._cache_size = cache_size
+
+    # --- running the workload -------------------------------------------------------------
+    def _sync(self) -> None:
+        if self.spec.device == "cuda":
+            self.torch.cuda.synchronize()
+
+    def _run(self, fn: Any, i: int, grads: bool = False) -> Any:
+        """One step: inference under no_grad, or forward + backward. With ``grads``, return what numerics compare."""
+        x = self.inputs[i % len(self.inputs)]
+        if self.spec.mode == "infer":
+            with self.torch.no_grad():
+                return fn(x)
+        module = fn if isinstance(fn, self.torch.nn.Module) else None
+        params = list((getattr(fn, "_orig_mod", None) or module or self.model).parameters())
+        for p in params:
+            p.grad = None
+        out = fn(x)
+        out.float().mean().backward()
+        if grads:
+            return [out.detach(), *[p.grad.detach().clone() for p in params if p.grad is not None]]
+        return None
+
+    def _step(self, fn: Any) -> Any:
+        return lambda i: self._run(fn, i)
+
+    def eager_ms(self, rounds: int = 5) -> float:
+        return interleaved({"eager": self._step(self.model)}, rounds=rounds, min_sample_ms=20.0, sync=self._sync)["eager"].median_ms
+
+    # --- compiling ----------------------------------------------------------------------------
+    def _backend(self, forcing: dict[str, Any], recorder: Any = None) -> Any:
+        from tuner.backend.compiler import compile_with_context
+        from tuner.backend.context import CompileContext
+        from tuner.backend.forcing import Forcing
+
+        ctx = CompileContext(Forcing(forcing.get("graphs", {}), forcing.get("sites", {})), self.spec.device, recorder)
+        sweep_patches = {"fx_graph_cache": False, "autotune_local_cache": False}
+
+        def backend(gm: Any, example_inputs: Any, **_: Any) -> Any:
+            return compile_with_context(gm, example_inputs, ctx, sweep_patches)
+
+        return backend
+
+    def compile(self, forcing: dict[str, Any], recorder: Any = None) -> tuple[Any, float]:
+        """Compile a fresh copy under ``forcing`` and check its numerics; raises on failure."""
+        from tuner.keys import digest
+
+        key = digest(forcing)
+        if key in self._compiled and recorder is None:
+            self._compiled.move_to_end(key)
+            return self._compiled[key], 0.0
+        fn = self.torch.compile(copy.deepcopy(self.model), backend=self._backend(forcing, recorder))
+        t0 = time.perf_counter()
+        try:
+            out = self._run(fn, 0, grads=True)
+            self._sync()
+        except Exception as e:
+            e._tuner_compiling = True  # type: ignore[attr-defined]
+            raise
+        compile_s = time.perf_counter() - t0
+        err = relative_error(out, self.reference)
+        if not err <= self.tolerance:
+            raise _Inaccurate(f"relative error {err:.3g} exceeds {self.tolerance:g} for {self.spec.dtype}")
+        self._compiled[key] = fn
+        while len(self._compiled) > self._cache_size:
+            self._compiled.popitem(last=False)
+        return fn, compile_s
+
+    # --- the two jobs -------------------------------------------------------------------------
+    def capture(self) -> CaptureResult:
+        """Compile with Inductor's defaults in record mode; report graphs, sites and graph breaks."""
+        from torch._dynamo.utils import counters
+
+        from tuner.backend.context import Recorder
+        from tuner.db import current_device, current_environment
+
+        counters.clear()
+        recorder = Recorder()
+        fn, compile_s = self.compile({}, recorder)
+        if self.spec.mode == "train":  # one whole training step, as a user would run it
+            self.torch.optim.SGD(fn.parameters(), lr=1e-3).step()
+        breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
+        return CaptureResult(
+            graphs=[asdict(g) for g in recorder.graphs.values()],
+            sites=[asdict(s) for s in recorder.sites.values()],
+            graph_breaks=breaks,
+            device=asdict(current_device(self.spec.device)),
+            environment=asdict(current_environment()),
+            compile_s=compile_s,
+            eager_ms=self.eager_ms(),
+        )
+
+    def measure(self, req: TrialRequest) -> Measurement:
+        try:
+            base, _ = self.compile(req.baseline)
+        except Exception as e:
+            return Measurement(Status.RUNTIME_ERROR, error="the baseline itself failed: " + describe(e))
+        compile_s = 0.0
+        try:
+            cand, compile_s = self.compile(req.candidate)
+        except _Inaccurate as e:
+            return Measurement(Status.INACCURATE, error=str(e))
+        except Exception as e:
+            return Measurement(classify(e, compiling=getattr(e, "_tuner_compiling", False)), error=describe(e))
+        fns = {"candidate": self._step(cand)}
+        if cand is not base:
+            fns["baseline"] = self._step(base)
+        try:
+            t = interleaved(fns, rounds=req.rounds, min_sample_ms=req.min_sample_ms, sync=self._sync)
+        except Exception as e:
+            return Measurement(classify(e, compiling=False), error=describe(e))
+        c = t["candidate"]
+        b = t.get("baseline", c)
+        return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=compile_s)

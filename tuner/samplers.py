@@ -1,0 +1,65 @@
+"""Optuna samplers by name, always seeded; optional dependencies load only when asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tuner.errors import TunerError
+from tuner.search_spaces import Bool, Choice, Space
+
+
+def _grid_space(space: Space) -> dict[str, list[Any]]:
+    grid: dict[str, list[Any]] = {}
+    for p in space.params:
+        if isinstance(p, Choice):
+            grid[p.name] = list(p.options)
+        elif isinstance(p, Bool):
+            grid[p.name] = [True, False]
+        else:
+            raise TunerError(f"--sampler grid cannot enumerate parameter {p.name} of {space.family}")
+    return grid
+
+
+def _tpe(space: Space, seed: int) -> Any:
+    import optuna
+
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=3, multivariate=True)
+
+
+def _random(space: Space, seed: int) -> Any:
+    import optuna
+
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def _cmaes(space: Space, seed: int) -> Any:
+    import optuna
+
+    return optuna.samplers.CmaEsSampler(seed=seed)
+
+
+def _gp(space: Space, seed: int) -> Any:
+    import optuna
+
+    return optuna.samplers.GPSampler(seed=seed)
+
+
+def _grid(space: Space, seed: int) -> Any:
+    import optuna
+
+    return optuna.samplers.GridSampler(_grid_space(space), seed=seed)
+
+
+SAMPLERS: dict[str, Callable[[Space, int], Any]] = {"tpe": _tpe, "random": _random, "cmaes": _cmaes, "gp": _gp, "grid": _grid}
+
+
+def make_sampler(name: str, space: Space, seed: int) -> Any:
+    try:
+        factory = SAMPLERS[name]
+    except KeyError:
+        raise TunerError(f"--sampler must be one of {', '.join(SAMPLERS)}, not {name!r}") from None
+    try:
+        return factory(space, seed)
+    except ImportError as e:
+        raise TunerError(f"--sampler {name} needs a package that is not installed: {e.name}") from None

@@ -1,0 +1,148 @@
+"""One Optuna study per task, driven with ask/tell; every measurement goes to the database first.
+
+Trial one is Inductor's default (``enqueue_trial``), so a winner is never worse than the
+baseline. A config measured before (by anyone, on this device model) is never measured
+again: its stored result is told to the study instead. The objective is the candidate's
+median over the baseline's median *timed in the same run*, which cancels drift between trials.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.budget import Budget
+from tuner.db import Database, TaskRecord, TrialRecord
+from tuner.keys import config_hash
+from tuner.measure.result import Measurement, Status
+from tuner.samplers import make_sampler
+from tuner.search_spaces import InvalidConfig, Space
+
+Measure = Callable[[dict[str, Any], int], Measurement]  # (config, rounds) -> measurement
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    task: TaskRecord
+    winner: dict[str, Any]
+    is_default: bool
+    default_ms: float | None
+    best_ms: float | None
+    measured: int  # trials measured by this run
+    total: int  # trials stored for this task and device
+
+    @property
+    def speedup(self) -> float | None:
+        if not self.default_ms or not self.best_ms:
+            return None
+        return self.default_ms / self.best_ms
+
+
+@dataclass
+class StudyContext:
+    db: Database
+    storage: Any
+    device_id: int
+    environment_id: int
+    device_fingerprint: str
+    sampler: str
+    seed: int
+    budget: Budget
+    deadline: float | None = None
+
+    def time_left(self) -> bool:
+        return self.deadline is None or time.monotonic() < self.deadline
+
+
+def _record(ctx: StudyContext, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
+    return ctx.db.record_trial(
+        task.id, ctx.device_id, ctx.environment_id, config, m.status.value,
+        median_ms=m.median_ms, min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error,
+    )
+
+
+def _open_study(ctx: StudyContext, task: TaskRecord, space: Space) -> Any:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    study = optuna.create_study(
+        study_name=f"tuner:{task.key[:24]}:{ctx.device_fingerprint[:12]}",
+        storage=ctx.storage,
+        sampler=make_sampler(ctx.sampler, space, ctx.seed),
+        direction="minimize",
+        load_if_exists=True,
+    )
+    for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        study.tell(stale.number, state=optuna.trial.TrialState.FAIL)  # left by a killed run
+    return study
+
+
+def run_study(
+    ctx: StudyContext,
+    task: TaskRecord,
+    space: Space,
+    measure: Measure,
+    on_trial: Callable[[TrialRecord], None] = lambda t: None,
+) -> int:
+    """Measure up to ``budget.trials`` distinct configs for ``task`` (counting earlier runs). Returns how many this call measured."""
+    import optuna
+
+    stored = ctx.db.trials(task.id, ctx.device_id)
+    seen = {config_hash(t.config) for t in stored}
+    target = ctx.budget.trials
+    if len(seen) >= target or (space.size() or 10**9) <= len(seen):
+        return 0
+    study = _open_study(ctx, task, space)
+    if config_hash(space.default) not in seen:
+        study.enqueue_trial(space.optuna_params(space.default), skip_if_exists=True)
+    measured, asks = 0, 0
+    while len(seen) < target and asks < 4 * target and ctx.time_left():
+        if (space.size() or 10**9) <= len(seen):
+            break  # every config of the space is measured
+        asks += 1
+        ot = study.ask()
+        config = space.suggest(ot)
+        prev = ctx.db.find_trial(task.id, ctx.device_id, config)
+        if prev is None:
+            try:
+                space.validate(config)
+            except InvalidConfig as e:
+                m = Measurement(Status.INVALID, error=str(e))
+            else:
+                m = measure(config, ctx.budget.rounds)
+                measured += 1
+            prev = _record(ctx, task, config, m)
+            on_trial(prev)
+        seen.add(config_hash(config))
+        if prev.status == Status.OK.value and prev.ratio is not None:
+            study.tell(ot, prev.ratio)
+        else:
+            study.tell(ot, state=optuna.trial.TrialState.FAIL)
+    return measured
+
+
+def choose_winner(ctx: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:
+    """Re-measure the best candidate against the default in one run; it wins only with a real gain."""
+    trials = ctx.db.trials(task.id, ctx.device_id)
+    ok = [t for t in trials if t.status == Status.OK.value and t.ratio is not None]
+    default_hash = config_hash(space.default)
+    default_trials = [t for t in ok if config_hash(t.config) == default_hash]
+    default_ms = default_trials[-1].median_ms if default_trials else (ok[0].baseline_ms if ok else None)
+    candidates = sorted((t for t in ok if config_hash(t.config) != default_hash), key=lambda t: t.ratio or 9e9)
+    winner, best_ms, is_default = space.default, default_ms, True
+    trial_id = default_trials[-1].id if default_trials else None
+    if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - ctx.budget.min_gain and ctx.time_left():
+        best = candidates[0]
+        m = measure(best.config, ctx.budget.verify_rounds)
+        rec = _record(ctx, task, best.config, m)
+        if m.ok and m.ratio is not None and m.ratio < 1 - ctx.budget.min_gain:
+            winner, best_ms, default_ms, is_default, trial_id = best.config, m.median_ms, m.baseline_ms, False, rec.id
+        elif m.ok:
+            default_ms = best_ms = m.baseline_ms
+    ctx.db.set_winner(task.id, ctx.device_id, trial_id, winner, best_ms, default_ms)
+    total = len(ctx.db.trials(task.id, ctx.device_id))
+    return TaskOutcome(task, winner, is_default, default_ms, best_ms, 0, total)

@@ -1,0 +1,49 @@
+"""Settings read from the environment once, in one place.
+
+``TUNER_DB``        database URL (default: SQLite in the user cache folder)
+``TUNER_LOG``       log level of the ``tuner`` logger (e.g. ``info``)
+``TUNER_CACHE_DIR`` where the default database and scratch files live
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Settings:
+    cache_dir: Path
+    db_url: str
+    log_level: str | None
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        base = env.get("TUNER_CACHE_DIR") or os.path.join(
+            env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tuner"
+        )
+        cache_dir = Path(base)
+        db_url = env.get("TUNER_DB") or f"sqlite:///{cache_dir / 'tuning.db'}"
+        return cls(cache_dir=cache_dir, db_url=db_url, log_level=env.get("TUNER_LOG") or None)
+
+
+@functools.lru_cache(maxsize=1)
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+def configure_logging() -> None:
+    """Attach a stderr handler to the ``tuner`` logger when ``TUNER_LOG`` asks for one."""
+    level = settings().log_level
+    log = logging.getLogger("tuner")
+    if not level or any(getattr(h, "_tuner", False) for h in log.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("[tuner] %(levelname)s %(message)s"))
+    handler._tuner = True  # type: ignore[attr-defined]
+    log.addHandler(handler)
+    log.setLevel(level.upper())

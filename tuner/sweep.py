@@ -1,0 +1,139 @@
+"""The sweep driver: capture → tasks → one study per task → verified winners → whole-workload check."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner.backend.forcing import Forcing
+from tuner.budget import Budget
+from tuner.db import Database, DeviceInfo, EnvironmentInfo
+from tuner.measure import Measurement, TrialRequest, Worker
+from tuner.search import StudyContext, TaskOutcome, choose_winner, run_study
+from tuner.settings import settings
+from tuner.tasks import TaskSpec, tasks_from_capture
+from tuner.workload import WorkloadSpec
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    spec: WorkloadSpec
+    budget: Budget
+    db_url: str
+    sampler: str = "tpe"
+    seed: int = 0
+
+
+@dataclass
+class SweepReport:
+    workload: str
+    device: str
+    graph_breaks: dict[str, int]
+    capture_compile_s: float
+    eager_ms: float | None
+    outcomes: list[TaskOutcome] = field(default_factory=list)
+    default_ms: float | None = None
+    tuned_ms: float | None = None
+    interrupted: bool = False
+    wall_s: float = 0.0
+    trials_measured: int = 0
+
+    @property
+    def speedup(self) -> float | None:
+        return self.default_ms / self.tuned_ms if self.default_ms and self.tuned_ms else None
+
+
+class Progress:
+    """What the driver tells whoever watches (the CLI draws a progress bar)."""
+
+    def start(self, total: int, tasks: list[TaskSpec]) -> None: ...
+    def task(self, task: TaskSpec) -> None: ...
+    def trial(self, status: str) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+def run_sweep(opts: SweepOptions, progress: Progress | None = None, on_report: Callable[[SweepReport], None] | None = None) -> SweepReport:
+    """Tune every task of the workload. Every trial is committed as it is measured, so an interrupt
+    (``KeyboardInterrupt``) loses at most the trial in flight; the partial report is marked interrupted."""
+    import optuna
+
+    progress = progress or Progress()
+    t0 = time.monotonic()
+    deadline = t0 + opts.budget.time_budget_s if opts.budget.time_budget_s else None
+    db = Database.open(opts.db_url)
+    worker = Worker(opts.spec, settings().cache_dir / "logs", trial_timeout_s=opts.budget.trial_timeout_s)
+    report: SweepReport | None = None
+    try:
+        progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
+        capture = worker.start()
+        device = DeviceInfo(**capture.device)
+        ctx = StudyContext(
+            db=db,
+            storage=optuna.storages.RDBStorage(opts.db_url, engine_kwargs={"pool_pre_ping": True}),
+            device_id=db.device_id(device),
+            environment_id=db.environment_id(EnvironmentInfo(**capture.environment)),
+            device_fingerprint=device.fingerprint,
+            sampler=opts.sampler,
+            seed=opts.seed,
+            budget=opts.budget,
+            deadline=deadline,
+        )
+        report = SweepReport(opts.spec.name, device.name, capture.graph_breaks, capture.compile_s, capture.eager_ms)
+        tasks = tasks_from_capture(capture, opts.spec.model)
+        records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in tasks]
+        db.link_workload(opts.spec.name, [r.id for r in records])
+        progress.start(sum(min(opts.budget.trials, t.space.size() or opts.budget.trials) for t in tasks), tasks)
+
+        forced = Forcing()  # winners so far: each later study measures with them in place
+        for spec_t, rec in zip(tasks, records):
+            progress.task(spec_t)
+
+            def measure(config: dict[str, Any], rounds: int, _t: TaskSpec = spec_t, _base: Forcing = forced) -> Measurement:
+                req = TrialRequest(_base.to_json(), _base.merged(_t.forcing(config)).to_json(), rounds, opts.budget.min_sample_ms)
+                return worker.measure(req)
+
+            measured = run_study(ctx, rec, spec_t.space, measure, on_trial=lambda t: progress.trial(t.status))
+            report.trials_measured += measured
+            stored = db.winner_config(rec.id, ctx.device_id)
+            if measured == 0 and stored is not None and spec_t.space.is_valid(stored):
+                outcome = _stored_outcome(db, ctx, rec, stored, spec_t)
+            else:
+                outcome = choose_winner(ctx, rec, spec_t.space, measure)
+            report.outcomes.append(outcome)
+            forced = forced.merged(spec_t.forcing(outcome.winner))
+            if not ctx.time_left():
+                progress.note("time budget reached; remaining tasks keep Inductor's defaults")
+                break
+
+        if any(not o.is_default for o in report.outcomes):
+            progress.note("measuring the whole workload: all winners vs Inductor's defaults")
+            m = worker.measure(TrialRequest({}, forced.to_json(), opts.budget.verify_rounds, opts.budget.min_sample_ms))
+            if m.ok:
+                report.default_ms, report.tuned_ms = m.baseline_ms, m.median_ms
+        else:
+            best = [o.default_ms for o in report.outcomes if o.default_ms]
+            report.default_ms = report.tuned_ms = best[-1] if best else None
+    except KeyboardInterrupt:
+        if report is not None:
+            report.interrupted = True
+        else:
+            raise
+    finally:
+        worker.close()
+        db.close()
+        if report is not None:
+            report.wall_s = time.monotonic() - t0
+    assert report is not None
+    return report
+
+
+def _stored_outcome(db: Database, ctx: StudyContext, rec: Any, winner: dict[str, Any], task: TaskSpec) -> TaskOutcome:
+    trials = db.trials(rec.id, ctx.device_id)
+    ok = [t for t in trials if t.status == "ok"]
+    match = [t for t in ok if t.config == winner]
+    best = match[-1] if match else None
+    is_default = winner == task.space.default
+    default_ms = best.baseline_ms if best else None
+    return TaskOutcome(rec, winner, is_default, default_ms, best.median_ms if best else None, 0, len(trials))

@@ -1,0 +1,52 @@
+"""Turning what a capture saw into tuning tasks: key, kind, readable name, signature, search space."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.backend.forcing import GRAPH_KINDS, SITE_KIND, Forcing
+from tuner.measure.result import CaptureResult
+from tuner.search_spaces import Space, space_for
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    key: str
+    kind: str
+    name: str
+    signature: dict[str, Any]
+    space: Space
+
+    def forcing(self, config: dict[str, Any]) -> Forcing:
+        """The forcing that applies ``config`` to this task alone."""
+        if self.kind == SITE_KIND:
+            return Forcing(sites={self.key: config["choice"]})
+        return Forcing(graphs={self.key: dict(config)})
+
+
+def _dims(inputs: list[list[Any]]) -> str:
+    # key_of rows: device, dtype, sizes..., strides..., offset; sizes are the first half of the middle.
+    parts = []
+    for row in inputs:
+        mid = row[2:-1]
+        parts.append("x".join(str(v) for v in mid[: len(mid) // 2]))
+    return ",".join(parts)
+
+
+def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
+    """Template sites first (the graph-level study then runs with their winners forced), then graphs."""
+    out: list[TaskSpec] = []
+    for s in capture.sites:
+        sig = {"op": s["op"], "inputs": s["inputs"], "space": {"choices": s["choices"], "default": s["default"]}}
+        out.append(TaskSpec(s["key"], SITE_KIND, f"{s['op']} {_dims(s['inputs'])}", sig, space_for(SITE_KIND, sig)))
+    info = capture.device.get("info", {})
+    for g in capture.graphs:
+        if g["kind"] not in GRAPH_KINDS:
+            continue  # no graph-level space for this device yet
+        has_gemm = any(s.get("graph") == g["key"] and any(c.startswith("cpp:") for c in s["choices"]) for s in capture.sites)
+        ctx = {"isa": info.get("isa", ""), "threads": info.get("threads", 1), "has_cpp_gemm": has_gemm}
+        sig = {"backward": g["backward"], "lines": g["lines"], "space": ctx}
+        which = "backward" if g["backward"] else "forward"
+        out.append(TaskSpec(g["key"], g["kind"], f"{model} {which} graph {g['index']}", sig, space_for(g["kind"], sig)))
+    return out

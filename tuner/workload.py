@@ -1,0 +1,144 @@
+"""Workloads: a model (torchvision name or ``pkg.module:factory``), its inputs, device, dtype and mode."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tuner.errors import WorkloadError
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+MODES = ("infer", "train")
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    model: str
+    device: str = "cpu"
+    mode: str = "infer"
+    batch: int = 1
+    dtype: str = "fp32"
+    image_size: int = 224
+    input_shape: tuple[int, ...] | None = None  # full shape, batch first; overrides batch/image_size
+    channels_last: bool = False
+    freezing: bool = True  # inference only: Inductor freezing (constant weights)
+    seed: int = 0
+    threads: int | None = None  # CPU threads; None: torch's default
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise WorkloadError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.dtype not in DTYPES:
+            raise WorkloadError(f"--dtype must be one of {', '.join(DTYPES)}, not {self.dtype!r}")
+        if self.device not in ("cpu", "cuda"):
+            raise WorkloadError(f"--device must be cpu or cuda, not {self.device!r}")
+        if self.batch < 1 or self.image_size < 1:
+            raise WorkloadError("--batch and --image-size must be positive")
+        if self.input_shape is not None and (not self.input_shape or any(d < 1 for d in self.input_shape)):
+            raise WorkloadError(f"--input-shape must be positive integers, got {self.input_shape}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.input_shape) if self.input_shape else (self.batch, 3, self.image_size, self.image_size)
+
+    @property
+    def uses_freezing(self) -> bool:
+        return self.mode == "infer" and self.freezing
+
+    @property
+    def name(self) -> str:
+        dims = "x".join(map(str, self.shape))
+        cl = "/cl" if self.channels_last else ""
+        fz = "" if self.uses_freezing or self.mode == "train" else "/nofreeze"
+        return f"{self.model}/{self.mode}/{self.device}/{self.dtype}/{dims}{cl}{fz}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(p) for p in text.replace("x", ",").split(",") if p.strip())
+    except ValueError:
+        raise WorkloadError(f"--input-shape must be comma-separated integers like 8,3,224,224, not {text!r}") from None
+    if not dims or any(d < 1 for d in dims):
+        raise WorkloadError(f"--input-shape must be positive integers like 8,3,224,224, not {text!r}")
+    return dims
+
+
+def torch_dtype(spec: WorkloadSpec) -> Any:
+    import torch
+
+    return getattr(torch, DTYPES[spec.dtype])
+
+
+def check_device(spec: WorkloadSpec) -> None:
+    import torch
+
+    if spec.device == "cuda" and not torch.cuda.is_available():
+        raise WorkloadError("--device cuda was asked for, but torch sees no CUDA device here")
+
+
+def build_model(spec: WorkloadSpec) -> Any:
+    """The model, seeded, on the device, in the dtype and mode of ``spec``."""
+    import torch
+
+    torch.manual_seed(spec.seed)
+    if ":" in spec.model:
+        module_name, _, attr = spec.model.partition(":")
+        if os.getcwd() not in sys.path:  # like `python -m`: the user's own modules import from where they run tuner
+            sys.path.insert(0, os.getcwd())
+        try:
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as e:
+            raise WorkloadError(f"cannot load model factory {spec.model!r}: {e}") from None
+        try:
+            model = factory()
+        except Exception as e:  # the user's code: any failure is theirs to see, in one line
+            raise WorkloadError(f"model factory {spec.model!r} failed: {type(e).__name__}: {e}") from None
+    else:
+        import torchvision
+
+        names = torchvision.models.list_models()
+        if spec.model not in names:
+            near = difflib.get_close_matches(spec.model, names, n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else "; use a torchvision model name or pkg.module:factory"
+            raise WorkloadError(f"unknown model {spec.model!r}{hint}")
+        model = torchvision.models.get_model(spec.model, weights=None)
+    if not isinstance(model, torch.nn.Module):
+        raise WorkloadError(f"{spec.model!r} did not give a torch.nn.Module")
+    model = model.to(device=spec.device, dtype=torch_dtype(spec))
+    if spec.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    return model.train(spec.mode == "train")
+
+
+def make_inputs(spec: WorkloadSpec, sets: int = 3) -> list[Any]:
+    """``sets`` different random (never zero) input batches, to rotate while timing."""
+    import torch
+
+    gen = torch.Generator().manual_seed(spec.seed + 1)
+    out = []
+    for _ in range(sets):
+        x = torch.randn(spec.shape, generator=gen).to(device=spec.device, dtype=torch_dtype(spec))
+        if spec.channels_last and x.dim() == 4:
+            x = x.contiguous(memory_format=torch.channels_last)
+        out.append(x)
+    return out
+
+
+def configure_process(spec: WorkloadSpec) -> None:
+    """Process-wide settings the workload needs before anything is traced."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    if spec.threads:
+        torch.set_num_threads(spec.threads)
+    # Dynamo decides at trace time whether parameters become constants: freezing must be global.
+    inductor_config.freezing = spec.uses_freezing
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 512)
+    torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit, 4096)
