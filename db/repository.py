@@ -192,16 +192,16 @@ class Database:
         with self.session() as s:
             return s.scalar(select(Winner.config).where(Winner.task_id == task_id, Winner.device_id == device_id))
 
-    def winners_for_device(self, device_fingerprint: str) -> dict[str, tuple[str, dict[str, Any]]]:
-        """{task key: (kind, config)} for every winner on this device model: what a compile needs."""
+    def winners_for_device(self, device_fingerprint: str) -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
+        """{task key: (kind, config, signature)} for every winner on this device model: what a compile needs."""
         with self.session() as s:
             rows = s.execute(
-                select(Task.key, Task.kind, Winner.config)
+                select(Task.key, Task.kind, Winner.config, Task.signature)
                 .join(Winner, Winner.task_id == Task.id)
                 .join(Device, Device.id == Winner.device_id)
                 .where(Device.fingerprint == device_fingerprint)
             )
-            return {key: (kind, config) for key, kind, config in rows}
+            return {key: (kind, config, sig) for key, kind, config, sig in rows}
 
     def top_winners(self, limit: int = 20) -> list[dict[str, Any]]:
         with self.session() as s:

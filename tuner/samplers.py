@@ -48,7 +48,14 @@ def _gp(space: Space, seed: int) -> Any:
 def _grid(space: Space, seed: int) -> Any:
     import optuna
 
-    return optuna.samplers.GridSampler(_grid_space(space), seed=seed)
+    class AskTellGrid(optuna.samplers.GridSampler):
+        """GridSampler stops the study from ``after_trial``, which only works inside ``study.optimize``;
+        tuner drives studies with ask/tell and stops by itself once every config is measured."""
+
+        def after_trial(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return AskTellGrid(_grid_space(space), seed=seed)
 
 
 SAMPLERS: dict[str, Callable[[Space, int], Any]] = {"tpe": _tpe, "random": _random, "cmaes": _cmaes, "gp": _gp, "grid": _grid}

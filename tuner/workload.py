@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import re
 import sys
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -62,7 +63,7 @@ class WorkloadSpec:
 
 def parse_shape(text: str) -> tuple[int, ...]:
     try:
-        dims = tuple(int(p) for p in text.replace("x", ",").split(",") if p.strip())
+        dims = tuple(int(p) for p in re.split(r"[,x]", text.strip()))
     except ValueError:
         raise WorkloadError(f"--input-shape must be comma-separated integers like 8,3,224,224, not {text!r}") from None
     if not dims or any(d < 1 for d in dims):

@@ -132,7 +132,8 @@ class Session:
         try:
             base, _ = self.compile(req.baseline)
         except Exception as e:
-            return Measurement(Status.RUNTIME_ERROR, error="the baseline itself failed: " + describe(e))
+            status = classify(e, compiling=getattr(e, "_tuner_compiling", False))
+            return Measurement(status, error="the baseline itself failed: " + describe(e))
         compile_s = 0.0
         try:
             cand, compile_s = self.compile(req.candidate)

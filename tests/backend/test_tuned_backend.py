@@ -1,0 +1,112 @@
+import logging
+
+import pytest
+import torch
+import torch._inductor.config as inductor_config
+
+import tuner.backend as tb
+from tests.helpers.models import mlp
+from tuner.backend.compiler import compile_with_context
+from tuner.backend.context import CompileContext, Recorder
+from tuner.backend.forcing import Forcing
+from tuner.db import Database, current_device
+from tuner.search_spaces import space_for
+
+
+def _run(model, x, **compile_kw):
+    with torch.no_grad():
+        return torch.compile(model, **compile_kw)(x)
+
+
+def test_registered_as_torch_compile_backend():
+    assert "tuned" in torch._dynamo.list_backends(exclude_tags=())
+
+
+def test_missing_database_falls_back_without_benchmarking(tmp_path, caplog):
+    inductor_config.freezing = True
+    m, x = mlp().eval(), torch.randn(16, 64)
+    tb.reset_stats()
+    with caplog.at_level(logging.WARNING, logger="tuner"):
+        y = _run(m, x, backend="tuned", options={"db": f"sqlite:///{tmp_path / 'absent.db'}"})
+    torch.testing.assert_close(y, m(x).detach())
+    s = tb.stats()
+    assert s["benchmarks"] == 0 and s["hits"] == 0 and s["misses"] >= 1
+    assert "no tuning database" in caplog.text
+    assert not (tmp_path / "absent.db").exists()  # the read path never creates a database
+
+
+def test_unknown_option_is_a_clear_error():
+    with pytest.raises(Exception, match="unknown option"):
+        _run(mlp().eval(), torch.randn(4, 64), backend="tuned", options={"dbb": "x"})
+
+
+def test_missing_hook_falls_back_to_plain_inductor(monkeypatch, caplog, tmp_path):
+    from tuner.backend.hooks import selector
+
+    # As on a torch whose select_algorithm lacks the hook: the adapter's import failed.
+    monkeypatch.setattr(selector, "_IMPORT_ERROR", ImportError("simulated: no AlgorithmSelectorCache"))
+    m, x = mlp().eval(), torch.randn(8, 64)
+    with caplog.at_level(logging.ERROR, logger="tuner"):
+        y = _run(m, x, backend="tuned", options={"db": f"sqlite:///{tmp_path / 'absent.db'}"})
+    torch.testing.assert_close(y, m(x).detach())
+    assert "compiling with plain Inductor" in caplog.text
+
+
+def _record(model, x):
+    rec = Recorder()
+
+    def backend(gm, ex, **_):
+        return compile_with_context(gm, ex, CompileContext(Forcing(), "cpu", rec))
+
+    _run(model, x, backend=backend)
+    torch._dynamo.reset()
+    return rec
+
+
+def _store_winner(url, kind, key, config, signature):
+    db = Database.open(url)
+    dev = db.device_id(current_device("cpu"))
+    t = db.upsert_task(key, kind, "test", signature, "fp")
+    db.set_winner(t.id, dev, None, config, 1.0, 2.0)
+    db.close()
+
+
+def test_winners_are_forced_and_inductor_caches_follow_the_database(tmp_path, monkeypatch, db_url):
+    """Pitfall 1: a warm FX-graph/AOT cache must not serve code compiled under another answer."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    inductor_config.freezing = False  # keep Inductor's FX-graph and AOTAutograd caches in play
+    m, x = mlp().eval(), torch.randn(16, 64)
+    graph = next(iter(_record(m, x).graphs.values()))
+    Database.open(db_url).close()
+
+    tb.reset_stats()
+    _run(m, x, backend="tuned", options={"db": db_url})
+    torch._dynamo.reset()
+    assert tb.stats()["hits"] == 0  # (the recording compile above may already have warmed the cache)
+
+    tb.reset_stats()
+    _run(m, x, backend="tuned", options={"db": db_url})  # same answer: Inductor's cache may serve it
+    torch._dynamo.reset()
+    assert tb.stats()["hits"] == 0
+
+    sig = {"space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}}
+    config = {**space_for("cpp_graph", sig).default, "cpp.simdlen": 0}
+    _store_winner(db_url, "cpp_graph", graph.key, config, sig)
+    tb.reset_stats()
+    y = _run(m, x, backend="tuned", options={"db": db_url})
+    assert tb.stats()["hits"] == 1, "a changed database answer must miss Inductor's caches and be applied"
+    assert tb.stats()["benchmarks"] == 0
+    torch.testing.assert_close(y, m(x).detach())
+
+
+def test_invalid_stored_winner_is_ignored(db_url, caplog):
+    inductor_config.freezing = True
+    m, x = mlp().eval(), torch.randn(16, 64)
+    graph = next(iter(_record(m, x).graphs.values()))
+    sig = {"space": {"isa": "AVX2", "threads": 2, "has_cpp_gemm": False}}
+    _store_winner(db_url, "cpp_graph", graph.key, {"cpp.simdlen": 4096}, sig)
+    tb.reset_stats()
+    with caplog.at_level(logging.WARNING, logger="tuner"):
+        y = _run(m, x, backend="tuned", options={"db": db_url})
+    torch.testing.assert_close(y, m(x).detach())
+    assert "ignoring stored winner" in caplog.text and tb.stats()["hits"] == 0

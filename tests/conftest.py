@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # tests.helpers.models:NAME must import in spawned workers too
+    sys.path.insert(0, str(ROOT))
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    has_gpu = torch.cuda.is_available()
+    run_slow = os.environ.get("TUNER_SLOW") == "1"
+    for item in items:
+        if "gpu" in item.keywords and not has_gpu:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+        if "slow" in item.keywords and not run_slow:
+            item.add_marker(pytest.mark.skip(reason="slow: set TUNER_SLOW=1"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    """Each test: its own cache folder and default database, Inductor's global state restored after."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TUNER_DB", raising=False)
+    from tuner.settings import settings
+
+    settings.cache_clear()
+    freezing = inductor_config.freezing
+    yield
+    inductor_config.freezing = freezing
+    torch._dynamo.reset()
+    settings.cache_clear()
+
+
+@pytest.fixture
+def db_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'tuning.db'}"
+
+
+@pytest.fixture
+def cwd_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    return ROOT

@@ -1,0 +1,100 @@
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from tuner.db import Database, DeviceInfo, EnvironmentInfo, migrate
+from tuner.db.engine import make_engine
+from tuner.errors import SchemaError, StorageError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DEV = DeviceInfo("cpu", "Test CPU", {"cores": 2, "threads": 2, "isa": "AVX2"})
+ENV = EnvironmentInfo("2.14.1", "3.8.0", None, "3.11.7", "0.1.0")
+
+
+def _fill(db: Database):
+    d, e = db.device_id(DEV), db.environment_id(ENV)
+    t = db.upsert_task("k" * 64, "template_choice", "mm 8x8", {"space": {"choices": ["a", "b"], "default": "a"}}, "fp")
+    return d, e, t
+
+
+def test_new_database_is_created_at_head(db_url):
+    db = Database.open(db_url)
+    assert migrate.current_revision(db.engine) == migrate.head_revision()
+    assert db.stats()["tasks"] == 0
+    with db.engine.connect() as c:
+        assert c.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+
+
+def test_identities_are_idempotent(db_url):
+    db = Database.open(db_url)
+    assert db.device_id(DEV) == db.device_id(DEV)
+    assert db.environment_id(ENV) == db.environment_id(ENV)
+    t1 = db.upsert_task("k" * 64, "cpp_graph", "g", {}, "fp")
+    t2 = db.upsert_task("k" * 64, "cpp_graph", "other name", {}, "fp")
+    assert t1.id == t2.id and t2.name == "g"
+
+
+def test_trials_winners_and_stats(db_url):
+    db = Database.open(db_url)
+    d, e, t = _fill(db)
+    ok = db.record_trial(t.id, d, e, {"choice": "b"}, "ok", median_ms=1.0, min_ms=0.9, spread_ms=0.1, baseline_ms=2.0)
+    db.record_trial(t.id, d, e, {"choice": "a"}, "compile_error", error="boom")
+    assert ok.ratio == 0.5
+    assert db.find_trial(t.id, d, {"choice": "b"}).id == ok.id
+    assert db.find_trial(t.id, d, {"choice": "zzz"}) is None
+    before = db.winners_digest(DEV.fingerprint)
+    db.set_winner(t.id, d, ok.id, {"choice": "b"}, 1.0, 2.0)
+    assert db.winners_digest(DEV.fingerprint) != before
+    assert db.winners_for_device(DEV.fingerprint)["k" * 64][:2] == ("template_choice", {"choice": "b"})
+    assert db.winners_for_device("another-device") == {}
+    s = db.stats()
+    assert (s["tasks"], s["trials"], s["winners"]) == (1, 2, 1)
+    assert s["trials_by_status"] == {"ok": 1, "compile_error": 1}
+    assert db.top_winners()[0]["speedup"] == 2.0
+
+
+def test_storage_errors_are_one_line(tmp_path):
+    with pytest.raises(StorageError, match="not a database URL"):
+        Database.open("no url at all")
+    with pytest.raises(StorageError, match="cannot use database nonsense"):
+        Database.open("nonsense://")
+    with pytest.raises(StorageError, match="cannot"):
+        Database.open("sqlite:////proc/tuner/x.db")
+    with pytest.raises(StorageError):
+        Database.open("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")
+
+
+def test_older_database_is_refused_then_upgraded_keeping_data(tmp_path):
+    path = tmp_path / "old.db"
+    shutil.copy(DATA / "schema_0001.db", path)
+    url = f"sqlite:///{path}"
+    with pytest.raises(SchemaError, match=r"revision 0001.*tuner db upgrade"):
+        Database.open(url)
+    engine = make_engine(url)
+    migrate.upgrade(engine)
+    engine.dispose()
+    db = Database.open(url)
+    s = db.stats()
+    assert (s["tasks"], s["trials"], s["winners"]) == (1, 1, 1)
+    assert list(db.winners_for_device("dev-fp").values())[0][1] == {"choice": "cpp:CppMicroGemmFP32Vec"}
+    db.link_workload("m/infer", [1])  # the table 0002 added
+
+
+def test_newer_database_is_refused(db_url, tmp_path):
+    Database.open(db_url).close()
+    con = sqlite3.connect(tmp_path / "tuning.db")
+    con.execute("UPDATE tuner_alembic_version SET version_num='9999'")
+    con.commit()
+    con.close()
+    with pytest.raises(SchemaError, match="newer tuner"):
+        Database.open(db_url)
+
+
+def test_read_only_open_does_not_create(tmp_path):
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    make_engine(url).dispose()
+    with pytest.raises(SchemaError, match="no tuning data"):
+        Database.open(url, create=False)

@@ -1,0 +1,66 @@
+import optuna
+import pytest
+
+from tuner.search_spaces import InvalidConfig, space_for
+from tuner.search_spaces import cpp, template
+
+CPU_CTX = {"isa": "AVX512", "threads": 2, "has_cpp_gemm": True}
+
+
+def test_cpp_default_is_inductors_own_and_valid():
+    s = space_for("cpp_graph", {"space": CPU_CTX})
+    assert s.default == {k: v for k, v in cpp.inductor_defaults().items() if k in s.default}
+    assert s.validate(s.default) is s.default
+    assert "cpp.gemm_thread_factors" in s.names()
+    assert "cpp.gemm_thread_factors" not in space_for("cpp_graph", {"space": {**CPU_CTX, "has_cpp_gemm": False}}).names()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"cpp.simdlen": 3}, "not one of"),
+        ({"cpp.simdlen": "256"}, "not one of"),
+        ({"cpp.enable_loop_tail_vec": 1}, "true or false"),
+        ({"cpp.gemm_thread_factors": "1,1,4"}, "not one of"),  # product must equal the 2 threads
+        ({"num_warps": 4}, "unknown parameter"),
+    ],
+)
+def test_cpp_rejects_bad_configs(change, message):
+    s = space_for("cpp_graph", {"space": CPU_CTX})
+    with pytest.raises(InvalidConfig, match=message):
+        s.validate({**s.default, **change})
+
+
+def test_missing_keys_and_non_dict_rejected():
+    s = space_for("cpp_graph", {"space": CPU_CTX})
+    with pytest.raises(InvalidConfig, match="missing"):
+        s.validate({"cpp.simdlen": None})
+    with pytest.raises(InvalidConfig, match="must be an object"):
+        s.validate(["cpp.simdlen"])
+
+
+def test_template_space_and_unknown_kind():
+    s = space_for("template_choice", {"space": {"choices": ["cpp:X", "aten:mm"], "default": "aten:mm"}})
+    assert s.default == {"choice": "aten:mm"} and s.size() == 2
+    with pytest.raises(InvalidConfig):
+        s.validate({"choice": "triton:evil"})
+    with pytest.raises(InvalidConfig, match="unknown task kind"):
+        space_for("pickle", {"space": {}})
+    with pytest.raises(InvalidConfig, match="malformed"):
+        space_for("template_choice", {"nope": 1})
+    assert template.FAMILY == "template_choice"
+
+
+def test_fingerprint_stable_and_sensitive():
+    a = space_for("cpp_graph", {"space": CPU_CTX}).fingerprint()
+    assert a == space_for("cpp_graph", {"space": dict(CPU_CTX)}).fingerprint()
+    assert a != space_for("cpp_graph", {"space": {**CPU_CTX, "threads": 4}}).fingerprint()
+
+
+def test_enqueued_default_round_trips_through_optuna():
+    s = space_for("cpp_graph", {"space": CPU_CTX})
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
+    study.enqueue_trial(s.optuna_params(s.default))
+    assert s.suggest(study.ask()) == s.default
+    proposals = [s.suggest(study.ask()) for _ in range(5)]
+    assert all(set(p) == set(s.names()) for p in proposals)

@@ -1,0 +1,105 @@
+"""The CPU path end to end, for real: spawned workers, real Inductor compiles, real SQLite."""
+
+import json
+
+import pytest
+import torch
+import torch._inductor.config as inductor_config
+from typer.testing import CliRunner
+
+import tuner.backend as tb
+from tests.helpers.models import mlp
+from tuner.cli import app
+from tuner.db import Database
+
+MLP = ["--model", "tests.helpers.models:mlp", "--input-shape", "16,64", "--device", "cpu", "--threads", "2"]
+runner = CliRunner()
+
+
+def _sweep(db_url, *extra):
+    result = runner.invoke(app, ["sweep", *MLP, "--budget", "quick", "--db", db_url, *extra])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def _per_task(db_url):
+    db = Database.open(db_url)
+    try:
+        with db.session() as s:
+            from sqlalchemy import func, select
+
+            from tuner.db.models import Task, Trial
+
+            rows = s.execute(select(Task.kind, Trial.config_hash, func.count()).join(Trial).group_by(Task.kind, Trial.config_hash))
+            return list(rows)
+    finally:
+        db.close()
+
+
+def test_sweep_then_tuned_compile_benchmarks_nothing(db_url, cwd_root):
+    out = _sweep(db_url, "--trials", "3").output
+    assert "graph breaks: none" in out and "whole workload" in out or "done:" in out
+    db = Database.open(db_url)
+    stats = db.stats()
+    db.close()
+    assert stats["tasks"] == 3  # two packed_linear sites + one graph
+    assert stats["winners"] == 3
+    assert stats["trials"] >= 6
+
+    inductor_config.freezing = True
+    tb.reset_stats()
+    m, x = mlp().eval(), torch.randn(16, 64)
+    with torch.no_grad():
+        y = torch.compile(m, backend="tuned", options={"db": db_url})(x)
+        torch.testing.assert_close(y, m(x))
+    s = tb.stats()
+    assert s["benchmarks"] == 0
+    assert s["hits"] == 3 and s["misses"] == 0
+
+
+def test_rerun_continues_the_same_studies(db_url, cwd_root):
+    _sweep(db_url, "--trials", "2")
+    first = _per_task(db_url)
+    graph_first = [r for r in first if r[0] == "cpp_graph"]
+    assert len(graph_first) == 2  # the default and one proposal
+    _sweep(db_url, "--trials", "4")
+    graph_second = [r for r in _per_task(db_url) if r[0] == "cpp_graph"]
+    assert len(graph_second) >= 4, "the rerun adds trials up to the new target"
+    assert {h for _, h, _ in graph_first} <= {h for _, h, _ in graph_second}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "resnet5O"], "unknown model 'resnet5O'; did you mean resnet50"),
+        (["--model", "no_such_pkg.mod:build"], "cannot load model factory"),
+        (["--model", "tests.helpers.models:broken", "--input-shape", "4,8"], "broken on purpose"),
+        (["--model", "tests.helpers.models:mlp", "--input-shape", "16,x"], "--input-shape must be"),
+        (["--model", "tests.helpers.models:mlp", "--input-shape", "16,65"], "the workload failed to run"),
+        (["--model", "resnet18", "--dtype", "fp8"], "--dtype must be one of"),
+        (["--model", "resnet18", "--budget", "huge"], "--budget must be one of"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_1(args, message, db_url, cwd_root):
+    result = runner.invoke(app, ["sweep", *args, "--device", "cpu", "--db", db_url])
+    assert result.exit_code == 1, result.output
+    assert message in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("url", ["sqlite:////proc/no/tuning.db", "postgresql+psycopg://nobody@127.0.0.1:1/x?connect_timeout=2"])
+def test_unusable_database_is_one_line_and_exit_1(url):
+    result = runner.invoke(app, ["sweep", "--model", "resnet18", "--device", "cpu", "--db", url])
+    assert result.exit_code == 1
+    assert "error:" in result.output and "Traceback" not in result.output
+
+
+def test_db_commands(db_url, tmp_path):
+    assert runner.invoke(app, ["db", "upgrade", "--db", db_url]).exit_code == 0
+    r = runner.invoke(app, ["db", "stats", "--json", "--db", db_url])
+    assert r.exit_code == 0 and json.loads(r.output)["trials"] == 0
+    assert runner.invoke(app, ["db", "show", "--db", db_url]).exit_code == 0
+    missing = runner.invoke(app, ["db", "stats", "--db", f"sqlite:///{tmp_path / 'nope.db'}"])
+    assert missing.exit_code == 1 and "no tuning data" in missing.output
+    v = runner.invoke(app, ["--version"])
+    assert v.exit_code == 0 and v.output.startswith("tuner ")
