@@ -8,6 +8,7 @@ import typer
 
 from tuner import __version__
 from tuner.cli import db_cmd
+from tuner.cli.bench_cmd import bench
 from tuner.cli.sweep_cmd import sweep
 
 app = typer.Typer(
@@ -17,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(sweep)
+app.command()(bench)
 app.add_typer(db_cmd.app, name="db")
 
 

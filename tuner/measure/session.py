@@ -16,6 +16,7 @@ from tuner.measure.classify import classify, describe
 from tuner.measure.numerics import TOLERANCE, relative_error
 from tuner.measure.result import CaptureResult, Measurement, Status, TrialRequest
 from tuner.measure.timing import interleaved
+from tuner.steps import run_step, synchronizer
 from tuner.workload import WorkloadSpec, build_model, check_device, configure_process, make_inputs
 
 
@@ -34,30 +35,14 @@ class Session:
         self.model = build_model(spec)
         self.inputs = make_inputs(spec)
         self.tolerance = TOLERANCE[spec.dtype]
+        self._sync = synchronizer(spec.device)
         self.reference = self._run(self.model, 0, grads=True)
         self._compiled: collections.OrderedDict[str, Any] = collections.OrderedDict()
         self._cache_size = cache_size
 
     # --- running the workload -------------------------------------------------------------
-    def _sync(self) -> None:
-        if self.spec.device == "cuda":
-            self.torch.cuda.synchronize()
-
     def _run(self, fn: Any, i: int, grads: bool = False) -> Any:
-        """One step: inference under no_grad, or forward + backward. With ``grads``, return what numerics compare."""
-        x = self.inputs[i % len(self.inputs)]
-        if self.spec.mode == "infer":
-            with self.torch.no_grad():
-                return fn(x)
-        module = fn if isinstance(fn, self.torch.nn.Module) else None
-        params = list((getattr(fn, "_orig_mod", None) or module or self.model).parameters())
-        for p in params:
-            p.grad = None
-        out = fn(x)
-        out.float().mean().backward()
-        if grads:
-            return [out.detach(), *[p.grad.detach().clone() for p in params if p.grad is not None]]
-        return None
+        return run_step(self.spec.mode, fn, self.inputs[i % len(self.inputs)], grads=grads)
 
     def _step(self, fn: Any) -> Any:
         return lambda i: self._run(fn, i)

@@ -1,0 +1,180 @@
+"""``tuner bench``: eager vs Inductor's modes vs tuned, compiled and timed in one process, one run.
+
+Each mode compiles a fresh copy of the model with its own, empty Inductor cache folder (and the in-memory
+code cache cleared), so no mode's compile helps another's. Latency is the median per-call time over
+interleaved rounds (A B C … then … C B A) with rotated inputs; every mode's output is checked against eager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime as dt
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.errors import TunerError
+from tuner.measure.numerics import TOLERANCE, relative_error
+from tuner.measure.timing import interleaved
+from tuner.steps import run_step, synchronizer
+from tuner.workload import WorkloadSpec, build_model, check_device, configure_process, make_inputs
+
+
+@dataclass(frozen=True)
+class Mode:
+    backend: str | None  # None: eager
+    inductor_mode: str | None = None
+    freezing: bool = False
+    options: tuple[tuple[str, Any], ...] = ()
+
+
+def modes_for(spec: WorkloadSpec, db_url: str) -> dict[str, Mode]:
+    freeze = spec.mode == "infer"
+    tuned = Mode("tuned", None, freeze and spec.freezing, (("db", db_url),))
+    return {
+        "eager": Mode(None),
+        "default": Mode("inductor"),
+        "max-autotune-no-cudagraphs": Mode("inductor", "max-autotune-no-cudagraphs"),
+        "freezing-max-autotune": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
+        "tuned": tuned,
+    }
+
+
+DEFAULT_MODES = ("eager", "default", "freezing-max-autotune", "tuned")
+
+
+@contextlib.contextmanager
+def _isolated_compile(freezing: bool) -> Iterator[None]:
+    """A fresh Inductor cache folder and code cache, and freezing set the way Dynamo reads it (at trace time)."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.codecache import PyCodeCache
+
+    old_dir, old_freezing = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), inductor_config.freezing
+    with tempfile.TemporaryDirectory(prefix="tuner-bench-") as d:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = d
+        inductor_config.freezing = freezing
+        if hasattr(PyCodeCache, "cache_clear"):
+            PyCodeCache.cache_clear()
+        try:
+            yield
+        finally:
+            inductor_config.freezing = old_freezing
+            if old_dir is None:
+                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            else:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_dir
+
+
+def _versions() -> dict[str, Any]:
+    import torch
+
+    from tuner.db.fingerprint import _triton_version
+
+    return {"torch": torch.__version__, "triton": _triton_version()}
+
+
+def run_bench(spec: WorkloadSpec, mode_names: list[str], db_url: str, *, rounds: int = 30, min_sample_ms: float = 25.0, progress: Any = None) -> dict[str, Any]:
+    import torch
+
+    from tuner.backend import stats
+    from tuner.db import current_device
+
+    table = modes_for(spec, db_url)
+    unknown = [m for m in mode_names if m not in table]
+    if unknown:
+        raise TunerError(f"unknown mode(s) {unknown}; choose from {', '.join(table)}")
+    check_device(spec)
+    configure_process(spec)
+    model = build_model(spec)
+    inputs = make_inputs(spec)
+    sync = synchronizer(spec.device)
+    ref = run_step(spec.mode, model, inputs[0], grads=True)
+    fns: dict[str, Any] = {}
+    results: dict[str, dict[str, Any]] = {}
+    for name in mode_names:
+        m = table[name]
+        if progress:
+            progress(f"compiling {name}")
+        if m.backend is None:
+            fn, compile_s, benchmarks = model, 0.0, None
+        else:
+            before = stats()["benchmarks"]
+            with _isolated_compile(m.freezing):
+                kw: dict[str, Any] = {"backend": m.backend}
+                if m.inductor_mode:
+                    kw["mode"] = m.inductor_mode
+                if m.options:
+                    kw["options"] = dict(m.options)
+                fn = torch.compile(copy.deepcopy(model), **kw)
+                t0 = time.perf_counter()
+                out = run_step(spec.mode, fn, inputs[0], grads=True)
+                sync()
+                compile_s = time.perf_counter() - t0
+            benchmarks = stats()["benchmarks"] - before if m.backend == "tuned" else None
+            err = relative_error(out, ref)
+            if not err <= TOLERANCE[spec.dtype]:
+                raise TunerError(f"mode {name}: output differs from eager (relative error {err:.3g})")
+        fns[name] = fn
+        results[name] = {"compile_s": round(compile_s, 3)}
+        if benchmarks is not None:
+            results[name]["benchmarks"] = benchmarks
+    if progress:
+        progress(f"timing {len(fns)} modes, {rounds} interleaved rounds")
+    steps = {n: (lambda i, f=f: run_step(spec.mode, f, inputs[i % len(inputs)])) for n, f in fns.items()}
+    timings = interleaved(steps, rounds=rounds, min_sample_ms=min_sample_ms, sync=sync)
+    batch = spec.shape[0]
+    for n, t in timings.items():
+        results[n].update(
+            median_ms=round(t.median_ms, 4), min_ms=round(t.min_ms, 4), spread_ms=round(t.spread_ms, 4),
+            samples=t.samples, img_per_s=round(batch * 1e3 / t.median_ms, 1),
+        )
+    eager = results.get("eager", {}).get("median_ms")
+    for r in results.values():
+        if eager:
+            r["speedup_vs_eager"] = round(eager / r["median_ms"], 3)
+    dev = current_device(spec.device)
+    return {
+        "model": spec.model,
+        "device": dev.name,
+        "device_kind": spec.device,
+        "device_info": dev.info,
+        **_versions(),
+        "dtype": spec.dtype,
+        "batch": batch,
+        "input_shape": list(spec.shape),
+        "mode": spec.mode,
+        "channels_last": spec.channels_last,
+        "threads": torch.get_num_threads(),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["tuner", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith("tuner") else " ".join(sys.argv),
+        "rounds": rounds,
+        "results": results,
+    }
+
+
+def plot(result: dict[str, Any], path: str) -> bool:
+    """A bar chart of median latency per mode; False when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    names = list(result["results"])
+    values = [result["results"][n]["median_ms"] for n in names]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    bars = ax.bar(names, values, color=["#999" if n == "eager" else "#4c72b0" if n != "tuned" else "#dd8452" for n in names])
+    ax.bar_label(bars, labels=[f"{v:.3g}" for v in values])
+    ax.set_ylabel("median latency (ms)")
+    ax.set_title(f"{result['model']} {result['mode']} {result['dtype']} b{result['batch']} on {result['device']}", fontsize=9)
+    plt.setp(ax.get_xticklabels(), rotation=15, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
