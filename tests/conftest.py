@@ -30,6 +30,7 @@ def _isolated(tmp_path, monkeypatch):
     import torch._inductor.config as inductor_config
 
     monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # spawned workers inherit it
     monkeypatch.delenv("TUNER_DB", raising=False)
     from tuner.settings import settings
 

@@ -31,6 +31,7 @@ class Session:
         self.spec = spec
         check_device(spec)
         configure_process(spec)
+        torch._functorch.config.enable_autograd_cache = False  # see _backend: sweeps leave no cache entries
         self.torch = torch
         self.model = build_model(spec)
         self.inputs = make_inputs(spec)
@@ -57,6 +58,7 @@ class Session:
         from tuner.backend.forcing import Forcing
 
         ctx = CompileContext(Forcing(forcing.get("graphs", {}), forcing.get("sites", {})), self.spec.device, recorder)
+        # Sweep compiles neither read nor fill Inductor's caches: a user's later compile must do its own lowering.
         sweep_patches = {"fx_graph_cache": False, "autotune_local_cache": False}
 
         def backend(gm: Any, example_inputs: Any, **_: Any) -> Any:

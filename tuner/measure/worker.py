@@ -136,13 +136,18 @@ class Worker:
         except (BrokenPipeError, OSError):
             self.close()
             return Measurement(Status.WORKER_DIED, error="worker process was gone before the trial")
+        started = time.monotonic()
         reply = self._receive(self.trial_timeout_s)
         self._served += 1
         if reply is not None:
             return reply[1]
-        if self._proc.is_alive():
+        self._proc.join(10)  # the pipe can close before the dead process is reaped
+        if self._proc.is_alive() and time.monotonic() - started >= self.trial_timeout_s:
             self.close()
             return Measurement(Status.TIMEOUT, error=f"no result within {self.trial_timeout_s:.0f} s")
+        if self._proc.is_alive():
+            self.close()
+            return Measurement(Status.WORKER_DIED, error="worker process closed its pipe without a result")
         why = _death(self._proc)
         tail = _tail(self.log_path) if self.log_path else ""
         self.close()
