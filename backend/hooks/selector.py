@@ -50,7 +50,8 @@ def choice_id(choice: Any) -> str:
     ktc = ann.get("ktc") if isinstance(ann, dict) else None
     if ktc is not None:
         try:
-            return f"triton:{ktc.template.uid}:{canonical_json(ktc.params.to_kwargs())}"
+            # e.g. "triton::mm:{...params}" or "aten::bias_addmm:{}" (2.11+ annotates ATen choices too)
+            return f"{ktc.template.uid}:{canonical_json(ktc.params.to_kwargs())}"
         except (AttributeError, TypeError, ValueError):
             pass
     cls = type(choice).__name__
@@ -66,7 +67,7 @@ def choice_id(choice: Any) -> str:
 def default_index(choices: list[Any]) -> int:
     """The choice plain Inductor (no max-autotune) uses: its ATen/extern kernel when it offers one."""
     for i, c in enumerate(choices):
-        if type(c).__name__ == "ExternKernelCaller":
+        if type(c).__name__ == "ExternKernelCaller" or choice_id(c).startswith("aten:"):
             return i
     return 0
 
