@@ -86,12 +86,6 @@ class Trial(Base):
 
     task: Mapped[Task] = relationship()
 
-    @property
-    def ratio(self) -> float | None:
-        if self.median_ms is None or not self.baseline_ms:
-            return None
-        return self.median_ms / self.baseline_ms
-
 
 class Winner(Base):
     __tablename__ = "tuner_winners"
@@ -107,12 +101,6 @@ class Winner(Base):
 
     task: Mapped[Task] = relationship()
     device: Mapped[Device] = relationship()
-
-    @property
-    def speedup(self) -> float | None:
-        if not self.median_ms or not self.baseline_ms:
-            return None
-        return self.baseline_ms / self.median_ms
 
 
 class WorkloadTask(Base):

@@ -9,35 +9,33 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from tuner.cli.common import DbOption, console, db_url, friendly
+from tuner.cli.common import (
+    BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
+    ThreadsOpt, console, db_url, friendly, make_spec,
+)
 
 
 @friendly
 def bench(
-    model: Annotated[str, typer.Option("--model", "-m", help="torchvision name or pkg.module:factory.")],
-    device: Annotated[str | None, typer.Option(help="cpu or cuda. Default: cuda when available.", show_default=False)] = None,
-    mode: Annotated[str, typer.Option(help="infer or train.")] = "infer",
-    batch: Annotated[int, typer.Option(help="Batch size.")] = 1,
-    dtype: Annotated[str, typer.Option(help="fp32, bf16 or fp16.")] = "fp32",
-    image_size: Annotated[int, typer.Option(help="Square image size for vision models.")] = 224,
-    input_shape: Annotated[str | None, typer.Option(help="Full input shape, batch first.", show_default=False)] = None,
-    channels_last: Annotated[bool, typer.Option(help="channels_last memory format.")] = False,
-    freezing: Annotated[bool, typer.Option(help="Freeze weights for the tuned mode (as the sweep did).")] = True,
+    model: ModelOpt,
+    device: DeviceOpt = None,
+    mode: ModeOpt = "infer",
+    batch: BatchOpt = 1,
+    dtype: DtypeOpt = "fp32",
+    image_size: ImageSizeOpt = 224,
+    input_shape: InputShapeOpt = None,
+    channels_last: ChannelsLastOpt = False,
+    freezing: FreezingOpt = True,
     modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, freezing-max-autotune, tuned.")] = "eager,default,freezing-max-autotune,tuned",
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
-    threads: Annotated[int | None, typer.Option(help="CPU threads.", show_default=False)] = None,
+    threads: ThreadsOpt = None,
     out: Annotated[Path | None, typer.Option(help="Write the JSON here (and a PNG beside it).", show_default=False)] = None,
     db: DbOption = None,
 ) -> None:
     """Compile the workload in every mode (fresh caches each) and time them against each other in one process."""
-    from tuner.cli.sweep_cmd import _default_device
     from tuner.compare import plot, run_bench
-    from tuner.workload import WorkloadSpec, parse_shape
 
-    spec = WorkloadSpec(
-        model=model, device=device or _default_device(), mode=mode, batch=batch, dtype=dtype, image_size=image_size,
-        input_shape=parse_shape(input_shape) if input_shape else None, channels_last=channels_last, freezing=freezing, threads=threads,
-    )
+    spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads)
     result = run_bench(spec, [m.strip() for m in modes.split(",") if m.strip()], db_url(db), rounds=rounds,
                        progress=lambda s: console.print(f"[dim]{s}[/]"))
     t = Table(title=f"{spec.name} on {result['device']} (torch {result['torch']})")

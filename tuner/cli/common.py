@@ -46,3 +46,33 @@ def friendly(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+# --- workload options, shared by every command that builds a workload -----------------------------
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="A torchvision model name (resnet50, vit_b_16, …) or pkg.module:factory returning an nn.Module.")]
+DeviceOpt = Annotated[str | None, typer.Option("--device", help="cpu or cuda. Default: cuda when available.", show_default=False)]
+ModeOpt = Annotated[str, typer.Option("--mode", help="infer (no_grad, with freezing) or train (forward + backward + optimizer step).")]
+BatchOpt = Annotated[int, typer.Option("--batch", help="Batch size.")]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="fp32, bf16 or fp16.")]
+ImageSizeOpt = Annotated[int, typer.Option("--image-size", help="Square image size for vision models.")]
+InputShapeOpt = Annotated[str | None, typer.Option("--input-shape", help="Full input shape, batch first, e.g. 8,3,224,224 (overrides --batch/--image-size).", show_default=False)]
+ChannelsLastOpt = Annotated[bool, typer.Option("--channels-last/--no-channels-last", help="Run the model in channels_last memory format.")]
+FreezingOpt = Annotated[bool, typer.Option("--freezing/--no-freezing", help="Inference: freeze weights into constants (what backend='tuned' then needs too).")]
+ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads (default: torch's). CPU winners are keyed by it: deploy with the same.", show_default=False)]
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def make_spec(model: str, device: str | None, mode: str, batch: int, dtype: str, image_size: int, input_shape: str | None,
+              channels_last: bool, freezing: bool, threads: int | None, seed: int = 0) -> Any:
+    from tuner.workload import WorkloadSpec, parse_shape
+
+    return WorkloadSpec(
+        model=model, device=device or default_device(), mode=mode, batch=batch, dtype=dtype, image_size=image_size,
+        input_shape=parse_shape(input_shape) if input_shape else None, channels_last=channels_last,
+        freezing=freezing, seed=seed, threads=threads,
+    )

@@ -6,31 +6,28 @@ from typing import Annotated
 
 import typer
 
-from tuner.cli.common import DbOption, console, db_url, friendly
-
-
-def _default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+from tuner.cli.common import (
+    BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
+    ThreadsOpt, console, db_url, friendly, make_spec,
+)
 
 
 @friendly
 def sweep(
-    model: Annotated[str, typer.Option("--model", "-m", help="A torchvision model name (resnet50, vit_b_16, …) or pkg.module:factory returning an nn.Module.")],
-    device: Annotated[str | None, typer.Option(help="cpu or cuda. Default: cuda when available.", show_default=False)] = None,
-    mode: Annotated[str, typer.Option(help="infer (no_grad, with freezing) or train (forward + backward + optimizer step).")] = "infer",
-    batch: Annotated[int, typer.Option(help="Batch size.")] = 1,
-    dtype: Annotated[str, typer.Option(help="fp32, bf16 or fp16.")] = "fp32",
-    image_size: Annotated[int, typer.Option(help="Square image size for vision models.")] = 224,
-    input_shape: Annotated[str | None, typer.Option(help="Full input shape, batch first, e.g. 8,3,224,224 (overrides --batch/--image-size).", show_default=False)] = None,
-    channels_last: Annotated[bool, typer.Option(help="Run the model in channels_last memory format.")] = False,
-    freezing: Annotated[bool, typer.Option(help="Inference: freeze weights into constants (what backend='tuned' then needs too).")] = True,
+    model: ModelOpt,
+    device: DeviceOpt = None,
+    mode: ModeOpt = "infer",
+    batch: BatchOpt = 1,
+    dtype: DtypeOpt = "fp32",
+    image_size: ImageSizeOpt = 224,
+    input_shape: InputShapeOpt = None,
+    channels_last: ChannelsLastOpt = False,
+    freezing: FreezingOpt = True,
     budget: Annotated[str, typer.Option(help="quick, default or full.")] = "default",
     trials: Annotated[int | None, typer.Option(help="Trials per task (overrides the budget's).", show_default=False)] = None,
     time_budget: Annotated[float | None, typer.Option(help="Stop starting new trials after this many seconds.", show_default=False)] = None,
     sampler: Annotated[str, typer.Option(help="Optuna sampler: tpe, random, cmaes, gp or grid.")] = "tpe",
-    threads: Annotated[int | None, typer.Option(help="CPU threads to tune for (default: torch's). Deploy with the same count.", show_default=False)] = None,
+    threads: ThreadsOpt = None,
     seed: Annotated[int, typer.Option(help="Seed for the model, the inputs and the sampler.")] = 0,
     db: DbOption = None,
 ) -> None:
@@ -44,16 +41,10 @@ def sweep(
     from tuner.cli.render import RichProgress, print_report
     from tuner.samplers import SAMPLERS
     from tuner.sweep import SweepOptions, run_sweep
-    from tuner.tasks import tasks_from_capture  # noqa: F401  (imported for its torch-free validation path)
-    from tuner.workload import WorkloadSpec, parse_shape
 
     if sampler not in SAMPLERS:
         raise typer.BadParameter(f"must be one of {', '.join(SAMPLERS)}", param_hint="--sampler")
-    spec = WorkloadSpec(
-        model=model, device=device or _default_device(), mode=mode, batch=batch, dtype=dtype, image_size=image_size,
-        input_shape=parse_shape(input_shape) if input_shape else None, channels_last=channels_last,
-        freezing=freezing, seed=seed, threads=threads,
-    )
+    spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seed)
     opts = SweepOptions(spec, make_budget(budget, trials=trials, time_budget_s=time_budget), db_url(db), sampler, seed)
     from tuner.db import Database
 
