@@ -66,10 +66,24 @@ class Recorder:
 
 
 class CompileContext:
-    def __init__(self, forcing: Forcing, device_type: str, recorder: Recorder | None = None):
+    """``benchmark``: (site key, choice ids) to time side by side at that site with Inductor's own
+    benchmarker, in one run; the timings land in :attr:`timings` (ms by choice id)."""
+
+    def __init__(
+        self,
+        forcing: Forcing,
+        device_type: str,
+        recorder: Recorder | None = None,
+        benchmark: tuple[str, tuple[str, ...]] | None = None,
+    ):
         self.forcing = forcing
         self.device_type = device_type
         self.recorder = recorder
+        self.benchmark = benchmark
+        self.timings: dict[str, float] = {}
+
+    def record_timings(self, timings: dict[str, float]) -> None:
+        self.timings.update(timings)
 
     @contextlib.contextmanager
     def activated(self) -> Iterator["CompileContext"]:
@@ -79,21 +93,26 @@ class CompileContext:
         finally:
             _ACTIVE.reset(token)
 
-    def select_site(self, payload: dict[str, Any], ids: list[str], default: int) -> int:
+    def select_site(self, payload: dict[str, Any], ids: list[str], default: int) -> list[int]:
+        """Indices of the choices to hand Inductor: one (nothing is benchmarked), or the benchmarked set."""
         key = task_key(SITE_KIND, payload)
         if self.recorder is not None:
             self.recorder.site(key, payload, ids, default)
+        if self.benchmark is not None and self.benchmark[0] == key:
+            picked = list(dict.fromkeys(ids.index(c) for c in self.benchmark[1] if c in ids))
+            if len(picked) >= 2:
+                return picked
         want = self.forcing.sites.get(key)
         if want is not None and want in ids:
             counters.bump("hits")
             log.info("hit: %s site %s -> %s", payload["op"], key[:12], want)
-            return ids.index(want)
+            return [ids.index(want)]
         if want is not None:
             # e.g. a graph knob (cpp.simdlen=0) changed which micro-kernels exist; the sweep measured the same.
             log.info("stored choice %s is not offered at %s site %s; using Inductor's default", want, payload["op"], key[:12])
         counters.bump("misses")
         log.info("miss: %s site %s -> %s (Inductor's default)", payload["op"], key[:12], ids[default])
-        return default
+        return [default]
 
     def graph_knobs(self, payload: dict[str, Any]) -> dict[str, Any]:
         kind = graph_kind(self.device_type)

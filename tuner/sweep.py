@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.backend.forcing import Forcing
+from tuner.backend.forcing import SITE_KIND, Forcing
 from tuner.budget import Budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import Measurement, TrialRequest, Worker
@@ -91,8 +91,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None, on_report: C
             progress.task(spec_t)
 
             def measure(config: dict[str, Any], rounds: int, _t: TaskSpec = spec_t, _base: Forcing = forced) -> Measurement:
-                req = TrialRequest(_base.to_json(), _base.merged(_t.forcing(config)).to_json(), rounds, opts.budget.min_sample_ms)
-                return worker.measure(req)
+                return worker.measure(trial_request(_t, config, _base, rounds, opts.budget.min_sample_ms))
 
             measured = run_study(ctx, rec, spec_t.space, measure, on_trial=lambda t: progress.trial(t.status))
             report.trials_measured += measured
@@ -127,6 +126,16 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None, on_report: C
             report.wall_s = time.monotonic() - t0
     assert report is not None
     return report
+
+
+def trial_request(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float) -> TrialRequest:
+    """Graph tasks: the whole workload, candidate vs baseline, interleaved. Template sites: at the kernel, the
+    candidate choice vs the default choice side by side (the default itself is timed beside another choice)."""
+    if task.kind != SITE_KIND:
+        return TrialRequest(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms)
+    default, cand = task.space.default["choice"], config["choice"]
+    other = cand if cand != default else next(c for c in task.signature["space"]["choices"] if c != default)
+    return TrialRequest(base.to_json(), base.to_json(), rounds, min_sample_ms, site=task.key, choices=(default, other) if cand != default else (default, other, default))
 
 
 def _stored_outcome(db: Database, ctx: StudyContext, rec: Any, winner: dict[str, Any], task: TaskSpec) -> TaskOutcome:

@@ -79,15 +79,17 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
 
     @staticmethod
     def _count_benchmark(timings: Any, *args: Any, **kwargs: Any) -> None:
-        if active() is not None and timings:
+        ctx = active()
+        if ctx is not None and timings:
             counters.bump("benchmarks")
+            ctx.record_timings({choice_id(c): float(ms) for c, ms in timings.items()})
 
     def __call__(self, name, choices, input_nodes, layout, *args, **kwargs):  # type: ignore[no-untyped-def]
         ctx = active()
         if ctx is not None and len(choices) > 1:
             ids = [choice_id(c) for c in choices]
-            pick = ctx.select_site(site_payload(name, list(input_nodes)), ids, default_index(choices))
-            choices = [choices[pick]]
+            picks = ctx.select_site(site_payload(name, list(input_nodes)), ids, default_index(choices))
+            choices = [choices[i] for i in picks]
         return super().__call__(name, choices, input_nodes, layout, *args, **kwargs)
 
 

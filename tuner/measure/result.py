@@ -25,6 +25,10 @@ class TrialRequest:
     candidate: dict[str, Any]
     rounds: int = 15
     min_sample_ms: float = 20.0
+    # Kernel-level instead: time these choice ids side by side at this template site (first = the baseline),
+    # with Inductor's benchmarker, while compiling ``candidate``; the graph's numerics are still checked.
+    site: str | None = None
+    choices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -52,29 +52,33 @@ class Session:
         return interleaved({"eager": self._step(self.model)}, rounds=rounds, min_sample_ms=20.0, sync=self._sync)["eager"].median_ms
 
     # --- compiling ----------------------------------------------------------------------------
-    def _backend(self, forcing: dict[str, Any], recorder: Any = None) -> Any:
+    def _backend(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None) -> Any:
         from tuner.backend.compiler import compile_with_context
         from tuner.backend.context import CompileContext
         from tuner.backend.forcing import Forcing
 
-        ctx = CompileContext(Forcing(forcing.get("graphs", {}), forcing.get("sites", {})), self.spec.device, recorder)
+        ctx = CompileContext(Forcing(forcing.get("graphs", {}), forcing.get("sites", {})), self.spec.device, recorder, benchmark)
         # Sweep compiles neither read nor fill Inductor's caches: a user's later compile must do its own lowering.
         sweep_patches = {"fx_graph_cache": False, "autotune_local_cache": False}
 
         def backend(gm: Any, example_inputs: Any, **_: Any) -> Any:
             return compile_with_context(gm, example_inputs, ctx, sweep_patches)
 
+        backend.context = ctx  # type: ignore[attr-defined]
         return backend
 
-    def compile(self, forcing: dict[str, Any], recorder: Any = None) -> tuple[Any, float]:
-        """Compile a fresh copy under ``forcing`` and check its numerics; raises on failure."""
+    def compile(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None) -> tuple[Any, float]:
+        """Compile a fresh copy under ``forcing`` and check its numerics; raises on failure.
+        With ``benchmark``, the site's timings are left on ``self.last_timings``."""
         from tuner.keys import digest
 
         key = digest(forcing)
-        if key in self._compiled and recorder is None:
+        if key in self._compiled and recorder is None and benchmark is None:
             self._compiled.move_to_end(key)
             return self._compiled[key], 0.0
-        fn = self.torch.compile(copy.deepcopy(self.model), backend=self._backend(forcing, recorder))
+        backend = self._backend(forcing, recorder, benchmark)
+        self.last_timings = backend.context.timings
+        fn = self.torch.compile(copy.deepcopy(self.model), backend=backend)
         t0 = time.perf_counter()
         try:
             out = self._run(fn, 0, grads=True)
@@ -86,6 +90,8 @@ class Session:
         err = relative_error(out, self.reference)
         if not err <= self.tolerance:
             raise _Inaccurate(f"relative error {err:.3g} exceeds {self.tolerance:g} for {self.spec.dtype}")
+        if benchmark is not None:
+            return fn, compile_s
         self._compiled[key] = fn
         while len(self._compiled) > self._cache_size:
             self._compiled.popitem(last=False)
@@ -116,6 +122,8 @@ class Session:
         )
 
     def measure(self, req: TrialRequest) -> Measurement:
+        if req.site is not None:
+            return self._measure_site(req)
         try:
             base, _ = self.compile(req.baseline)
         except Exception as e:
@@ -138,3 +146,19 @@ class Session:
         c = t["candidate"]
         b = t.get("baseline", c)
         return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=compile_s)
+
+    def _measure_site(self, req: TrialRequest) -> Measurement:
+        """Kernel level: Inductor's benchmarker times the choices side by side at the site, in one run."""
+        try:
+            _, compile_s = self.compile(req.candidate, benchmark=(req.site, tuple(req.choices)))
+        except _Inaccurate as e:
+            return Measurement(Status.INACCURATE, error=str(e))
+        except Exception as e:
+            return Measurement(classify(e, compiling=getattr(e, "_tuner_compiling", False)), error=describe(e))
+        t = self.last_timings
+        base, cand = req.choices[0], req.choices[-1]
+        if base not in t or cand not in t:
+            return Measurement(Status.RUNTIME_ERROR, error=f"the site was not benchmarked (timings for {sorted(t)})")
+        if not (t[cand] < float("inf")):
+            return Measurement(Status.RUNTIME_ERROR, error="Inductor's benchmark of this choice failed (inf)")
+        return Measurement(Status.OK, t[cand], t[cand], 0.0, t[base], compile_s=compile_s)
