@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -85,3 +86,61 @@ def upgrade(db: DbOption = None) -> None:
         console.print(f"database at schema revision {migrate.head_revision()} (was {before or 'empty'})")
     finally:
         engine.dispose()
+
+
+@app.command("export")
+@friendly
+def export_cmd(
+    file: Annotated[Path, typer.Argument(help="Where to write: JSON Lines, gzip-compressed when the name ends in .gz.")],
+    db: DbOption = None,
+    device: Annotated[str | None, typer.Option(help="Only this device (name substring or fingerprint).", show_default=False)] = None,
+    model: Annotated[str | None, typer.Option(help="Only tasks of this model's sweeps.", show_default=False)] = None,
+) -> None:
+    """Write trials and winners to a portable file (a header line, then one JSON record per line)."""
+    from tuner.db import Database
+    from tuner.db.transfer import export_records, write_export
+
+    database = Database.open(db_url(db), create=False)
+    try:
+        counts = write_export(export_records(database, device=device, model=model), file)
+    finally:
+        database.close()
+    console.print(f"wrote {file}: " + (", ".join(f"{k}={v}" for k, v in counts.items()) or "nothing matched"))
+
+
+@app.command("import")
+@friendly
+def import_cmd(
+    file: Annotated[Path, typer.Argument(help="A file written by `tuner db export`.")],
+    db: DbOption = None,
+) -> None:
+    """Validate every line and config of FILE, then add what is new, all or nothing. Importing twice changes nothing."""
+    from tuner.db import Database
+    from tuner.db.transfer import apply_import, known_tasks, read_import
+
+    database = Database.open(db_url(db))
+    try:
+        added = apply_import(database, read_import(file, known_tasks(database)))
+    finally:
+        database.close()
+    console.print(f"imported {file}: added " + ", ".join(f"{k}={v}" for k, v in added.items()))
+
+
+@app.command()
+@friendly
+def merge(
+    source: Annotated[str, typer.Argument(help="URL of the database to merge from.")],
+    db: DbOption = None,
+) -> None:
+    """Merge another database into this one (validated like an import); per device the faster verified winner stays."""
+    from tuner.db import Database
+    from tuner.db.transfer import merge as merge_dbs
+
+    src = Database.open(source, create=False)
+    dst = Database.open(db_url(db))
+    try:
+        added = merge_dbs(src, dst)
+    finally:
+        src.close()
+        dst.close()
+    console.print(f"merged {src.safe_url}: added " + ", ".join(f"{k}={v}" for k, v in added.items()))
