@@ -112,3 +112,16 @@ class WorkloadTask(Base):
     workload: Mapped[str] = mapped_column(String(300), index=True)
     task_id: Mapped[int] = mapped_column(ForeignKey("tuner_tasks.id", ondelete="CASCADE"))
     position: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Claim(Base):
+    """A worker's hold on (task, device) while it tunes it; ``done_target`` marks it finished up to that many trials."""
+
+    __tablename__ = "tuner_claims"
+    __table_args__ = (UniqueConstraint("task_id", "device_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tuner_tasks.id", ondelete="CASCADE"))
+    device_id: Mapped[int] = mapped_column(ForeignKey("tuner_devices.id"))
+    worker: Mapped[str] = mapped_column(String(200))
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    done_target: Mapped[int | None] = mapped_column(Integer)

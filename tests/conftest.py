@@ -51,3 +51,34 @@ def db_url(tmp_path) -> str:
 def cwd_root(monkeypatch):
     monkeypatch.chdir(ROOT)
     return ROOT
+
+
+@pytest.fixture
+def pg_url():
+    """A fresh database on the PostgreSQL server named by TUNER_TEST_PG_URL (.ci/run starts one)."""
+    admin = os.environ.get("TUNER_TEST_PG_URL")
+    if not admin:
+        if os.environ.get("CI"):
+            pytest.fail("CI must provide TUNER_TEST_PG_URL (.ci/postgres.sh)")
+        pytest.skip("no PostgreSQL server: set TUNER_TEST_PG_URL (bash .ci/postgres.sh prints one)")
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = f"tuner_test_{uuid.uuid4().hex[:12]}"
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+    with engine.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    yield make_url(admin).set(database=name).render_as_string(hide_password=False)
+    with engine.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_db_url(request, tmp_path):
+    """Contract tests: every storage test runs on SQLite and on a real PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'contract.db'}"
+    return request.getfixturevalue("pg_url")

@@ -57,6 +57,22 @@ class StudyContext:
         return self.deadline is None or time.monotonic() < self.deadline
 
 
+def open_storage(url: str, attempts: int = 5) -> Any:
+    """Optuna's RDB storage on the same database. Several workers starting at once may race to create
+    Optuna's tables; the loser retries and finds them made."""
+    import optuna
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    for i in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+        except (IntegrityError, OperationalError):
+            if i == attempts - 1:
+                raise
+            time.sleep(0.5 * (i + 1))
+    raise AssertionError("unreachable")
+
+
 def _record(ctx: StudyContext, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
     return ctx.db.record_trial(
         task.id, ctx.device_id, ctx.environment_id, config, m.status.value,
@@ -70,7 +86,7 @@ def _open_study(ctx: StudyContext, task: TaskRecord, space: Space) -> Any:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     study = optuna.create_study(
-        study_name=f"tuner:{task.key[:24]}:{ctx.device_fingerprint[:12]}",
+        study_name=f"tuner:{task.key}:{ctx.device_fingerprint[:16]}",
         storage=ctx.storage,
         sampler=make_sampler(ctx.sampler, space, ctx.seed),
         direction="minimize",

@@ -11,7 +11,8 @@ from tuner.backend.forcing import SITE_KIND, Forcing
 from tuner.budget import Budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import Measurement, TrialRequest, Worker
-from tuner.search import StudyContext, TaskOutcome, choose_winner, run_study
+from tuner.db.claims import claim_next, finish, pending, renew, worker_id
+from tuner.search import Measure, StudyContext, TaskOutcome, choose_winner, open_storage, run_study
 from tuner.settings import settings
 from tuner.tasks import TaskSpec, tasks_from_capture
 from tuner.workload import WorkloadSpec
@@ -54,11 +55,9 @@ class Progress:
     def note(self, text: str) -> None: ...
 
 
-def run_sweep(opts: SweepOptions, progress: Progress | None = None, on_report: Callable[[SweepReport], None] | None = None) -> SweepReport:
+def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepReport:
     """Tune every task of the workload. Every trial is committed as it is measured, so an interrupt
     (``KeyboardInterrupt``) loses at most the trial in flight; the partial report is marked interrupted."""
-    import optuna
-
     progress = progress or Progress()
     t0 = time.monotonic()
     deadline = t0 + opts.budget.time_budget_s if opts.budget.time_budget_s else None
@@ -71,7 +70,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None, on_report: C
         device = DeviceInfo(**capture.device)
         ctx = StudyContext(
             db=db,
-            storage=optuna.storages.RDBStorage(opts.db_url, engine_kwargs={"pool_pre_ping": True}),
+            storage=open_storage(opts.db_url),
             device_id=db.device_id(device),
             environment_id=db.environment_id(EnvironmentInfo(**capture.environment)),
             device_fingerprint=device.fingerprint,
@@ -86,25 +85,24 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None, on_report: C
         db.link_workload(opts.spec.name, [r.id for r in records])
         progress.start(sum(min(opts.budget.trials, t.space.size() or opts.budget.trials) for t in tasks), tasks)
 
-        forced = Forcing()  # winners so far: each later study measures with them in place
-        for spec_t, rec in zip(tasks, records):
-            progress.task(spec_t)
+        def measure_for(task: TaskSpec, base: Forcing) -> Measure:
+            return lambda config, rounds: worker.measure(trial_request(task, config, base, rounds, opts.budget.min_sample_ms))
 
-            def measure(config: dict[str, Any], rounds: int, _t: TaskSpec = spec_t, _base: Forcing = forced) -> Measurement:
-                return worker.measure(trial_request(_t, config, _base, rounds, opts.budget.min_sample_ms))
-
-            measured = run_study(ctx, rec, spec_t.space, measure, on_trial=lambda t: progress.trial(t.status))
-            report.trials_measured += measured
-            stored = db.winner_config(rec.id, ctx.device_id)
-            if measured == 0 and stored is not None and spec_t.space.is_valid(stored):
-                outcome = _stored_outcome(db, ctx, rec, stored, spec_t)
-            else:
-                outcome = choose_winner(ctx, rec, spec_t.space, measure)
-            report.outcomes.append(outcome)
-            forced = forced.merged(spec_t.forcing(outcome.winner))
-            if not ctx.time_left():
-                progress.note("time budget reached; remaining tasks keep Inductor's defaults")
-                break
+        outcomes, measured = tune_tasks(ctx, tasks, records, measure_for, progress)
+        mine = {o.task.id: o for o in outcomes}
+        for t, r in zip(tasks, records):  # in task order; tasks another worker (or an earlier run) finished too
+            stored = db.winner_config(r.id, ctx.device_id)
+            if r.id in mine:
+                report.outcomes.append(mine[r.id])
+            elif stored is not None and t.space.is_valid(stored):
+                report.outcomes.append(_stored_outcome(db, ctx, r, stored, t))
+        report.trials_measured += measured
+        forced = winners_forcing(db, tasks, records, ctx.device_id)
+        if not ctx.time_left():
+            progress.note("time budget reached; unfinished tasks keep Inductor's defaults")
+        others = pending(db, [r.id for r in records], ctx.device_id, opts.budget.trials)
+        if others:
+            progress.note(f"{others} task(s) still being tuned by other workers")
 
         if any(not o.is_default for o in report.outcomes):
             progress.note("measuring the whole workload: all winners vs Inductor's defaults")
@@ -126,6 +124,57 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None, on_report: C
             report.wall_s = time.monotonic() - t0
     assert report is not None
     return report
+
+
+def winners_forcing(db: Database, tasks: list[TaskSpec], records: list[Any], device_id: int, before: int | None = None) -> Forcing:
+    """The stored winners of the workload's tasks (of those before task id ``before`` in order, when given)."""
+    forced = Forcing()
+    for t, r in zip(tasks, records):
+        if before is not None and r.id == before:
+            break
+        config = db.winner_config(r.id, device_id)
+        if config is not None and t.space.is_valid(config):
+            forced = forced.merged(t.forcing(config))
+    return forced
+
+
+def tune_tasks(
+    ctx: StudyContext,
+    tasks: list[TaskSpec],
+    records: list[Any],
+    measure_for: Callable[[TaskSpec, Forcing], Measure],
+    progress: Progress | None = None,
+) -> tuple[list[TaskOutcome], int]:
+    """Claim tasks one at a time (in order) until none is left for this worker; tune each and store its winner.
+    Any number of these loops, in any processes on any machines, can share one database."""
+    progress = progress or Progress()
+    db, wid = ctx.db, worker_id()
+    ttl = ctx.budget.trial_timeout_s + 300.0
+    by_id = {r.id: (t, r) for t, r in zip(tasks, records)}
+    ids = [r.id for r in records]
+    outcomes: list[TaskOutcome] = []
+    measured_total = 0
+    while ctx.time_left():
+        tid = claim_next(db, ids, ctx.device_id, wid, ctx.budget.trials, ttl)
+        if tid is None:
+            break
+        spec_t, rec = by_id[tid]
+        progress.task(spec_t)
+        measure = measure_for(spec_t, winners_forcing(db, tasks, records, ctx.device_id, before=tid))
+
+        def on_trial(t: Any, _tid: int = tid) -> None:
+            progress.trial(t.status)
+            renew(db, _tid, ctx.device_id, wid, ttl)
+
+        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial)
+        measured_total += measured
+        stored = db.winner_config(rec.id, ctx.device_id)
+        if measured == 0 and stored is not None and spec_t.space.is_valid(stored):
+            outcomes.append(_stored_outcome(db, ctx, rec, stored, spec_t))
+        else:
+            outcomes.append(choose_winner(ctx, rec, spec_t.space, measure))
+        finish(db, tid, ctx.device_id, wid, ctx.budget.trials)
+    return outcomes, measured_total
 
 
 def trial_request(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float) -> TrialRequest:

@@ -28,8 +28,8 @@ def _snapshot(url):
 
 
 @pytest.mark.parametrize("name", ["out.jsonl", "out.jsonl.gz"])
-def test_export_import_round_trip_is_identical_and_idempotent(tmp_path, name):
-    a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+def test_export_import_round_trip_is_identical_and_idempotent(tmp_path, name, any_db_url):
+    a, b = f"sqlite:///{tmp_path / 'a.db'}", any_db_url
     fill(a).close()
     f = tmp_path / name
     assert runner.invoke(app, ["db", "export", str(f), "--db", a]).exit_code == 0

@@ -1,0 +1,118 @@
+"""Claims: which worker tunes which task. Safe with many processes on many machines.
+
+A worker picks candidate tasks with ``SELECT … FOR UPDATE SKIP LOCKED`` (PostgreSQL; SQLite serialises
+writers instead), then takes one with a single atomic statement: an INSERT (the unique (task, device)
+constraint lets only one win) or an UPDATE of a claim that expired, belongs to a dead process on this
+host, or was finished for a smaller trial target. Heartbeats push ``expires_at`` forward.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+
+from sqlalchemy import and_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from tuner.db.models import Claim, Task, utcnow
+from tuner.db.repository import Database
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _dead_here(worker: str) -> bool:
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _aware(t: dt.datetime) -> dt.datetime:
+    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)  # SQLite hands back naive datetimes
+
+
+def claim_next(db: Database, task_ids: list[int], device_id: int, worker: str, target: int, ttl_s: float) -> int | None:
+    """Claim the first of ``task_ids`` (in order) that nobody is tuning and that is not finished for ``target``."""
+    now = utcnow()
+    expires = now + dt.timedelta(seconds=ttl_s)
+    for tid in _candidates(db, task_ids, device_id, target, now):
+        with db.session() as s:
+            s.scalar(select(Task.id).where(Task.id == tid).with_for_update(skip_locked=True))
+            row = s.scalar(select(Claim).where(Claim.task_id == tid, Claim.device_id == device_id))
+            if row is None:
+                try:
+                    with s.begin_nested():
+                        s.add(Claim(task_id=tid, device_id=device_id, worker=worker, expires_at=expires))
+                    return tid
+                except IntegrityError:
+                    continue  # another worker inserted it first
+            takeable = (row.done_target is not None and row.done_target < target) or (
+                row.done_target is None and (_aware(row.expires_at) < now or _dead_here(row.worker))
+            )
+            if not takeable:
+                continue
+            # Atomic takeover: only one worker's UPDATE can still match the row it read.
+            res = s.execute(
+                update(Claim)
+                .where(Claim.id == row.id, Claim.worker == row.worker, Claim.expires_at == row.expires_at)
+                .values(worker=worker, expires_at=expires, done_target=None)
+            )
+            if res.rowcount == 1:
+                return tid
+    return None
+
+
+def _candidates(db: Database, task_ids: list[int], device_id: int, target: int, now: dt.datetime) -> list[int]:
+    with db.session() as s:
+        rows = {c.task_id: c for c in s.scalars(select(Claim).where(Claim.task_id.in_(task_ids), Claim.device_id == device_id))}
+    out = []
+    for tid in task_ids:
+        c = rows.get(tid)
+        if c is None or (c.done_target is not None and c.done_target < target):
+            out.append(tid)
+        elif c.done_target is None and (_aware(c.expires_at) < now or _dead_here(c.worker)):
+            out.append(tid)
+    return out
+
+
+def renew(db: Database, task_id: int, device_id: int, worker: str, ttl_s: float) -> bool:
+    """Heartbeat; False when the claim was lost (expired and taken over)."""
+    with db.session() as s:
+        res = s.execute(
+            update(Claim)
+            .where(Claim.task_id == task_id, Claim.device_id == device_id, Claim.worker == worker, Claim.done_target.is_(None))
+            .values(expires_at=utcnow() + dt.timedelta(seconds=ttl_s))
+        )
+        return res.rowcount == 1
+
+
+def finish(db: Database, task_id: int, device_id: int, worker: str, target: int) -> None:
+    with db.session() as s:
+        s.execute(
+            update(Claim)
+            .where(Claim.task_id == task_id, Claim.device_id == device_id, Claim.worker == worker)
+            .values(done_target=target)
+        )
+
+
+def pending(db: Database, task_ids: list[int], device_id: int, target: int) -> int:
+    """How many of ``task_ids`` are not finished for ``target`` (claimed by someone or not)."""
+    with db.session() as s:
+        done = s.scalars(
+            select(Claim.task_id).where(
+                Claim.task_id.in_(task_ids), Claim.device_id == device_id, and_(Claim.done_target.is_not(None), Claim.done_target >= target)
+            )
+        ).all()
+    return len(set(task_ids) - set(done))
+
+
+__all__ = ["claim_next", "finish", "pending", "renew", "worker_id"]

@@ -1,0 +1,83 @@
+"""Several workers on one database: claims, expiry, resume."""
+
+import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from sqlalchemy import func, select
+
+from tests.helpers import replay
+from tuner.db import Database
+from tuner.db.models import Task, Trial, Winner
+
+
+def _run_workers(url: str, n: int, trials: int = 5):
+    Database.open(url).close()  # create the schema once, before the race
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=replay.work, args=(url, trials, q)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    results = [q.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    return results
+
+
+def _state(url):
+    db = Database.open(url, create=False)
+    with db.session() as s:
+        per_task = dict(s.execute(select(Task.key, func.count(Trial.id)).join(Trial).group_by(Task.key)).all())
+        distinct = dict(s.execute(select(Task.key, func.count(func.distinct(Trial.config_hash))).join(Trial).group_by(Task.key)).all())
+        uids = s.scalars(select(Trial.uid)).all()
+        winners = {w.task.key: w.config for w in s.scalars(select(Winner))}
+    db.close()
+    return per_task, distinct, uids, winners
+
+
+@pytest.mark.parametrize("backend", ["postgres", "sqlite"])
+def test_eight_workers_share_a_sweep_without_tuning_anything_twice(backend, request, tmp_path):
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else f"sqlite:///{tmp_path / 'shared.db'}"
+    results = _run_workers(url, 8)
+    tuned = [k for keys, _ in results for k in keys]
+    assert sorted(tuned) == sorted(t.key for t in replay.tasks()), "every task tuned, none twice"
+    per_task, distinct, uids, winners = _state(url)
+    assert len(uids) == len(set(uids))
+    for t in replay.tasks():
+        target = min(5, t.space.size())
+        assert distinct[t.key] == target  # no config measured twice, none lost
+        assert per_task[t.key] - distinct[t.key] <= 1  # at most the winner's re-measurement
+
+    single = f"sqlite:///{tmp_path / 'single.db'}"
+    _run_workers(single, 1)
+    assert _state(single)[3] == winners, "the same winners as one worker, under the same (replayed) measurements"
+
+
+def test_rerun_after_sigkill_keeps_every_trial_and_completes(tmp_path, db_url, cwd_root):
+    cmd = [sys.executable, "-m", "tuner", "sweep", "--model", "tests.helpers.models:mlp", "--input-shape", "16,64",
+           "--device", "cpu", "--threads", "2", "--budget", "quick", "--trials", "5", "--db", db_url]
+    env = {**os.environ, "PYTHONPATH": str(cwd_root)}
+    proc = subprocess.Popen(cmd, cwd=cwd_root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    before: set[str] = set()
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        try:
+            before = set(_state(db_url)[2])
+        except Exception:
+            continue
+        if len(before) >= 4:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its measurement worker, mid-sweep
+    proc.wait(30)
+    assert len(before) >= 4
+    done = subprocess.run(cmd, cwd=cwd_root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    per_task, distinct, uids, winners = _state(db_url)
+    assert before <= set(uids), "every trial stored before the kill is still there"
+    assert len(winners) == 3 and all(v >= 2 for v in distinct.values())
