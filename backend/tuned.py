@@ -3,8 +3,11 @@
     torch.compile(model, backend="tuned")                                   # TUNER_DB or the default database
     torch.compile(model, backend="tuned", options={"db": "sqlite:///x.db"})
 
-A miss keeps Inductor's default. A missing or unreachable database, or a hook
-this torch lacks, never fails the compile: one warning, then plain Inductor.
+    torch.compile(model, backend="tuned", options={"db": LOCAL, "shared_db": "postgresql+psycopg://…"})
+
+Winners are read from the local database first, then the shared one (``TUNER_SHARED_DB``); the local
+answer wins where both have one. A miss keeps Inductor's default. A missing or unreachable database, or
+a hook this torch lacks, never fails the compile: one warning, then the other database or plain Inductor.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from tuner.errors import StorageError, TunerError
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
-OPTIONS = ("db",)
+OPTIONS = ("db", "shared_db")
 _warned: set[str] = set()
 
 
@@ -55,23 +58,27 @@ def load_forcing(url: str, device_type: str, device_index: int = 0) -> Forcing:
         db.close()
 
 
-def _parse_options(options: dict[str, Any] | None) -> str:
+def _parse_options(options: dict[str, Any] | None) -> list[str]:
+    """The databases to read, local first."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)}")
-    return str(options.get("db") or settings().db_url)
+    shared = options.get("shared_db") or settings().shared_db_url
+    return [str(options.get("db") or settings().db_url), *([str(shared)] if shared else [])]
 
 
 def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
     """The backend registered as ``torch.compile(backend="tuned")``."""
     configure_logging()
-    url = _parse_options(options)
+    urls = _parse_options(options)
     import torch
 
     device_type = device_type_of(example_inputs)
     index = next((x.device.index or 0 for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == device_type), 0)
-    forcing = load_forcing(url, device_type, index)
+    forcing = Forcing()
+    for url in reversed(urls):  # the shared answer first, so the local one overrides it
+        forcing = forcing.merged(load_forcing(url, device_type, index))
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
     before = counters.stats()
     try:

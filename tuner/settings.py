@@ -1,6 +1,7 @@
 """Settings read from the environment once, in one place.
 
 ``TUNER_DB``        database URL (default: SQLite in the user cache folder)
+``TUNER_SHARED_DB`` a team's shared database, read after the local one at compile time
 ``TUNER_LOG``       log level of the ``tuner`` logger (e.g. ``info``)
 ``TUNER_CACHE_DIR`` where the default database and scratch files live
 """
@@ -19,6 +20,7 @@ class Settings:
     cache_dir: Path
     db_url: str
     log_level: str | None
+    shared_db_url: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -28,7 +30,8 @@ class Settings:
         )
         cache_dir = Path(base)
         db_url = env.get("TUNER_DB") or f"sqlite:///{cache_dir / 'tuning.db'}"
-        return cls(cache_dir=cache_dir, db_url=db_url, log_level=env.get("TUNER_LOG") or None)
+        return cls(cache_dir=cache_dir, db_url=db_url, log_level=env.get("TUNER_LOG") or None,
+                   shared_db_url=env.get("TUNER_SHARED_DB") or None)
 
 
 @functools.lru_cache(maxsize=1)

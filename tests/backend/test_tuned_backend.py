@@ -110,3 +110,31 @@ def test_invalid_stored_winner_is_ignored(db_url, caplog):
         y = _run(m, x, backend="tuned", options={"db": db_url})
     torch.testing.assert_close(y, m(x).detach())
     assert "ignoring stored winner" in caplog.text and tb.stats()["hits"] == 0
+
+
+def test_local_first_then_shared_and_an_unreachable_shared_db_only_warns(tmp_path, caplog):
+    from tests.helpers.dbfill import GRAPH_SIG
+
+    inductor_config.freezing = True
+    m, x = mlp().eval(), torch.randn(16, 64)
+    rec = _record(m, x)
+    graph = next(iter(rec.graphs.values()))
+    site = next(iter(rec.sites.values()))
+    sig = {**GRAPH_SIG, "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": True}}
+    local, shared = f"sqlite:///{tmp_path / 'local.db'}", f"sqlite:///{tmp_path / 'shared.db'}"
+    _store_winner(local, "cpp_graph", graph.key, space_for("cpp_graph", sig).default, sig)
+    site_sig = {"space": {"choices": site.choices, "default": site.default}}
+    cpp = next(c for c in site.choices if c.startswith("cpp:"))
+    _store_winner(shared, "template_choice", site.key, {"choice": cpp}, site_sig)
+
+    tb.reset_stats()
+    _run(m, x, backend="tuned", options={"db": local, "shared_db": shared})
+    torch._dynamo.reset()
+    assert tb.stats()["hits"] == 2  # the graph from the local db, one site from the shared db
+
+    tb.reset_stats()
+    with caplog.at_level(logging.WARNING, logger="tuner"):
+        y = _run(m, x, backend="tuned", options={"db": local, "shared_db": "postgresql+psycopg://nobody@127.0.0.1:1/x?connect_timeout=2"})
+    torch.testing.assert_close(y, m(x).detach())
+    assert tb.stats()["hits"] == 1 and tb.stats()["benchmarks"] == 0
+    assert "compiling with Inductor's defaults" in caplog.text

@@ -108,3 +108,12 @@ def test_db_commands(db_url, tmp_path):
     assert missing.exit_code == 1 and "no tuning data" in missing.output
     v = runner.invoke(app, ["--version"])
     assert v.exit_code == 0 and v.output.startswith("tuner ")
+
+
+def test_two_local_workers_share_one_sweep(db_url, cwd_root):
+    result = runner.invoke(app, ["sweep", *MLP[:-2], "--threads", "1", "--budget", "quick", "--trials", "2", "--workers", "2", "--db", db_url])
+    assert result.exit_code == 0, result.output
+    db = Database.open(db_url)
+    s = db.stats()
+    db.close()
+    assert s["tasks"] == 3 and s["winners"] == 3

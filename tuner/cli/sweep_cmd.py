@@ -29,6 +29,8 @@ def sweep(
     sampler: Annotated[str, typer.Option(help="Optuna sampler: tpe, random, cmaes, gp or grid.")] = "tpe",
     threads: ThreadsOpt = None,
     seed: Annotated[int, typer.Option(help="Seed for the model, the inputs and the sampler.")] = 0,
+    workers: Annotated[int, typer.Option(help="Local worker processes sharing the sweep through the database (CUDA: one per visible GPU).", min=1)] = 1,
+    share_gpu: Annotated[bool, typer.Option(help="With --workers on CUDA: let all workers share the visible GPUs' first one.")] = False,
     db: DbOption = None,
 ) -> None:
     """Capture every graph torch.compile makes for the workload, search each task's configuration
@@ -49,8 +51,20 @@ def sweep(
     from tuner.db import Database
 
     Database.open(opts.db_url).close()  # fail fast, before any compile, on a bad database
-    with RichProgress(console) as progress:
-        report = run_sweep(opts, progress)
+    if workers > 1:
+        from tuner.cli.common import err_console
+        from tuner.distributed import combine, run_workers
+
+        console.print(f"[dim]{workers} workers sharing {opts.db_url}[/]")
+        reports, errors = run_workers(opts, workers, share_gpu=share_gpu)
+        for e in errors:
+            err_console.print(f"[red]worker failed:[/] {e}", highlight=False)
+        if not reports:
+            raise typer.Exit(1)
+        report = combine(reports)
+    else:
+        with RichProgress(console) as progress:
+            report = run_sweep(opts, progress)
     defaults = {o.task.key: _default_of(o) for o in report.outcomes}
     print_report(console, report, defaults)
     if report.interrupted:
