@@ -46,7 +46,13 @@ def claim_next(db: Database, task_ids: list[int], device_id: int, worker: str, t
     expires = now + dt.timedelta(seconds=ttl_s)
     for tid in _candidates(db, task_ids, device_id, target, now):
         with db.session() as s:
-            s.scalar(select(Task.id).where(Task.id == tid).with_for_update(skip_locked=True))
+            # FOR NO KEY UPDATE SKIP LOCKED: a task row another worker is claiming right now is skipped, not
+            # waited for (waiting on it from here could deadlock with that worker's unique-index check); and
+            # other workers' trial inserts, whose foreign-key checks take KEY SHARE, are never blocked by it.
+            # SQLite has no row locks and serialises writers instead, so there the row always comes back.
+            locked = s.scalar(select(Task.id).where(Task.id == tid).with_for_update(skip_locked=True, key_share=True))
+            if locked is None:
+                continue
             row = s.scalar(select(Claim).where(Claim.task_id == tid, Claim.device_id == device_id))
             if row is None:
                 try:

@@ -270,34 +270,10 @@ def apply_import(db: Database, plan: ImportPlan) -> dict[str, int]:
     """Insert what is new; all or nothing. A winner replaces the stored one only with a larger verified speedup."""
     added = {"devices": 0, "environments": 0, "tasks": 0, "trials": 0, "winners": 0}
     with db.session() as s:
-        dev_id: dict[str, int] = {}
-        for fp, d in plan.devices.items():
-            row = s.scalar(select(Device).where(Device.fingerprint == fp))
-            if row is None:
-                row = Device(fingerprint=fp, **d)
-                s.add(row)
-                s.flush()
-                added["devices"] += 1
-            dev_id[fp] = row.id
-        env_id: dict[str, int] = {}
-        for fp, e in plan.environments.items():
-            row = s.scalar(select(Environment).where(Environment.fingerprint == fp))
-            if row is None:
-                row = Environment(fingerprint=fp, **e)
-                s.add(row)
-                s.flush()
-                added["environments"] += 1
-            env_id[fp] = row.id
-        task_id: dict[str, int] = {}
+        dev_id = {fp: _ensure(s, Device, "fingerprint", fp, d, added, "devices") for fp, d in plan.devices.items()}
+        env_id = {fp: _ensure(s, Environment, "fingerprint", fp, e, added, "environments") for fp, e in plan.environments.items()}
         keys = set(plan.tasks) | {t["task"] for t in plan.trials} | {w["task"] for w in plan.winners} | {w["task"] for w in plan.workloads}
-        for key in keys:
-            row = s.scalar(select(Task).where(Task.key == key))
-            if row is None:
-                row = Task(key=key, **plan.tasks[key])
-                s.add(row)
-                s.flush()
-                added["tasks"] += 1
-            task_id[key] = row.id
+        task_id = {key: _ensure(s, Task, "key", key, plan.tasks.get(key, {}), added, "tasks") for key in keys}
         for w in plan.workloads:
             exists = s.scalar(select(WorkloadTask.id).where(WorkloadTask.workload == w["workload"], WorkloadTask.task_id == task_id[w["task"]]))
             if exists is None:
@@ -329,6 +305,17 @@ def apply_import(db: Database, plan: ImportPlan) -> dict[str, int]:
             cur.trial_id, cur.config, cur.median_ms, cur.baseline_ms = ref, w["config"], w["median_ms"], w["baseline_ms"]
             added["winners"] += 1
     return added
+
+
+def _ensure(s: Any, model: Any, column: str, value: str, values: dict[str, Any], added: dict[str, int], count: str) -> int:
+    """The id of the row whose ``column`` is ``value``, inserted from ``values`` when missing."""
+    row = s.scalar(select(model).where(getattr(model, column) == value))
+    if row is None:
+        row = model(**{column: value}, **values)
+        s.add(row)
+        s.flush()
+        added[count] += 1
+    return row.id
 
 
 def _speedup(median: float | None, baseline: float | None) -> float:
