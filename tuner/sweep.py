@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -172,7 +173,7 @@ def tune_tasks(
         if measured == 0 and stored is not None and spec_t.space.is_valid(stored):
             outcomes.append(_stored_outcome(db, ctx, rec, stored, spec_t))
         else:
-            outcomes.append(choose_winner(ctx, rec, spec_t.space, measure))
+            outcomes.append(dataclasses.replace(choose_winner(ctx, rec, spec_t.space, measure), measured=measured))
         finish(db, tid, ctx.device_id, wid, ctx.budget.trials)
     return outcomes, measured_total
 
