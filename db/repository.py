@@ -192,6 +192,15 @@ class Database:
         with self.session() as s:
             return s.scalar(select(Winner.config).where(Winner.task_id == task_id, Winner.device_id == device_id))
 
+    def winners_elsewhere(self, task_id: int, device_id: int) -> list[dict[str, Any]]:
+        """This task's winners on other device models, best verified speedup first (seeds for --from-similar)."""
+        with self.session() as s:
+            rows = s.execute(
+                select(Winner.config, Winner.median_ms, Winner.baseline_ms).where(Winner.task_id == task_id, Winner.device_id != device_id)
+            ).all()
+        rows.sort(key=lambda r: -(r[2] / r[1]) if r[1] and r[2] else 0.0)
+        return [r[0] for r in rows]
+
     def winners_for_device(self, device_fingerprint: str) -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
         """{task key: (kind, config, signature)} for every winner on this device model: what a compile needs."""
         with self.session() as s:

@@ -52,6 +52,7 @@ class StudyContext:
     seed: int
     budget: Budget
     deadline: float | None = None
+    from_similar: bool = False  # seed each study with this task's winners on other device models
 
     def time_left(self) -> bool:
         return self.deadline is None or time.monotonic() < self.deadline
@@ -115,6 +116,10 @@ def run_study(
     study = _open_study(ctx, task, space)
     if config_hash(space.default) not in seen:
         study.enqueue_trial(space.optuna_params(space.default), skip_if_exists=True)
+    if ctx.from_similar:  # enqueued, so each is measured here before it can win
+        for config in ctx.db.winners_elsewhere(task.id, ctx.device_id):
+            if space.is_valid(config) and config_hash(config) not in seen:
+                study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
     measured, asks = 0, 0
     while len(seen) < target and asks < 4 * target and ctx.time_left():
         if (space.size() or 10**9) <= len(seen):

@@ -26,6 +26,7 @@ class SweepOptions:
     db_url: str
     sampler: str = "tpe"
     seed: int = 0
+    from_similar: bool = False
 
 
 @dataclass
@@ -79,6 +80,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             seed=opts.seed,
             budget=opts.budget,
             deadline=deadline,
+            from_similar=opts.from_similar,
         )
         report = SweepReport(opts.spec.name, device.name, capture.graph_breaks, capture.compile_s, capture.eager_ms)
         tasks = tasks_from_capture(capture, opts.spec.model)

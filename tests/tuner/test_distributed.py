@@ -81,3 +81,34 @@ def test_rerun_after_sigkill_keeps_every_trial_and_completes(tmp_path, db_url, c
     per_task, distinct, uids, winners = _state(db_url)
     assert before <= set(uids), "every trial stored before the kill is still there"
     assert len(winners) == 3 and all(v >= 2 for v in distinct.values())
+
+
+def test_from_similar_seeds_a_study_with_other_devices_winners(tmp_path):
+    import dataclasses
+
+    from tuner.budget import make_budget
+    from tuner.db import DeviceInfo
+    from tuner.search import StudyContext, open_storage, run_study
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    db = Database.open(url)
+    task = replay.tasks()[0]
+    rec = db.upsert_task(task.key, task.kind, task.name, task.signature, task.space.fingerprint())
+    other = db.device_id(DeviceInfo("cpu", "Other CPU", {"cores": 64}))
+    seed_cfg = {**task.space.default, "cpp.simdlen": 0, "cpp.min_chunk_size": 4096}
+    db.set_winner(rec.id, other, None, seed_cfg, 1.0, 2.0)
+    measured = []
+
+    def measure(config, rounds):
+        measured.append(config)
+        return replay.replay_measure(config, rounds)
+
+    for from_similar, expect in ((False, False), (True, True)):
+        dev = db.device_id(DeviceInfo("cpu", f"Fresh {from_similar}", {}))
+        ctx = StudyContext(db=db, storage=open_storage(url), device_id=dev, environment_id=db.environment_id(replay.ENV),
+                           device_fingerprint=str(dev) * 16, sampler="random", seed=1,
+                           budget=dataclasses.replace(make_budget("quick"), trials=2), from_similar=from_similar)
+        measured.clear()
+        run_study(ctx, rec, task.space, measure)
+        assert measured[0] == task.space.default  # Inductor's default is always trial one
+        assert (measured[1] == seed_cfg) is expect
