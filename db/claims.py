@@ -61,10 +61,7 @@ def claim_next(db: Database, task_ids: list[int], device_id: int, worker: str, t
                     return tid
                 except IntegrityError:
                     continue  # another worker inserted it first
-            takeable = (row.done_target is not None and row.done_target < target) or (
-                row.done_target is None and (_aware(row.expires_at) < now or _dead_here(row.worker))
-            )
-            if not takeable:
+            if not _takeable(row, target, now):
                 continue
             # Atomic takeover: only one worker's UPDATE can still match the row it read.
             res = s.execute(
@@ -80,14 +77,14 @@ def claim_next(db: Database, task_ids: list[int], device_id: int, worker: str, t
 def _candidates(db: Database, task_ids: list[int], device_id: int, target: int, now: dt.datetime) -> list[int]:
     with db.session() as s:
         rows = {c.task_id: c for c in s.scalars(select(Claim).where(Claim.task_id.in_(task_ids), Claim.device_id == device_id))}
-    out = []
-    for tid in task_ids:
-        c = rows.get(tid)
-        if c is None or (c.done_target is not None and c.done_target < target):
-            out.append(tid)
-        elif c.done_target is None and (_aware(c.expires_at) < now or _dead_here(c.worker)):
-            out.append(tid)
-    return out
+    return [tid for tid in task_ids if tid not in rows or _takeable(rows[tid], target, now)]
+
+
+def _takeable(c: Claim, target: int, now: dt.datetime) -> bool:
+    """Finished for a smaller target, or unfinished and held by nobody alive (expired, or a dead process here)."""
+    if c.done_target is not None:
+        return c.done_target < target
+    return _aware(c.expires_at) < now or _dead_here(c.worker)
 
 
 def renew(db: Database, task_id: int, device_id: int, worker: str, ttl_s: float) -> bool:

@@ -94,11 +94,9 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         outcomes, measured = tune_tasks(ctx, tasks, records, measure_for, progress)
         mine = {o.task.id: o for o in outcomes}
         for t, r in zip(tasks, records):  # in task order; tasks another worker (or an earlier run) finished too
-            stored = db.winner_config(r.id, ctx.device_id)
-            if r.id in mine:
-                report.outcomes.append(mine[r.id])
-            elif stored is not None and t.space.is_valid(stored):
-                report.outcomes.append(_stored_outcome(db, ctx, r, stored, t))
+            outcome = mine.get(r.id) or _stored_outcome(db, ctx, r, t)
+            if outcome is not None:
+                report.outcomes.append(outcome)
         report.trials_measured += measured
         forced = winners_forcing(db, tasks, records, ctx.device_id)
         if not ctx.time_left():
@@ -171,11 +169,8 @@ def tune_tasks(
 
         measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial)
         measured_total += measured
-        stored = db.winner_config(rec.id, ctx.device_id)
-        if measured == 0 and stored is not None and spec_t.space.is_valid(stored):
-            outcomes.append(_stored_outcome(db, ctx, rec, stored, spec_t))
-        else:
-            outcomes.append(dataclasses.replace(choose_winner(ctx, rec, spec_t.space, measure), measured=measured))
+        stored = _stored_outcome(db, ctx, rec, spec_t) if measured == 0 else None
+        outcomes.append(stored or dataclasses.replace(choose_winner(ctx, rec, spec_t.space, measure), measured=measured))
         finish(db, tid, ctx.device_id, wid, ctx.budget.trials)
     return outcomes, measured_total
 
@@ -186,11 +181,19 @@ def trial_request(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds:
     if task.kind != SITE_KIND:
         return TrialRequest(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms)
     default, cand = task.space.default["choice"], config["choice"]
-    other = cand if cand != default else next(c for c in task.signature["space"]["choices"] if c != default)
-    return TrialRequest(base.to_json(), base.to_json(), rounds, min_sample_ms, site=task.key, choices=(default, other) if cand != default else (default, other, default))
+    if cand == default:  # Inductor benchmarks a site only with two or more choices: time the default beside another
+        cand = next(c for c in task.signature["space"]["choices"] if c != default)
+        choices = (default, cand, default)
+    else:
+        choices = (default, cand)
+    return TrialRequest(base.to_json(), base.to_json(), rounds, min_sample_ms, site=task.key, choices=choices)
 
 
-def _stored_outcome(db: Database, ctx: StudyContext, rec: Any, winner: dict[str, Any], task: TaskSpec) -> TaskOutcome:
+def _stored_outcome(db: Database, ctx: StudyContext, rec: Any, task: TaskSpec) -> TaskOutcome | None:
+    """The task's stored winner for this device, if it has one that is still valid in its space."""
+    winner = db.winner_config(rec.id, ctx.device_id)
+    if winner is None or not task.space.is_valid(winner):
+        return None
     trials = db.trials(rec.id, ctx.device_id)
     ok = [t for t in trials if t.status == "ok"]
     match = [t for t in ok if t.config == winner]
