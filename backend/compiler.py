@@ -8,6 +8,7 @@ from typing import Any
 
 from tuner.backend.context import CompileContext
 from tuner.backend.hooks import graph as graph_hook
+from tuner.backend.hooks import kernels as kernel_hook
 from tuner.backend.hooks import selector as selector_hook
 
 
@@ -43,10 +44,13 @@ def _cache_tag(tag: str) -> Iterator[None]:
         yield
 
 
-def install_hooks() -> None:
+def install_hooks(device_type: str = "cpu") -> None:
     """Raises :class:`~tuner.backend.errors.HookUnavailable` when this torch lacks a hook."""
     graph_hook.check()
     selector_hook.install()
+    if device_type == "cuda":
+        kernel_hook.check()
+        kernel_hook.count_runtime_autotuning()
 
 
 def compile_with_context(
@@ -54,17 +58,22 @@ def compile_with_context(
 ) -> Any:
     import torch._inductor.config as inductor_config
 
-    install_hooks()
-    patches = {**base_patches(ctx.device_type), **(extra_patches or {})}
+    install_hooks(ctx.device_type)
+    patches = {**base_patches(ctx.device_type), **(extra_patches or {}), **kernel_hook.lookup_table_patch(ctx.forcing.kernels)}
     tag = ctx.forcing.digest
+    if ctx.forcing.kernels or ctx.kernel_sink is not None:
+        kernel_hook.forget_loaded_kernels()  # else kernels loaded earlier in this process keep their configs
 
     @contextlib.contextmanager
     def around_inner(gm_: Any, inputs_: Sequence[Any], is_backward: bool) -> Iterator[None]:
         # Entered again for the backward graph, which Inductor compiles later, outside this call.
         with ctx.activated(), _cache_tag(tag):
             knobs = ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward))
+            mark = kernel_hook.modules_mark()
             with inductor_config.patch(knobs):
                 yield
+            if ctx.kernel_sink is not None:
+                ctx.kernel_sink.extend(kernel_hook.capture_first_call(kernel_hook.kernels_since(mark)))
 
     with ctx.activated(), _cache_tag(tag):
         return graph_hook.compile_graph(gm, example_inputs, patches=patches, around_inner=around_inner)

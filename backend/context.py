@@ -66,24 +66,27 @@ class Recorder:
 
 
 class CompileContext:
-    """``benchmark``: (site key, choice ids) to time side by side at that site with Inductor's own
-    benchmarker, in one run; the timings land in :attr:`timings` (ms by choice id)."""
+    """``benchmark``: {site key: choice ids} to time side by side at each of those sites with Inductor's
+    own benchmarker, in one compile; the timings land in :attr:`timings` ({site key: {choice id: ms}}).
+    ``kernel_sink``: a list that collects the Triton kernels each graph's compile produced."""
 
     def __init__(
         self,
         forcing: Forcing,
         device_type: str,
         recorder: Recorder | None = None,
-        benchmark: tuple[str, tuple[str, ...]] | None = None,
+        benchmark: dict[str, tuple[str, ...]] | None = None,
+        kernel_sink: list[Any] | None = None,
     ):
         self.forcing = forcing
         self.device_type = device_type
         self.recorder = recorder
-        self.benchmark = benchmark
-        self.timings: dict[str, float] = {}
+        self.benchmark = benchmark or {}
+        self.kernel_sink = kernel_sink
+        self.timings: dict[str, dict[str, float]] = {}
 
-    def record_timings(self, timings: dict[str, float]) -> None:
-        self.timings.update(timings)
+    def record_timings(self, payload: dict[str, Any], timings: dict[str, float]) -> None:
+        self.timings.setdefault(task_key(SITE_KIND, payload), {}).update(timings)
 
     @contextlib.contextmanager
     def activated(self) -> Iterator["CompileContext"]:
@@ -98,8 +101,8 @@ class CompileContext:
         key = task_key(SITE_KIND, payload)
         if self.recorder is not None:
             self.recorder.site(key, payload, ids, default)
-        if self.benchmark is not None and self.benchmark[0] == key:
-            picked = list(dict.fromkeys(ids.index(c) for c in self.benchmark[1] if c in ids))
+        if key in self.benchmark:
+            picked = list(dict.fromkeys(ids.index(c) for c in self.benchmark[key] if c in ids))
             if len(picked) >= 2:
                 return picked
         want = self.forcing.sites.get(key)

@@ -1,4 +1,5 @@
-"""What a compile should force: graph-level knobs per graph key, a choice per template-site key."""
+"""What a compile should force: graph-level knobs per graph key, a choice per template-site key, and a
+config per Triton kernel (keyed by Inductor's own lookup hash, as ``autotune_lookup_table`` wants)."""
 
 from __future__ import annotations
 
@@ -12,22 +13,46 @@ log = logging.getLogger("tuner.backend")
 
 GRAPH_KINDS = ("cpp_graph",)
 SITE_KIND = "template_choice"
+KERNEL_KINDS = ("triton_pointwise", "triton_reduction", "triton_persistent_reduction")
+
+
+def kernel_lookup_hash(signature: dict[str, Any]) -> str | None:
+    """Inductor's lookup hash, recomputed here from the stored source and size hints (a stored hash is
+    never trusted); None when the signature's size hints disagree with each other."""
+    import ast
+    import hashlib
+
+    src, hints_str, hints = signature.get("src"), signature.get("size_hints_str"), signature.get("space", {}).get("size_hints")
+    if not isinstance(src, str) or not isinstance(hints_str, str) or len(hints_str) > 1000:
+        return None
+    try:
+        if ast.literal_eval(hints_str) != hints:  # literal_eval evaluates literals only, never code
+            return None
+    except (ValueError, SyntaxError):
+        return None
+    # = torch._inductor.runtime.triton_heuristics.generate_lookup_hash_from_source_code (src is already name-stripped)
+    return hashlib.sha256((hints_str + src).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
 class Forcing:
     graphs: dict[str, dict[str, Any]] = field(default_factory=dict)
     sites: dict[str, str] = field(default_factory=dict)
+    kernels: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
-        return digest({"graphs": self.graphs, "sites": self.sites})[:16]
+        return digest(self.to_json())[:16]
 
     def merged(self, other: "Forcing") -> "Forcing":
-        return Forcing({**self.graphs, **other.graphs}, {**self.sites, **other.sites})
+        return Forcing({**self.graphs, **other.graphs}, {**self.sites, **other.sites}, {**self.kernels, **other.kernels})
 
     def to_json(self) -> dict[str, Any]:
-        return {"graphs": self.graphs, "sites": self.sites}
+        return {"graphs": self.graphs, "sites": self.sites, "kernels": self.kernels}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Forcing":
+        return cls(dict(data.get("graphs", {})), dict(data.get("sites", {})), dict(data.get("kernels", {})))
 
     @classmethod
     def from_winners(cls, winners: dict[str, tuple[str, dict[str, Any], dict[str, Any]]]) -> "Forcing":
@@ -36,6 +61,7 @@ class Forcing:
 
         graphs: dict[str, dict[str, Any]] = {}
         sites: dict[str, str] = {}
+        kernels: dict[str, dict[str, int]] = {}
         for key, (kind, config, signature) in winners.items():
             try:
                 space_for(kind, signature).validate(config)
@@ -46,4 +72,10 @@ class Forcing:
                 graphs[key] = config
             elif kind == SITE_KIND:
                 sites[key] = config["choice"]
-        return cls(graphs, sites)
+            elif kind in KERNEL_KINDS:
+                h = kernel_lookup_hash(signature)
+                if h is None:
+                    log.warning("ignoring stored winner %s: its signature does not describe a kernel", key[:12])
+                    continue
+                kernels[h] = dict(config)
+        return cls(graphs, sites, kernels)

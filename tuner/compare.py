@@ -54,12 +54,15 @@ def _isolated_compile(freezing: bool) -> Iterator[None]:
     import torch._inductor.config as inductor_config
     from torch._inductor.codecache import PyCodeCache
 
+    from tuner.backend.hooks.kernels import forget_loaded_kernels
+
     old_dir, old_freezing = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), inductor_config.freezing
     with tempfile.TemporaryDirectory(prefix="tuner-bench-") as d:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = d
         inductor_config.freezing = freezing
         if hasattr(PyCodeCache, "cache_clear"):
             PyCodeCache.cache_clear()
+        forget_loaded_kernels()
         try:
             yield
         finally:

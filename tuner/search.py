@@ -22,6 +22,11 @@ from tuner.samplers import make_sampler
 from tuner.search_spaces import InvalidConfig, Space
 
 Measure = Callable[[dict[str, Any], int], Measurement]  # (config, rounds) -> measurement
+MeasureMany = Callable[[list[dict[str, Any]], int], list[Measurement]]  # several configs at once (compiled in parallel)
+
+
+def one_by_one(measure: Measure) -> MeasureMany:
+    return lambda configs, rounds: [measure(c, rounds) for c in configs]
 
 
 @dataclass(frozen=True)
@@ -74,14 +79,55 @@ def open_storage(url: str, attempts: int = 5) -> Any:
     raise AssertionError("unreachable")
 
 
-def _record(ctx: StudyContext, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
+def record(ctx: StudyContext, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
     return ctx.db.record_trial(
         task.id, ctx.device_id, ctx.environment_id, config, m.status.value,
         median_ms=m.median_ms, min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error,
     )
 
 
-def _open_study(ctx: StudyContext, task: TaskRecord, space: Space) -> Any:
+def open_study(ctx: StudyContext, task: TaskRecord, space: Space, seen: set[str]) -> Any:
+    """The task's study (resumed when it exists), with Inductor's default and, with ``from_similar``,
+    other device models' winners enqueued unless already measured."""
+    study = _load_study(ctx, task, space)
+    if config_hash(space.default) not in seen:
+        study.enqueue_trial(space.optuna_params(space.default), skip_if_exists=True)
+    if ctx.from_similar:  # enqueued, so each is measured here before it can win
+        for config in ctx.db.winners_elsewhere(task.id, ctx.device_id):
+            if space.is_valid(config) and config_hash(config) not in seen:
+                study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
+    return study
+
+
+def tell(study: Any, ot: Any, trial: TrialRecord) -> None:
+    import optuna
+
+    if trial.status == Status.OK.value and trial.ratio is not None:
+        study.tell(ot, trial.ratio)
+    else:
+        study.tell(ot, state=optuna.trial.TrialState.FAIL)
+
+
+def ask_new(ctx: StudyContext, task: TaskRecord, space: Space, study: Any, seen: set[str], on_trial: Callable[[TrialRecord], None]) -> tuple[Any, dict[str, Any]] | None:
+    """Ask the study for one config; a config measured before is told its stored result and an invalid one is
+    stored as such (both return None); else (trial, config) to measure."""
+    ot = study.ask()
+    config = space.suggest(ot)
+    prev = ctx.db.find_trial(task.id, ctx.device_id, config)
+    if prev is None:
+        try:
+            space.validate(config)
+        except InvalidConfig as e:
+            prev = record(ctx, task, config, Measurement(Status.INVALID, error=str(e)))
+            on_trial(prev)
+    seen.add(config_hash(config))
+    if prev is not None:
+        tell(study, ot, prev)
+        return None
+    return ot, config
+
+
+def _load_study(ctx: StudyContext, task: TaskRecord, space: Space) -> Any:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -102,47 +148,39 @@ def run_study(
     ctx: StudyContext,
     task: TaskRecord,
     space: Space,
-    measure: Measure,
+    measure: Measure | MeasureMany,
     on_trial: Callable[[TrialRecord], None] = lambda t: None,
+    batch: int = 1,
 ) -> int:
-    """Measure up to ``budget.trials`` distinct configs for ``task`` (counting earlier runs). Returns how many this call measured."""
-    import optuna
-
+    """Measure up to ``budget.trials`` distinct configs for ``task`` (counting earlier runs), ``batch`` at a
+    time (``measure`` then takes a list of configs). Returns how many this call measured."""
     stored = ctx.db.trials(task.id, ctx.device_id)
     seen = {config_hash(t.config) for t in stored}
     target = ctx.budget.trials
-    if len(seen) >= target or (space.size() or 10**9) <= len(seen):
+    size = space.size() or 10**9
+    if len(seen) >= min(target, size):
         return 0
-    study = _open_study(ctx, task, space)
-    if config_hash(space.default) not in seen:
-        study.enqueue_trial(space.optuna_params(space.default), skip_if_exists=True)
-    if ctx.from_similar:  # enqueued, so each is measured here before it can win
-        for config in ctx.db.winners_elsewhere(task.id, ctx.device_id):
-            if space.is_valid(config) and config_hash(config) not in seen:
-                study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
+    many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]
+    study = open_study(ctx, task, space, seen)
     measured, asks = 0, 0
-    while len(seen) < target and asks < 4 * target and ctx.time_left():
-        if (space.size() or 10**9) <= len(seen):
-            break  # every config of the space is measured
-        asks += 1
-        ot = study.ask()
-        config = space.suggest(ot)
-        prev = ctx.db.find_trial(task.id, ctx.device_id, config)
-        if prev is None:
-            try:
-                space.validate(config)
-            except InvalidConfig as e:
-                m = Measurement(Status.INVALID, error=str(e))
-            else:
-                m = measure(config, ctx.budget.rounds)
-                measured += 1
-            prev = _record(ctx, task, config, m)
-            on_trial(prev)
-        seen.add(config_hash(config))
-        if prev.status == Status.OK.value and prev.ratio is not None:
-            study.tell(ot, prev.ratio)
-        else:
-            study.tell(ot, state=optuna.trial.TrialState.FAIL)
+    while len(seen) < min(target, size) and asks < 4 * target and ctx.time_left():
+        todo: dict[str, tuple[dict[str, Any], list[Any]]] = {}
+        while len(todo) < batch and len(seen) < min(target, size) and asks < 4 * target:
+            asks += 1
+            fresh = ask_new(ctx, task, space, study, seen, on_trial)
+            if fresh is not None:
+                ot, config = fresh
+                todo.setdefault(config_hash(config), (config, []))[1].append(ot)  # the sampler may repeat itself
+        if not todo:
+            continue
+        configs = [c for c, _ in todo.values()]
+        results = many(configs, ctx.budget.rounds)
+        measured += len(configs)
+        for (config, ots), m in zip(todo.values(), results):
+            rec = record(ctx, task, config, m)
+            on_trial(rec)
+            for ot in ots:
+                tell(study, ot, rec)
     return measured
 
 
@@ -159,7 +197,7 @@ def choose_winner(ctx: StudyContext, task: TaskRecord, space: Space, measure: Me
     if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - ctx.budget.min_gain and ctx.time_left():
         best = candidates[0]
         m = measure(best.config, ctx.budget.verify_rounds)
-        rec = _record(ctx, task, best.config, m)
+        rec = record(ctx, task, best.config, m)
         if m.ok and m.ratio is not None and m.ratio < 1 - ctx.budget.min_gain:
             winner, best_ms, default_ms, is_default, trial_id = best.config, m.median_ms, m.baseline_ms, False, rec.id
         elif m.ok:

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.backend.forcing import SITE_KIND, Forcing
+from tuner.backend.forcing import GRAPH_KINDS, SITE_KIND, Forcing
 from tuner.budget import Budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import Measurement, TrialRequest, Worker
 from tuner.db.claims import claim_next, finish, pending, renew, worker_id
-from tuner.search import Measure, StudyContext, TaskOutcome, choose_winner, open_storage, run_study
+from tuner.search import Measure, MeasureMany, StudyContext, TaskOutcome, choose_winner, open_storage, run_study
 from tuner.settings import settings
-from tuner.tasks import TaskSpec, tasks_from_capture
+from tuner.tasks import TaskSpec, kernel_tasks, tasks_from_capture
 from tuner.workload import WorkloadSpec
 
 
@@ -27,6 +27,7 @@ class SweepOptions:
     sampler: str = "tpe"
     seed: int = 0
     from_similar: bool = False
+    workers: int = 1  # local workers sharing this sweep (each takes a share of the template sites)
 
 
 @dataclass
@@ -57,14 +58,20 @@ class Progress:
     def note(self, text: str) -> None: ...
 
 
+SITE_BATCH = {"cuda": 8, "cpu": 3}  # choices per site per round (a round is one compile)
+KERNEL_BATCH = 8  # Triton configs compiled in parallel, then timed one at a time
+
+
 def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepReport:
-    """Tune every task of the workload. Every trial is committed as it is measured, so an interrupt
+    """Tune every task of the workload: template sites (in rounds), then on CUDA the Triton kernels of the graph
+    those winners produce, then graph-level knobs. Every trial is committed as it is measured, so an interrupt
     (``KeyboardInterrupt``) loses at most the trial in flight; the partial report is marked interrupted."""
     progress = progress or Progress()
     t0 = time.monotonic()
     deadline = t0 + opts.budget.time_budget_s if opts.budget.time_budget_s else None
     db = Database.open(opts.db_url)
-    worker = Worker(opts.spec, settings().cache_dir / "logs", trial_timeout_s=opts.budget.trial_timeout_s)
+    recycle = 12 if opts.spec.device == "cpu" else 10**6  # a CUDA worker's restart recompiles the model twice
+    worker = Worker(opts.spec, settings().cache_dir / "logs", trial_timeout_s=opts.budget.trial_timeout_s, recycle_after=recycle)
     report: SweepReport | None = None
     try:
         progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
@@ -86,18 +93,59 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         tasks = tasks_from_capture(capture, opts.spec.model)
         records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in tasks]
         db.link_workload(opts.spec.name, [r.id for r in records])
-        progress.start(sum(min(opts.budget.trials, t.space.size() or opts.budget.trials) for t in tasks), tasks)
+        sites = [(t, r) for t, r in zip(tasks, records) if t.kind == SITE_KIND]
+        graphs = [(t, r) for t, r in zip(tasks, records) if t.kind != SITE_KIND]
+        outcomes: dict[int, TaskOutcome] = {}
 
-        def measure_for(task: TaskSpec, base: Forcing) -> Measure:
-            return lambda config, rounds: worker.measure(trial_request(task, config, base, rounds, opts.budget.min_sample_ms))
+        # 1. Template sites, in rounds (one compile benchmarks a batch of choices at every site).
+        if sites:
+            progress.start(_planned(opts.budget, [t for t, _ in sites]), [t for t, _ in sites])
+            base = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
 
-        outcomes, measured = tune_tasks(ctx, tasks, records, measure_for, progress)
-        mine = {o.task.id: o for o in outcomes}
+            def measure_round(request: dict[str, tuple[str, ...]], rounds: int) -> Any:
+                return worker.measure(TrialRequest({}, base.to_json(), rounds, opts.budget.min_sample_ms, sites=request))
+
+            got, measured = tune_site_groups(ctx, sites, measure_round, SITE_BATCH.get(opts.spec.device, 3), opts.workers, progress)
+            outcomes.update(got)
+            report.trials_measured += measured
+            _wait_for_others(db, ctx, [r.id for _, r in sites], progress)
+
+        # 2. CUDA: the Triton kernels of the graph that the template winners produce.
+        if opts.spec.device == "cuda" and ctx.time_left():
+            site_forcing = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
+            progress.note("capturing the Triton kernels (compiling with the template winners forced)")
+            kernels = kernel_tasks(worker.capture_kernels(site_forcing.to_json()))
+            krecords = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in kernels]
+            records += krecords
+            db.link_workload(opts.spec.name, [r.id for r in records])
+            if kernels:
+                progress.start(_planned(opts.budget, kernels), kernels)
+
+                def kernel_measure(task: TaskSpec, _base: Forcing) -> MeasureMany:
+                    return lambda configs, rounds: measure_kernel(worker, task, configs, rounds)
+
+                got_k, measured = tune_tasks(ctx, kernels, krecords, kernel_measure, progress, batch=KERNEL_BATCH)
+                outcomes.update({o.task.id: o for o in got_k})
+                report.trials_measured += measured
+                tasks = tasks + kernels
+
+        # 3. Graph-level knobs, with every earlier winner forced.
+        if graphs and ctx.time_left():
+            progress.start(_planned(opts.budget, [t for t, _ in graphs]), [t for t, _ in graphs])
+            site_forcing = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
+
+            def measure_for(task: TaskSpec, base: Forcing) -> Measure:
+                both = site_forcing.merged(base)
+                return lambda config, rounds: worker.measure(trial_request(task, config, both, rounds, opts.budget.min_sample_ms))
+
+            got_g, measured = tune_tasks(ctx, [t for t, _ in graphs], [r for _, r in graphs], measure_for, progress)
+            outcomes.update({o.task.id: o for o in got_g})
+            report.trials_measured += measured
+
         for t, r in zip(tasks, records):  # in task order; tasks another worker (or an earlier run) finished too
-            outcome = mine.get(r.id) or _stored_outcome(db, ctx, r, t)
+            outcome = outcomes.get(r.id) or _stored_outcome(db, ctx, r, t)
             if outcome is not None:
                 report.outcomes.append(outcome)
-        report.trials_measured += measured
         forced = winners_forcing(db, tasks, records, ctx.device_id)
         if not ctx.time_left():
             progress.note("time budget reached; unfinished tasks keep Inductor's defaults")
@@ -110,8 +158,10 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             m = worker.measure(TrialRequest({}, forced.to_json(), opts.budget.verify_rounds, opts.budget.min_sample_ms))
             if m.ok:
                 report.default_ms, report.tuned_ms = m.baseline_ms, m.median_ms
+            else:
+                progress.note(f"the whole-workload check failed: {m.status.value}: {m.error}")
         else:
-            best = [o.default_ms for o in report.outcomes if o.default_ms]
+            best = [o.default_ms for o in report.outcomes if o.default_ms and o.task.kind in GRAPH_KINDS]
             report.default_ms = report.tuned_ms = best[-1] if best else None
     except KeyboardInterrupt:
         if report is not None:
@@ -125,6 +175,79 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             report.wall_s = time.monotonic() - t0
     assert report is not None
     return report
+
+
+def _planned(budget: Budget, tasks: list[TaskSpec]) -> int:
+    return sum(min(budget.trials, t.space.size() or budget.trials) for t in tasks)
+
+
+def _wait_for_others(db: Database, ctx: StudyContext, ids: list[int], progress: Progress, poll_s: float = 2.0) -> None:
+    """Later phases build on the template winners: wait while other workers still tune sites."""
+    noted = False
+    while ctx.time_left() and pending(db, ids, ctx.device_id, ctx.budget.trials):
+        if not noted:
+            progress.note("waiting for other workers to finish the template sites")
+            noted = True
+        time.sleep(poll_s)
+
+
+def measure_kernel(worker: Worker, task: TaskSpec, configs: list[dict[str, Any]], rounds: int) -> list[Measurement]:
+    """A batch of one kernel's configs; if the worker dies on the batch, each config again alone, so only
+    the config that kills it is stored as ``worker_died``."""
+    req = TrialRequest({}, {}, rounds, kernel=task.key, configs=tuple(configs))
+    res = worker.measure(req)
+    if isinstance(res, list):
+        return res
+    if len(configs) == 1:
+        return [res]
+    out = []
+    for c in configs:
+        r = worker.measure(dataclasses.replace(req, configs=(c,)))
+        out.append(r[0] if isinstance(r, list) else r)
+    return out
+
+
+def tune_site_groups(
+    ctx: StudyContext,
+    sites: list[tuple[TaskSpec, Any]],
+    measure_round: Callable[..., Any],
+    batch: int,
+    workers: int,
+    progress: Progress,
+) -> tuple[dict[int, TaskOutcome], int]:
+    """Claim sites a group at a time (a share of them per worker) and tune each group in rounds."""
+    from tuner.site_rounds import tune_sites
+
+    wid = worker_id()
+    ttl = ctx.budget.trial_timeout_s + 600.0
+    by_id = {r.id: (t, r) for t, r in sites}
+    ids = [r.id for _, r in sites]
+    size = max(1, -(-len(sites) // max(1, workers)))
+    outcomes: dict[int, TaskOutcome] = {}
+    measured_total = 0
+    while ctx.time_left():
+        group = []
+        while len(group) < size:
+            tid = claim_next(ctx.db, [i for i in ids if i not in {r.id for _, r in group}], ctx.device_id, wid, ctx.budget.trials, ttl)
+            if tid is None:
+                break
+            group.append(by_id[tid])
+        if not group:
+            break
+        progress.task(dataclasses.replace(group[0][0], name=f"{len(group)} template sites"))
+
+        def on_trial(t: Any) -> None:
+            progress.trial(t.status)
+            for _, r in group:
+                renew(ctx.db, r.id, ctx.device_id, wid, ttl)
+
+        got, measured = tune_sites(ctx, group, measure_round, batch, on_trial)
+        measured_total += measured
+        for o in got:
+            outcomes[o.task.id] = dataclasses.replace(o, measured=measured)
+        for _, r in group:
+            finish(ctx.db, r.id, ctx.device_id, wid, ctx.budget.trials)
+    return outcomes, measured_total
 
 
 def winners_forcing(db: Database, tasks: list[TaskSpec], records: list[Any], device_id: int, before: int | None = None) -> Forcing:
@@ -143,11 +266,13 @@ def tune_tasks(
     ctx: StudyContext,
     tasks: list[TaskSpec],
     records: list[Any],
-    measure_for: Callable[[TaskSpec, Forcing], Measure],
+    measure_for: Callable[[TaskSpec, Forcing], Any],
     progress: Progress | None = None,
+    batch: int = 1,
 ) -> tuple[list[TaskOutcome], int]:
     """Claim tasks one at a time (in order) until none is left for this worker; tune each and store its winner.
-    Any number of these loops, in any processes on any machines, can share one database."""
+    Any number of these loops, in any processes on any machines, can share one database. With ``batch`` > 1,
+    ``measure_for`` gives a function of a list of configs."""
     progress = progress or Progress()
     db, wid = ctx.db, worker_id()
     ttl = ctx.budget.trial_timeout_s + 300.0
@@ -167,26 +292,18 @@ def tune_tasks(
             progress.trial(t.status)
             renew(db, _tid, ctx.device_id, wid, ttl)
 
-        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial)
+        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial, batch=batch)
         measured_total += measured
+        single = measure if batch == 1 else (lambda c, r, _m=measure: _m([c], r)[0])
         stored = _stored_outcome(db, ctx, rec, spec_t) if measured == 0 else None
-        outcomes.append(stored or dataclasses.replace(choose_winner(ctx, rec, spec_t.space, measure), measured=measured))
+        outcomes.append(stored or dataclasses.replace(choose_winner(ctx, rec, spec_t.space, single), measured=measured))
         finish(db, tid, ctx.device_id, wid, ctx.budget.trials)
     return outcomes, measured_total
 
 
 def trial_request(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float) -> TrialRequest:
-    """Graph tasks: the whole workload, candidate vs baseline, interleaved. Template sites: at the kernel, the
-    candidate choice vs the default choice side by side (the default itself is timed beside another choice)."""
-    if task.kind != SITE_KIND:
-        return TrialRequest(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms)
-    default, cand = task.space.default["choice"], config["choice"]
-    if cand == default:  # Inductor benchmarks a site only with two or more choices: time the default beside another
-        cand = next(c for c in task.signature["space"]["choices"] if c != default)
-        choices = (default, cand, default)
-    else:
-        choices = (default, cand)
-    return TrialRequest(base.to_json(), base.to_json(), rounds, min_sample_ms, site=task.key, choices=choices)
+    """Graph tasks: the whole workload, candidate vs baseline, interleaved."""
+    return TrialRequest(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms)
 
 
 def _stored_outcome(db: Database, ctx: StudyContext, rec: Any, task: TaskSpec) -> TaskOutcome | None:

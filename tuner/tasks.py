@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.backend.forcing import GRAPH_KINDS, SITE_KIND, Forcing
+from tuner.backend.forcing import GRAPH_KINDS, KERNEL_KINDS, SITE_KIND, Forcing, kernel_lookup_hash
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import Space, space_for
 
@@ -22,6 +22,9 @@ class TaskSpec:
         """The forcing that applies ``config`` to this task alone."""
         if self.kind == SITE_KIND:
             return Forcing(sites={self.key: config["choice"]})
+        if self.kind in KERNEL_KINDS:
+            h = kernel_lookup_hash(self.signature)
+            return Forcing(kernels={h: dict(config)}) if h else Forcing()
         return Forcing(graphs={self.key: dict(config)})
 
 
@@ -49,4 +52,16 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
         sig = {"backward": g["backward"], "lines": g["lines"], "space": ctx}
         which = "backward" if g["backward"] else "forward"
         out.append(TaskSpec(g["key"], g["kind"], f"{model} {which} graph {g['index']}", sig, space_for(g["kind"], sig)))
+    return out
+
+
+def kernel_tasks(records: list[dict[str, Any]]) -> list[TaskSpec]:
+    """Triton kernel tasks from a kernel capture, the slowest (by the default config's time) first,
+    so a time budget goes where it matters."""
+    out = []
+    for r in sorted(records, key=lambda r: -(r.get("default_ms") or 0.0)):
+        sig = dict(r["signature"])
+        sig["default_ms"] = r.get("default_ms")
+        ms = f" {r['default_ms'] * 1e3:.0f}us" if r.get("default_ms") else ""
+        out.append(TaskSpec(r["key"], r["kind"], f"{r['name']}{ms}", sig, space_for(r["kind"], sig)))
     return out

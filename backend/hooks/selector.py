@@ -78,11 +78,11 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         self.add_feedback_saver(self._count_benchmark)
 
     @staticmethod
-    def _count_benchmark(timings: Any, *args: Any, **kwargs: Any) -> None:
+    def _count_benchmark(timings: Any, name: str, input_nodes: Any, *args: Any, **kwargs: Any) -> None:
         ctx = active()
         if ctx is not None and timings:
             counters.bump("benchmarks")
-            ctx.record_timings({choice_id(c): float(ms) for c, ms in timings.items()})
+            ctx.record_timings(site_payload(name, list(input_nodes)), {choice_id(c): float(ms) for c, ms in timings.items()})
 
     def __call__(self, name, choices, input_nodes, layout, *args, **kwargs):  # type: ignore[no-untyped-def]
         ctx = active()

@@ -30,3 +30,41 @@ class _CrashOnRun(torch.nn.Module):
 def crash_in_worker() -> torch.nn.Module:
     """Segfaults the process that runs it while the file named by TUNER_TEST_CRASH exists."""
     return _CrashOnRun()
+
+
+def convnet() -> torch.nn.Module:
+    """A small CNN: convolutions (template sites), batch norm + ReLU (pointwise kernels), pooling and a linear layer."""
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(16, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(),
+        torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(64, 256), torch.nn.Softmax(dim=-1),
+    )
+
+
+def _ima_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def poke(ptr):
+        tl.store(ptr + (1 << 40), 1.0)
+
+    return poke
+
+
+@torch._dynamo.disable
+def _maybe_ima(x):
+    flag = os.environ.get("TUNER_TEST_CRASH")
+    if flag and os.path.exists(flag) and x.is_cuda:
+        _ima_kernel()[(1,)](x)
+
+
+class _ImaOnRun(torch.nn.Module):
+    def forward(self, x):
+        _maybe_ima(x)
+        return torch.relu(x * 2 + 1)
+
+
+def ima_in_worker() -> torch.nn.Module:
+    """Makes an illegal memory access on the GPU while the file named by TUNER_TEST_CRASH exists."""
+    return _ImaOnRun()

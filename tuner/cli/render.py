@@ -32,8 +32,13 @@ class RichProgress(SweepProgress):
         self.bar.__exit__(*exc)
 
     def start(self, total: int, tasks: list[TaskSpec]) -> None:
-        self.console.print(f"{len(tasks)} tasks: " + ", ".join(t.name for t in tasks), highlight=False)
-        self.id = self.bar.add_task("tuning", total=total)
+        """Called once per phase (template sites, then Triton kernels, then graphs): the bar grows."""
+        names = ", ".join(t.name for t in tasks[:8]) + (f", … ({len(tasks) - 8} more)" if len(tasks) > 8 else "")
+        self.console.print(f"{len(tasks)} tasks: {names}", highlight=False)
+        if self.id is None:
+            self.id = self.bar.add_task("tuning", total=total)
+        else:
+            self.bar.update(self.id, total=(self.bar.tasks[0].total or 0) + total)
 
     def task(self, task: TaskSpec) -> None:
         if self.id is not None:

@@ -25,10 +25,14 @@ class TrialRequest:
     candidate: dict[str, Any]
     rounds: int = 15
     min_sample_ms: float = 20.0
-    # Kernel-level instead: time these choice ids side by side at this template site (first = the baseline),
-    # with Inductor's benchmarker, while compiling ``candidate``; the graph's numerics are still checked.
-    site: str | None = None
-    choices: tuple[str, ...] = ()
+    # Template sites instead: while compiling ``candidate``, Inductor's benchmarker times these choice ids
+    # side by side at each of these sites ({site key: choice ids}); the graph's numerics are still checked.
+    # The answer is a :class:`SiteRound`.
+    sites: dict[str, tuple[str, ...]] | None = None
+    # A Triton kernel instead: these configs of this kernel (task key), at the kernel, against its default.
+    # The answer is a list of :class:`Measurement`, one per config.
+    kernel: str | None = None
+    configs: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,16 @@ class Measurement:
         if not self.ok or not self.baseline_ms or self.median_ms is None:
             return None
         return self.median_ms / self.baseline_ms
+
+
+@dataclass(frozen=True)
+class SiteRound:
+    """Inductor's timings (ms) of the choices at each benchmarked site, from one compile."""
+
+    status: Status
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    error: str | None = None
+    compile_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from tuner.measure.classify import classify, describe
 from tuner.measure.numerics import TOLERANCE, relative_error
-from tuner.measure.result import CaptureResult, Measurement, Status, TrialRequest
+from tuner.measure.result import CaptureResult, Measurement, SiteRound, Status, TrialRequest
 from tuner.measure.timing import interleaved
 from tuner.steps import run_step, synchronizer
 from tuner.workload import WorkloadSpec, build_model, check_device, configure_process, make_inputs
@@ -40,6 +40,11 @@ class Session:
         self.reference = self._run(self.model, 0, grads=True)
         self._compiled: collections.OrderedDict[str, Any] = collections.OrderedDict()
         self._cache_size = cache_size
+        self.kernels: Any = None
+        if spec.device == "cuda":
+            from tuner.measure.kernels import KernelBench
+
+            self.kernels = KernelBench(torch.cuda.current_device(), self.tolerance)
 
     # --- running the workload -------------------------------------------------------------
     def _run(self, fn: Any, i: int, grads: bool = False) -> Any:
@@ -52,14 +57,15 @@ class Session:
         return interleaved({"eager": self._step(self.model)}, rounds=rounds, min_sample_ms=20.0, sync=self._sync)["eager"].median_ms
 
     # --- compiling ----------------------------------------------------------------------------
-    def _backend(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None) -> Any:
+    def _backend(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None) -> Any:
         from tuner.backend.compiler import compile_with_context
         from tuner.backend.context import CompileContext
         from tuner.backend.forcing import Forcing
 
-        ctx = CompileContext(Forcing(forcing.get("graphs", {}), forcing.get("sites", {})), self.spec.device, recorder, benchmark)
+        ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink)
         # Sweep compiles neither read nor fill Inductor's caches: a user's later compile must do its own lowering.
-        sweep_patches = {"fx_graph_cache": False, "autotune_local_cache": False}
+        # Site benchmarks happen at the site, not deferred to the scheduler.
+        sweep_patches = {"fx_graph_cache": False, "autotune_local_cache": False, "benchmark_epilogue_fusion": False}
 
         def backend(gm: Any, example_inputs: Any, **_: Any) -> Any:
             return compile_with_context(gm, example_inputs, ctx, sweep_patches)
@@ -67,16 +73,17 @@ class Session:
         backend.context = ctx  # type: ignore[attr-defined]
         return backend
 
-    def compile(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None) -> tuple[Any, float]:
+    def compile(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None) -> tuple[Any, float]:
         """Compile a fresh copy under ``forcing`` and check its numerics; raises on failure.
-        With ``benchmark``, the site's timings are left on ``self.last_timings``."""
+        With ``benchmark``, the sites' timings are left on ``self.last_timings``."""
         from tuner.keys import digest
 
         key = digest(forcing)
-        if key in self._compiled and recorder is None and benchmark is None:
+        fresh = recorder is not None or benchmark is not None or kernel_sink is not None
+        if key in self._compiled and not fresh:
             self._compiled.move_to_end(key)
             return self._compiled[key], 0.0
-        backend = self._backend(forcing, recorder, benchmark)
+        backend = self._backend(forcing, recorder, benchmark, kernel_sink)
         self.last_timings = backend.context.timings
         fn = self.torch.compile(copy.deepcopy(self.model), backend=backend)
         t0 = time.perf_counter()
@@ -90,7 +97,7 @@ class Session:
         err = relative_error(out, self.reference)
         if not err <= self.tolerance:
             raise _Inaccurate(f"relative error {err:.3g} exceeds {self.tolerance:g} for {self.spec.dtype}")
-        if benchmark is not None:
+        if fresh:
             return fn, compile_s
         self._compiled[key] = fn
         while len(self._compiled) > self._cache_size:
@@ -121,9 +128,22 @@ class Session:
             eager_ms=self.eager_ms(),
         )
 
-    def measure(self, req: TrialRequest) -> Measurement:
-        if req.site is not None:
-            return self._measure_site(req)
+    def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
+        """Compile under ``forcing`` (the template winners), run once, and register every Triton kernel
+        with the real arguments of its first call. Returns the kernels' task records."""
+        if self.kernels is None:
+            return []
+        sink: list[Any] = []
+        self.compile(forcing, kernel_sink=sink)
+        return self.kernels.register(sink)
+
+    def measure(self, req: TrialRequest) -> Any:
+        if req.kernel is not None:
+            if self.kernels is None:
+                return [Measurement(Status.RUNTIME_ERROR, error="kernel tasks need a CUDA workload")] * len(req.configs)
+            return self.kernels.measure(req.kernel, list(req.configs), req.rounds)
+        if req.sites is not None:
+            return self._measure_sites(req)
         try:
             base, _ = self.compile(req.baseline)
         except Exception as e:
@@ -147,18 +167,13 @@ class Session:
         b = t.get("baseline", c)
         return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=compile_s)
 
-    def _measure_site(self, req: TrialRequest) -> Measurement:
-        """Kernel level: Inductor's benchmarker times the choices side by side at the site, in one run."""
+    def _measure_sites(self, req: TrialRequest) -> SiteRound:
+        """Kernel level: while one compile lowers the graph, Inductor's benchmarker times the requested
+        choices side by side at every requested site."""
         try:
-            _, compile_s = self.compile(req.candidate, benchmark=(req.site, tuple(req.choices)))
+            _, compile_s = self.compile(req.candidate, benchmark=dict(req.sites or {}))
         except _Inaccurate as e:
-            return Measurement(Status.INACCURATE, error=str(e))
+            return SiteRound(Status.INACCURATE, error=str(e))
         except Exception as e:
-            return Measurement(classify(e, compiling=getattr(e, "_tuner_compiling", False)), error=describe(e))
-        t = self.last_timings
-        base, cand = req.choices[0], req.choices[-1]
-        if base not in t or cand not in t:
-            return Measurement(Status.RUNTIME_ERROR, error=f"the site was not benchmarked (timings for {sorted(t)})")
-        if not (t[cand] < float("inf")):
-            return Measurement(Status.RUNTIME_ERROR, error="Inductor's benchmark of this choice failed (inf)")
-        return Measurement(Status.OK, t[cand], t[cand], 0.0, t[base], compile_s=compile_s)
+            return SiteRound(classify(e, compiling=getattr(e, "_tuner_compiling", False)), error=describe(e))
+        return SiteRound(Status.OK, {k: dict(v) for k, v in self.last_timings.items()}, compile_s=compile_s)

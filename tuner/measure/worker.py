@@ -40,11 +40,25 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str) -> None:
 
         conn.send(("error", f"the workload failed to run: {describe(e)}"))
         return
+    from tuner.measure.kernels import fatal
+
     while True:
         msg = conn.recv()
         if msg[0] == "stop":
             return
-        conn.send(("result", session.measure(msg[1])))
+        if msg[0] == "kernels":
+            try:
+                conn.send(("result", session.capture_kernels(msg[1])))
+            except Exception as e:  # noqa: BLE001
+                from tuner.measure.classify import describe
+
+                conn.send(("error", f"capturing the Triton kernels failed: {describe(e)}"))
+            continue
+        result = session.measure(msg[1])
+        conn.send(("result", result))
+        errors = [m.error for m in result] if isinstance(result, list) else [getattr(result, "error", None)]
+        if any(e and fatal(e) for e in errors):
+            os._exit(3)  # the CUDA context is unusable now; the parent starts a fresh worker
 
 
 def _tail(path: Path, lines: int = 8) -> str:
@@ -87,6 +101,7 @@ class Worker:
         self._served = 0
         self.log_path: Path | None = None
         self.restarts = -1
+        self._kernel_forcing: dict[str, Any] | None = None  # replayed into a restarted worker
 
     @property
     def alive(self) -> bool:
@@ -128,9 +143,32 @@ class Worker:
                 return None
         return None
 
-    def measure(self, request: TrialRequest) -> Measurement:
+    def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
+        """Compile under ``forcing`` in the worker and register its Triton kernels (kept across restarts)."""
+        if not self.alive:
+            self.start()
+        self._kernel_forcing = forcing
+        return self._kernels_now(forcing)
+
+    def _kernels_now(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
+        self._conn.send(("kernels", forcing))
+        reply = self._receive(self.start_timeout_s)
+        if reply is None or reply[0] == "error":
+            why = reply[1] if reply else (_death(self._proc) if not self._proc.is_alive() else "timed out")
+            self.close()
+            raise WorkloadError(f"{why}; log: {self.log_path}: {_tail(self.log_path) if self.log_path else ''}")
+        return reply[1]
+
+    def _ensure(self) -> None:
         if not self.alive or self._served >= self.recycle_after:
             self.start()
+            if self._kernel_forcing is not None:
+                self._kernels_now(self._kernel_forcing)
+
+    def measure(self, request: TrialRequest) -> Any:
+        """A :class:`Measurement`; for a kernel request a list of them; for a sites request a SiteRound.
+        A worker that dies answers as a single :class:`Measurement` (``worker_died`` or ``timeout``)."""
+        self._ensure()
         try:
             self._conn.send(("measure", request))
         except (BrokenPipeError, OSError):

@@ -1,0 +1,82 @@
+"""Triton kernel spaces (CUDA): pointwise, reduction and persistent-reduction kernels that Inductor generates.
+
+Parameters are the kernel's constexpr block sizes (XBLOCK, YBLOCK, R0_BLOCK), ``num_warps`` and
+``num_stages``. Each block ranges over powers of two up to Triton's per-dimension limit and the
+kernel's own size hint (a bigger block than the dimension only masks lanes). Constraints reject
+what cannot compile or would spill: more than 2**20 elements in a block, more than 256 elements
+per thread, a block other than 1 on a dimension of size 1. Inductor's own choice is the default
+and is always in the space. Persistent reductions keep their whole reduction in one block, so
+their R0_BLOCK (if Inductor passes one) is fixed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.search_spaces.base import Choice, IntRange, Param, PowerOfTwo, Space
+
+FAMILIES = ("triton_pointwise", "triton_reduction", "triton_persistent_reduction")
+MAX_BLOCK = {"X": 4096, "Y": 1024, "Z": 1024, "R0_": 4096, "R1_": 2048}  # Inductor's TRITON_MAX_BLOCK (CUDA)
+MAX_NUMEL = 1 << 20  # Triton's largest tensor
+MAX_PER_THREAD = 256
+WARPS = (1, 32)
+STAGES = (1, 5)
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def _hint(size_hints: Any, prefix: str) -> int | None:
+    if isinstance(size_hints, dict):
+        v = size_hints.get(prefix.lower())
+        return int(v) if v is not None else None
+    return None
+
+
+def _block_param(name: str, size_hints: Any, default: int, tunable: bool) -> Param:
+    prefix = name.removesuffix("BLOCK")
+    hint = _hint(size_hints, prefix)
+    if not tunable or hint is None or prefix not in MAX_BLOCK:
+        return Choice(name, (int(default),))
+    if hint <= 1:
+        return Choice(name, (1,))
+    high = max(min(MAX_BLOCK[prefix], _pow2_ceil(hint)), int(default))
+    low = min(4 if prefix.startswith("R") else 1, int(default), high)
+    return PowerOfTwo(name, low, high)
+
+
+def space(family: str, context: dict[str, Any]) -> Space:
+    """``context``: ``size_hints`` ({"x": …, "r0_": …}) and ``default`` (Inductor's chosen config)."""
+    if family not in FAMILIES:
+        raise ValueError(f"not a Triton kernel family: {family}")
+    default = {str(k): int(v) for k, v in dict(context["default"]).items()}
+    size_hints = context.get("size_hints")
+    persistent = family == "triton_persistent_reduction"
+    blocks = sorted(k for k in default if k.endswith("BLOCK"))
+    params: list[Param] = [_block_param(b, size_hints, default[b], not (persistent and b.startswith("R"))) for b in blocks]
+    params.append(PowerOfTwo("num_warps", min(WARPS[0], default["num_warps"]), max(WARPS[1], default["num_warps"])))
+    params.append(IntRange("num_stages", min(STAGES[0], default["num_stages"]), max(STAGES[1], default["num_stages"])))
+    rnumel = _hint(size_hints, "R0_") if persistent else None
+
+    def fits(config: dict[str, Any]) -> str | None:
+        if config == default:
+            return None
+        numel = 1
+        for b in blocks:
+            numel *= int(config[b])
+        if persistent and rnumel and not any(b.startswith("R") for b in blocks):
+            numel *= _pow2_ceil(rnumel)  # the whole reduction lives in registers
+        if numel > MAX_NUMEL:
+            return f"a block of {numel} elements exceeds Triton's {MAX_NUMEL}"
+        per_thread = numel / (32 * int(config["num_warps"]))
+        if per_thread > MAX_PER_THREAD:
+            return f"{per_thread:.0f} elements per thread (more than {MAX_PER_THREAD}) would spill registers"
+        return None
+
+    ctx = {"size_hints": size_hints, "default": default}
+    return Space(family, tuple(params), default, (fits,), ctx)
+
+
+def builder(family: str) -> Any:
+    return lambda context: space(family, context)

@@ -1,0 +1,153 @@
+"""The CUDA path for real, on the GPU (``pytest -m gpu`` on the device): kernel capture and measurement,
+template rounds, compile-time forcing with zero benchmarks, mode pass-through, crash survival."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tuner.workload import WorkloadSpec
+
+pytestmark = pytest.mark.gpu
+
+CONV = WorkloadSpec(model="tests.helpers.models:convnet", device="cuda", dtype="bf16", input_shape=(8, 16, 32, 32), channels_last=True)
+
+
+@pytest.fixture(scope="module")
+def session():
+    import torch._inductor.config as inductor_config
+
+    from tuner.measure.session import Session
+
+    inductor_config.freezing = True
+    s = Session(CONV)
+    yield s
+    inductor_config.freezing = False
+
+
+def test_capture_finds_sites_and_triton_kernels(session, cwd_root):
+    cap = session.capture()
+    assert cap.device["kind"] == "cuda"
+    assert any(s["op"].startswith("convolution") for s in cap.sites), [s["op"] for s in cap.sites]
+    conv = next(s for s in cap.sites if s["op"].startswith("convolution"))
+    assert len(conv["choices"]) >= 3 and conv["default"].startswith("aten")
+    kernels = session.capture_kernels({})
+    kinds = {k["kind"] for k in kernels}
+    assert "triton_pointwise" in kinds or "triton_persistent_reduction" in kinds, kinds
+    assert all(k["default_ms"] and k["default_ms"] > 0 for k in kernels)
+
+
+def test_lookup_hash_matches_inductors(session):
+    from tuner.backend.forcing import kernel_lookup_hash
+    from tuner.backend.hooks import kernels as kh
+
+    session.capture_kernels({})
+    for e in session.kernels.entries.values():
+        assert kernel_lookup_hash(e.signature) == kh.lookup_hash(e.captured.kernel)
+
+
+def test_kernel_configs_measured_checked_and_failures_stored(session):
+    from tuner.measure.result import Status
+    from tuner.search_spaces import space_for
+
+    records = session.capture_kernels({})
+    rec = max(records, key=lambda r: r["default_ms"])
+    space = space_for(rec["kind"], rec["signature"])
+    default = space.default
+    other = dict(default, num_warps=8 if default["num_warps"] != 8 else 4)
+    bad = dict(default, num_warps=64)  # beyond what a CUDA block can hold: Triton refuses it
+    from tuner.measure.result import TrialRequest
+
+    ms = session.measure(TrialRequest({}, {}, kernel=rec["key"], configs=(default, other, bad)))
+    assert ms[0].status is Status.OK and 0.5 < ms[0].ratio < 2.0
+    assert ms[1].status is Status.OK and ms[1].median_ms > 0
+    assert ms[2].status in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR), ms[2]
+
+
+def test_site_round_times_choices_side_by_side(session):
+    from tuner.measure.result import Status, TrialRequest
+
+    cap = session.capture()
+    site = next(s for s in cap.sites if s["op"].startswith("convolution"))
+    triton = [c for c in site["choices"] if c != site["default"]][:3]
+    r = session.measure(TrialRequest({}, {}, sites={site["key"]: (site["default"], *triton)}))
+    assert r.status is Status.OK, r.error
+    t = r.timings[site["key"]]
+    assert site["default"] in t and all(c in t for c in triton)
+
+
+def _deploy(db_url, mode=None):
+    code = f"""
+import json, torch, torch._inductor.config as ic
+import tuner.backend as tb
+from tests.helpers.models import convnet
+ic.freezing = True
+torch.manual_seed(0)
+m = convnet().cuda().to(torch.bfloat16).eval().to(memory_format=torch.channels_last)
+x = torch.randn(8, 16, 32, 32, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+with torch.no_grad():
+    ref = m(x)
+    kw = {{"mode": {mode!r}}} if {mode!r} else {{}}
+    y = torch.compile(m, backend="tuned", options={{"db": {db_url!r}}}, **kw)(x)
+err = ((y.float() - ref.float()).norm() / ref.float().norm()).item()
+print("RESULT", json.dumps({{**tb.stats(), "err": err}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))[7:])
+
+
+def test_sweep_then_tuned_compile_forces_winners_and_benchmarks_nothing(db_url, cwd_root):
+    from typer.testing import CliRunner
+
+    from tuner.cli import app
+    from tuner.db import Database
+
+    args = ["sweep", "--model", "tests.helpers.models:convnet", "--input-shape", "8,16,32,32", "--device", "cuda",
+            "--dtype", "bf16", "--channels-last", "--budget", "quick", "--trials", "4", "--db", db_url]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    from sqlalchemy import select
+
+    from tuner.db.models import Task
+
+    db = Database.open(db_url)
+    with db.session() as ses:
+        kinds = set(ses.scalars(select(Task.kind)))
+    stats = db.stats()
+    db.close()
+    assert "template_choice" in kinds and any(k.startswith("triton_") for k in kinds), kinds
+    assert stats["winners"] == stats["tasks"]
+    s = _deploy(db_url)
+    assert s["benchmarks"] == 0 and s["hits"] > 0, s
+    assert s["err"] < 3e-2
+    # mode= passes through: a miss under max-autotune benchmarks as max-autotune would
+    s = _deploy(db_url.replace("tuning.db", "empty.db"), "max-autotune-no-cudagraphs")
+    assert s["benchmarks"] > 0 and s["err"] < 3e-2, s
+    s = _deploy(db_url, "reduce-overhead")
+    assert s["benchmarks"] == 0 and s["err"] < 3e-2, s
+
+
+def test_worker_survives_an_illegal_memory_access(tmp_path):
+    from tuner.measure import TrialRequest, Worker
+    from tuner.measure.result import Status
+
+    flag = tmp_path / "crash"
+    spec = WorkloadSpec(model="tests.helpers.models:ima_in_worker", device="cuda", input_shape=(1024,))
+    import os
+
+    os.environ["TUNER_TEST_CRASH"] = str(flag)
+    w = Worker(spec, tmp_path / "logs", trial_timeout_s=120, recycle_after=10**6)
+    try:
+        w.start()
+        flag.write_text("1")
+        m = w.measure(TrialRequest({}, {"graphs": {}, "sites": {}, "kernels": {"0" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
+        assert m.status in (Status.RUNTIME_ERROR, Status.WORKER_DIED), m
+        flag.unlink()
+        m = w.measure(TrialRequest({}, {"graphs": {}, "sites": {}, "kernels": {"1" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
+        assert m.status is Status.OK, m
+    finally:
+        w.close()
+        os.environ.pop("TUNER_TEST_CRASH", None)

@@ -1,0 +1,190 @@
+"""Kernel-level measurement of Triton kernel configs, inside the worker process.
+
+A kernel is measured with the real arguments of its first call in the workload, through
+Inductor's own launcher path. Candidates of a batch compile in parallel threads (Triton's
+compile spends most of its time in ptxas, outside the GIL); the GPU then times them one at a
+time, each interleaved with the default config (A B A B), as medians of ``triton.testing.do_bench``
+(which flushes L2 between calls). Every candidate's outputs are checked against the default's
+before it may be timed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner.backend.hooks import kernels as kh
+from tuner.keys import config_hash, task_key
+from tuner.measure.classify import classify, describe
+from tuner.measure.result import Measurement, Status
+
+_OUTPUT_ARG = re.compile(r"^(in_)?out_ptr\d+$")
+COMPILE_THREADS = int(os.environ.get("TUNER_COMPILE_THREADS", "8"))
+
+
+def _fresh(args: list[Any]) -> list[Any]:
+    return [kh._clone(a) for a in args]
+
+
+def _outputs(k: Any, args: list[Any]) -> list[Any]:
+    import torch
+
+    names = kh.arg_names(k)
+    outs = [a for n, a in zip(names, args) if _OUTPUT_ARG.match(n) and isinstance(a, torch.Tensor)]
+    return outs or [a for a in args if isinstance(a, torch.Tensor)]
+
+
+def _error(out: list[Any], ref: list[Any]) -> float:
+    """Largest relative norm error over the outputs, on the elements where the default's are finite."""
+    import torch
+
+    worst = 0.0
+    for x, y in zip(out, ref):
+        x64, y64 = x.detach().double(), y.detach().double()
+        mask = torch.isfinite(y64)
+        if not torch.isfinite(x64[mask]).all():
+            return float("inf")
+        d = (x64[mask] - y64[mask]).norm().item()
+        worst = max(worst, d / (y64[mask].norm().item() or 1.0))
+    return worst
+
+
+@dataclass
+class KernelEntry:
+    key: str
+    kind: str
+    name: str
+    signature: dict[str, Any]
+    captured: Any
+    default: dict[str, int]
+    reference: list[Any] = field(default_factory=list)
+    launchers: dict[str, Any] = field(default_factory=dict)
+    default_ms: float | None = None
+
+    def record(self) -> dict[str, Any]:
+        return {"key": self.key, "kind": self.kind, "name": self.name, "signature": self.signature, "default_ms": self.default_ms}
+
+
+class KernelBench:
+    def __init__(self, device_index: int, tolerance: float, rounds: int = 3, rep_ms: int = 10):
+        self.device_index = device_index
+        self.tolerance = tolerance
+        self.rounds = rounds
+        self.rep_ms = rep_ms
+        self.entries: dict[str, KernelEntry] = {}
+
+    # --- building the registry from a compile's kernels --------------------------------------------
+    def register(self, captured: list[Any]) -> list[dict[str, Any]]:
+        """Turn the kernels a compile produced (and ran once) into tasks; identical kernels are one task."""
+        self.entries.clear()
+        for cap in captured:
+            k = cap.kernel
+            family = kh.heuristic(k)
+            default = kh.chosen_config(k)
+            if not cap.called or family not in kh.TUNABLE or default is None:
+                continue
+            payload = kh.payload(k)
+            if payload["size_hints"] is None or any(p in payload["size_hints"] for p in ("z", "r1_")):
+                continue  # 3-D tilings and 2-D reductions are left to Inductor for now
+            kind = f"triton_{family}"
+            key = task_key(kind, payload)
+            if key in self.entries:
+                continue
+            name = re.sub(r"_\d+$", "", str((getattr(k, "inductor_meta", {}) or {}).get("kernel_name", family)))
+            sig = {**payload, "size_hints_str": str(k.size_hints), "space": {"size_hints": payload["size_hints"], "default": default}}
+            entry = KernelEntry(key, kind, name, sig, cap, default)
+            try:
+                entry.reference = self._run_once(entry, self._launcher(entry, default))
+                entry.default_ms = self._time(entry, entry.launchers[config_hash(default)])
+            except Exception:  # noqa: BLE001 - a kernel we cannot re-launch is not tuned
+                continue
+            self.entries[key] = entry
+        return [e.record() for e in self.entries.values()]
+
+    # --- one kernel ---------------------------------------------------------------------------------
+    def _launcher(self, entry: KernelEntry, config: dict[str, Any]) -> Any:
+        h = config_hash(config)
+        if h not in entry.launchers:
+            entry.launchers[h] = kh.launcher(entry.captured.kernel, config)
+        return entry.launchers[h]
+
+    def _run_once(self, entry: KernelEntry, launch: Any) -> list[Any]:
+        import torch
+
+        args = _fresh(entry.captured.args)
+        kh.call(launch, args, dict(entry.captured.kwargs), kh.raw_stream(self.device_index))
+        torch.cuda.synchronize(self.device_index)
+        return [t.clone() for t in _outputs(entry.captured.kernel, args)]
+
+    def _time(self, entry: KernelEntry, launch: Any, args: list[Any] | None = None) -> float:
+        import triton.testing
+
+        args = args if args is not None else _fresh(entry.captured.args)
+        kwargs, stream = dict(entry.captured.kwargs), kh.raw_stream(self.device_index)
+        return float(triton.testing.do_bench(lambda: kh.call(launch, args, kwargs, stream), warmup=2, rep=self.rep_ms, return_mode="median"))
+
+    def _interleaved(self, entry: KernelEntry, cand: Any, base: Any) -> tuple[float, float, float, float]:
+        args_c, args_b = _fresh(entry.captured.args), _fresh(entry.captured.args)
+        c, b = [], []
+        for r in range(self.rounds):
+            if r % 2 == 0:
+                c.append(self._time(entry, cand, args_c))
+                b.append(self._time(entry, base, args_b))
+            else:
+                b.append(self._time(entry, base, args_b))
+                c.append(self._time(entry, cand, args_c))
+        spread = max(c) - min(c)
+        return statistics.median(c), min(c), spread, statistics.median(b)
+
+    def measure(self, key: str, configs: list[dict[str, Any]], rounds: int | None = None) -> list[Measurement]:
+        entry = self.entries.get(key)
+        if entry is None:
+            return [Measurement(Status.RUNTIME_ERROR, error="this kernel is not in the workload's compiled graphs any more")] * len(configs)
+        if rounds:
+            self.rounds = max(2, min(int(rounds), 7))
+        errors: dict[int, Measurement] = {}
+        todo = [(i, c) for i, c in enumerate(configs) if config_hash(c) not in entry.launchers]
+        if todo:  # compile in parallel; the GPU is used one config at a time below
+            with cf.ThreadPoolExecutor(max_workers=min(COMPILE_THREADS, len(todo))) as pool:
+                futures = {pool.submit(kh.launcher, entry.captured.kernel, c): (i, c) for i, c in todo}
+                for f in cf.as_completed(futures):
+                    i, c = futures[f]
+                    try:
+                        entry.launchers[config_hash(c)] = f.result()
+                    except Exception as e:  # noqa: BLE001 - OutOfResources, PTXAS errors, …
+                        errors[i] = Measurement(classify(e, compiling=True), error=describe(e))
+        base = entry.launchers[config_hash(entry.default)]
+        out: list[Measurement] = []
+        for i, c in enumerate(configs):
+            if i in errors:
+                out.append(errors[i])
+                continue
+            out.append(self._measure_one(entry, entry.launchers[config_hash(c)], base))
+            if out[-1].error and fatal(out[-1].error):
+                out.extend(Measurement(Status.WORKER_DIED, error="not measured: an earlier config broke the CUDA context") for _ in configs[i + 1 :])
+                break
+        return out
+
+    def _measure_one(self, entry: KernelEntry, launch: Any, base: Any) -> Measurement:
+        try:
+            out = self._run_once(entry, launch)
+            err = _error(out, entry.reference)
+            if not err <= self.tolerance:
+                return Measurement(Status.INACCURATE, error=f"outputs differ from the default config's (relative error {err:.3g})", rel_error=err)
+            med, lo, spread, base_ms = self._interleaved(entry, launch, base)
+        except Exception as e:  # noqa: BLE001
+            return Measurement(classify(e, compiling=False), error=describe(e))
+        return Measurement(Status.OK, med, lo, spread, base_ms, rel_error=err)
+
+
+_FATAL = ("illegal memory access", "unspecified launch failure", "misaligned address", "illegal instruction", "device-side assert")
+
+
+def fatal(error: str) -> bool:
+    """A CUDA error that leaves the context unusable: the worker must be replaced."""
+    text = error.lower()
+    return any(m in text for m in _FATAL)
