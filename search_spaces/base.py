@@ -54,6 +54,9 @@ class Choice(Param):
     def suggest(self, trial: Any) -> Any:
         return trial.suggest_categorical(self.name, list(self.options))
 
+    def values(self) -> list[Any]:
+        return list(self.options)
+
 
 @dataclass(frozen=True)
 class Bool(Param):
@@ -63,6 +66,9 @@ class Bool(Param):
 
     def suggest(self, trial: Any) -> Any:
         return trial.suggest_categorical(self.name, [True, False])
+
+    def values(self) -> list[Any]:
+        return [True, False]
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,9 @@ class IntRange(Param):
     def suggest(self, trial: Any) -> Any:
         return trial.suggest_int(self.name, self.low, self.high, log=self.log)
 
+    def values(self) -> list[Any]:
+        return list(range(self.low, self.high + 1))
+
 
 @dataclass(frozen=True)
 class PowerOfTwo(Param):
@@ -95,6 +104,9 @@ class PowerOfTwo(Param):
     def suggest(self, trial: Any) -> Any:
         lo, hi = int(math.log2(self.low)), int(math.log2(self.high))
         return 2 ** trial.suggest_int(self.name + "_log2", lo, hi)
+
+    def values(self) -> list[Any]:
+        return [2**e for e in range(int(math.log2(self.low)), int(math.log2(self.high)) + 1)]
 
 
 Constraint = Callable[[dict[str, Any]], str | None]
@@ -145,12 +157,29 @@ class Space:
         """The Optuna parameter values that :meth:`suggest` would map to ``config`` (for enqueue_trial)."""
         out: dict[str, Any] = {}
         for p in self.params:
-            v = config[p.name]
-            if isinstance(p, PowerOfTwo):
-                out[p.name + "_log2"] = int(math.log2(v))
-            else:
-                out[p.name] = v
+            out.update(self.optuna_params_of(p, config[p.name]))
         return out
+
+    def configs(self) -> list[dict[str, Any]]:
+        """Every valid config, in a fixed order (for exhaustive sweeps and grids)."""
+        import itertools
+
+        names = self.names()
+        every = (dict(zip(names, vs)) for vs in itertools.product(*(p.values() for p in self.params)))
+        return [c for c in every if self.is_valid(c)]
+
+    def optuna_grid(self) -> dict[str, list[Any]]:
+        """The Optuna parameter values of every parameter (GridSampler's search space)."""
+        grid: dict[str, list[Any]] = {}
+        for p in self.params:
+            for v in p.values():
+                for k, ov in self.optuna_params_of(p, v).items():
+                    grid.setdefault(k, []).append(ov)
+        return grid
+
+    @staticmethod
+    def optuna_params_of(p: Param, v: Any) -> dict[str, Any]:
+        return {p.name + "_log2": int(math.log2(v))} if isinstance(p, PowerOfTwo) else {p.name: v}
 
     def size(self) -> int | None:
         n = 1

@@ -4,9 +4,10 @@ Parameters are the kernel's constexpr block sizes (XBLOCK, YBLOCK, R0_BLOCK), ``
 ``num_stages``. Each block ranges over powers of two up to Triton's per-dimension limit and the
 kernel's own size hint (a bigger block than the dimension only masks lanes). Constraints reject
 what cannot compile or would spill: more than 2**20 elements in a block, more than 256 elements
-per thread, a block other than 1 on a dimension of size 1. Inductor's own choice is the default
-and is always in the space. Persistent reductions keep their whole reduction in one block, so
-their R0_BLOCK (if Inductor passes one) is fixed.
+per thread, fewer elements than threads, a block other than 1 on a dimension of size 1. Only a
+looped reduction has a loop to pipeline, so only there does ``num_stages`` vary. Inductor's own
+choice is the default and is always in the space. Persistent reductions keep their whole
+reduction in one block, so their R0_BLOCK (if Inductor passes one) is fixed.
 """
 
 from __future__ import annotations
@@ -56,7 +57,10 @@ def space(family: str, context: dict[str, Any]) -> Space:
     blocks = sorted(k for k in default if k.endswith("BLOCK"))
     params: list[Param] = [_block_param(b, size_hints, default[b], not (persistent and b.startswith("R"))) for b in blocks]
     params.append(PowerOfTwo("num_warps", min(WARPS[0], default["num_warps"]), max(WARPS[1], default["num_warps"])))
-    params.append(IntRange("num_stages", min(STAGES[0], default["num_stages"]), max(STAGES[1], default["num_stages"])))
+    if family == "triton_reduction":  # only a looped reduction has a loop to pipeline
+        params.append(IntRange("num_stages", min(STAGES[0], default["num_stages"]), max(STAGES[1], default["num_stages"])))
+    else:
+        params.append(Choice("num_stages", (default["num_stages"],)))
     rnumel = _hint(size_hints, "R0_") if persistent else None
 
     def fits(config: dict[str, Any]) -> str | None:
@@ -70,6 +74,8 @@ def space(family: str, context: dict[str, Any]) -> Space:
         if numel > MAX_NUMEL:
             return f"a block of {numel} elements exceeds Triton's {MAX_NUMEL}"
         per_thread = numel / (32 * int(config["num_warps"]))
+        if per_thread < 1:
+            return f"a block of {numel} elements leaves threads of {config['num_warps']} warps idle"
         if per_thread > MAX_PER_THREAD:
             return f"{per_thread:.0f} elements per thread (more than {MAX_PER_THREAD}) would spill registers"
         return None

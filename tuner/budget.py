@@ -18,11 +18,16 @@ class Budget:
     min_gain: float  # a finalist must beat the default by this fraction to win
     time_budget_s: float | None = None  # wall-clock limit of the whole sweep
     trial_timeout_s: float = 900.0
+    site_trials: int | None = None  # template sites (a round of them costs a whole compile); None: ``trials``
+
+    @property
+    def site_target(self) -> int:
+        return self.site_trials or self.trials
 
 
 PRESETS = {
     "quick": Budget("quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02),
-    "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02),
+    "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02, site_trials=8),
     "full": Budget("full", trials=60, rounds=25, min_sample_ms=30.0, verify_rounds=40, min_gain=0.01),
 }
 
@@ -35,7 +40,7 @@ def make_budget(preset: str = "default", *, trials: int | None = None, time_budg
     if trials is not None:
         if trials < 1:
             raise TunerError("--trials must be at least 1")
-        b = dataclasses.replace(b, trials=trials)
+        b = dataclasses.replace(b, trials=trials, site_trials=None)
     if time_budget_s is not None:
         if time_budget_s <= 0:
             raise TunerError("--time-budget must be positive")

@@ -33,7 +33,8 @@ class Mode:
     options: tuple[tuple[str, Any], ...] = ()
 
 
-def modes_for(spec: WorkloadSpec, db_url: str) -> dict[str, Mode]:
+def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None = None) -> dict[str, Mode]:
+    """``extra_dbs``: {label: url}, each benchmarked as mode ``tuned-LABEL``."""
     freeze = spec.mode == "infer"
     tuned = Mode("tuned", None, freeze and spec.freezing, (("db", db_url),))
     return {
@@ -42,6 +43,7 @@ def modes_for(spec: WorkloadSpec, db_url: str) -> dict[str, Mode]:
         "max-autotune-no-cudagraphs": Mode("inductor", "max-autotune-no-cudagraphs"),
         "freezing-max-autotune": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
         "tuned": tuned,
+        **{f"tuned-{label}": Mode("tuned", None, freeze and spec.freezing, (("db", url),)) for label, url in (extra_dbs or {}).items()},
     }
 
 
@@ -73,6 +75,13 @@ def _isolated_compile(freezing: bool) -> Iterator[None]:
                 os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_dir
 
 
+def _command() -> str:
+    argv = list(sys.argv)
+    if argv and (argv[0].endswith("tuner") or argv[0].endswith("__main__.py")):
+        argv[0] = "tuner"
+    return " ".join(argv)
+
+
 def _versions() -> dict[str, Any]:
     import torch
 
@@ -81,13 +90,16 @@ def _versions() -> dict[str, Any]:
     return {"torch": torch.__version__, "triton": _triton_version()}
 
 
-def run_bench(spec: WorkloadSpec, mode_names: list[str], db_url: str, *, rounds: int = 30, min_sample_ms: float = 25.0, progress: Any = None) -> dict[str, Any]:
+def run_bench(
+    spec: WorkloadSpec, mode_names: list[str], db_url: str, *, rounds: int = 30, min_sample_ms: float = 25.0,
+    progress: Any = None, extra_dbs: dict[str, str] | None = None,
+) -> dict[str, Any]:
     import torch
 
     from tuner.backend import stats
     from tuner.db import current_device
 
-    table = modes_for(spec, db_url)
+    table = modes_for(spec, db_url, extra_dbs)
     unknown = [m for m in mode_names if m not in table]
     if unknown:
         raise TunerError(f"unknown mode(s) {unknown}; choose from {', '.join(table)}")
@@ -119,11 +131,13 @@ def run_bench(spec: WorkloadSpec, mode_names: list[str], db_url: str, *, rounds:
                 sync()
                 compile_s = time.perf_counter() - t0
             benchmarks = stats()["benchmarks"] - before if m.backend == "tuned" else None
+            if m.backend == "tuned":
+                results.setdefault(name, {})["db"] = dict(m.options).get("db")
             err = relative_error(out, ref)
             if not err <= TOLERANCE[spec.dtype]:
                 raise TunerError(f"mode {name}: output differs from eager (relative error {err:.3g})")
         fns[name] = fn
-        results[name] = {"compile_s": round(compile_s, 3)}
+        results.setdefault(name, {})["compile_s"] = round(compile_s, 3)
         if benchmarks is not None:
             results[name]["benchmarks"] = benchmarks
     if progress:
@@ -154,7 +168,7 @@ def run_bench(spec: WorkloadSpec, mode_names: list[str], db_url: str, *, rounds:
         "channels_last": spec.channels_last,
         "threads": torch.get_num_threads(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(["tuner", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith("tuner") else " ".join(sys.argv),
+        "command": _command(),
         "rounds": rounds,
         "results": results,
     }
@@ -172,7 +186,7 @@ def plot(result: dict[str, Any], path: str) -> bool:
     names = list(result["results"])
     values = [result["results"][n]["median_ms"] for n in names]
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    bars = ax.bar(names, values, color=["#999" if n == "eager" else "#4c72b0" if n != "tuned" else "#dd8452" for n in names])
+    bars = ax.bar(names, values, color=["#999" if n == "eager" else "#dd8452" if n.startswith("tuned") else "#4c72b0" for n in names])
     ax.bar_label(bars, labels=[f"{v:.3g}" for v in values])
     ax.set_ylabel("median latency (ms)")
     ax.set_title(f"{result['model']} {result['mode']} {result['dtype']} b{result['batch']} on {result['device']}", fontsize=9)

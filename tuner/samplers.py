@@ -6,19 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.errors import TunerError
-from tuner.search_spaces import Bool, Choice, Space
-
-
-def _grid_space(space: Space) -> dict[str, list[Any]]:
-    grid: dict[str, list[Any]] = {}
-    for p in space.params:
-        if isinstance(p, Choice):
-            grid[p.name] = list(p.options)
-        elif isinstance(p, Bool):
-            grid[p.name] = [True, False]
-        else:
-            raise TunerError(f"--sampler grid cannot enumerate parameter {p.name} of {space.family}")
-    return grid
+from tuner.search_spaces import Space
 
 
 def _tpe(space: Space, seed: int) -> Any:
@@ -55,7 +43,7 @@ def _grid(space: Space, seed: int) -> Any:
         def after_trial(self, *args: Any, **kwargs: Any) -> None:
             return None
 
-    return AskTellGrid(_grid_space(space), seed=seed)
+    return AskTellGrid(space.optuna_grid(), seed=seed)
 
 
 SAMPLERS: dict[str, Callable[[Space, int], Any]] = {"tpe": _tpe, "random": _random, "cmaes": _cmaes, "gp": _gp, "grid": _grid}

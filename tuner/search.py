@@ -194,7 +194,7 @@ def choose_winner(ctx: StudyContext, task: TaskRecord, space: Space, measure: Me
     candidates = sorted((t for t in ok if config_hash(t.config) != default_hash), key=lambda t: t.ratio or 9e9)
     winner, best_ms, is_default = space.default, default_ms, True
     trial_id = default_trials[-1].id if default_trials else None
-    if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - ctx.budget.min_gain and ctx.time_left():
+    if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - ctx.budget.min_gain:
         best = candidates[0]
         m = measure(best.config, ctx.budget.verify_rounds)
         rec = record(ctx, task, best.config, m)

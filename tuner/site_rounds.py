@@ -41,7 +41,8 @@ class _Site:
 
     def open(self, ctx: StudyContext) -> bool:
         size = self.task.space.size() or 10**9
-        return len(self.seen) < min(ctx.budget.trials, size) and self.asks < 4 * ctx.budget.trials
+        target = ctx.budget.site_target
+        return len(self.seen) < min(target, size) and self.asks < 4 * target
 
 
 def _request_for(site: _Site, choices: list[str]) -> tuple[str, ...]:
@@ -142,7 +143,8 @@ def _verify(ctx: StudyContext, sites: list[_Site], measure_round: MeasureRound) 
         top = cands[0] if cands and (cands[0].ratio or 9e9) < 1 - ctx.budget.min_gain else None
         best[s.task.key] = (s, default, top)
     request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None}
-    results = measure_split(measure_round, request, ctx.budget.verify_rounds) if request and ctx.time_left() else {}
+    # Not bounded by the time budget: it is one round, and without it no site could win.
+    results = measure_split(measure_round, request, ctx.budget.verify_rounds) if request else {}
     outcomes = []
     for key, (s, default, top) in best.items():
         winner, trial_id = s.task.space.default, default.id if default else None

@@ -99,7 +99,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
 
         # 1. Template sites, in rounds (one compile benchmarks a batch of choices at every site).
         if sites:
-            progress.start(_planned(opts.budget, [t for t, _ in sites]), [t for t, _ in sites])
+            progress.start(_planned(opts.budget.site_target, [t for t, _ in sites]), [t for t, _ in sites])
             base = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
 
             def measure_round(request: dict[str, tuple[str, ...]], rounds: int) -> Any:
@@ -119,7 +119,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             records += krecords
             db.link_workload(opts.spec.name, [r.id for r in records])
             if kernels:
-                progress.start(_planned(opts.budget, kernels), kernels)
+                progress.start(_planned(opts.budget.trials, kernels), kernels)
 
                 def kernel_measure(task: TaskSpec, _base: Forcing) -> MeasureMany:
                     return lambda configs, rounds: measure_kernel(worker, task, configs, rounds)
@@ -131,7 +131,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
 
         # 3. Graph-level knobs, with every earlier winner forced.
         if graphs and ctx.time_left():
-            progress.start(_planned(opts.budget, [t for t, _ in graphs]), [t for t, _ in graphs])
+            progress.start(_planned(opts.budget.trials, [t for t, _ in graphs]), [t for t, _ in graphs])
             site_forcing = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
 
             def measure_for(task: TaskSpec, base: Forcing) -> Measure:
@@ -149,7 +149,8 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         forced = winners_forcing(db, tasks, records, ctx.device_id)
         if not ctx.time_left():
             progress.note("time budget reached; unfinished tasks keep Inductor's defaults")
-        others = pending(db, [r.id for r in records], ctx.device_id, opts.budget.trials)
+        others = pending(db, [r.id for _, r in sites], ctx.device_id, opts.budget.site_target)
+        others += pending(db, [r.id for r in records if r.kind != SITE_KIND], ctx.device_id, opts.budget.trials)
         if others:
             progress.note(f"{others} task(s) still being tuned by other workers")
 
@@ -177,14 +178,14 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     return report
 
 
-def _planned(budget: Budget, tasks: list[TaskSpec]) -> int:
-    return sum(min(budget.trials, t.space.size() or budget.trials) for t in tasks)
+def _planned(trials: int, tasks: list[TaskSpec]) -> int:
+    return sum(min(trials, t.space.size() or trials) for t in tasks)
 
 
 def _wait_for_others(db: Database, ctx: StudyContext, ids: list[int], progress: Progress, poll_s: float = 2.0) -> None:
     """Later phases build on the template winners: wait while other workers still tune sites."""
     noted = False
-    while ctx.time_left() and pending(db, ids, ctx.device_id, ctx.budget.trials):
+    while ctx.time_left() and pending(db, ids, ctx.device_id, ctx.budget.site_target):
         if not noted:
             progress.note("waiting for other workers to finish the template sites")
             noted = True
@@ -228,7 +229,7 @@ def tune_site_groups(
     while ctx.time_left():
         group = []
         while len(group) < size:
-            tid = claim_next(ctx.db, [i for i in ids if i not in {r.id for _, r in group}], ctx.device_id, wid, ctx.budget.trials, ttl)
+            tid = claim_next(ctx.db, [i for i in ids if i not in {r.id for _, r in group}], ctx.device_id, wid, ctx.budget.site_target, ttl)
             if tid is None:
                 break
             group.append(by_id[tid])
@@ -246,7 +247,7 @@ def tune_site_groups(
         for o in got:
             outcomes[o.task.id] = dataclasses.replace(o, measured=measured)
         for _, r in group:
-            finish(ctx.db, r.id, ctx.device_id, wid, ctx.budget.trials)
+            finish(ctx.db, r.id, ctx.device_id, wid, ctx.budget.site_target)
     return outcomes, measured_total
 
 

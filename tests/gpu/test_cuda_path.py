@@ -79,8 +79,9 @@ def test_site_round_times_choices_side_by_side(session):
 
 
 def _deploy(db_url, mode=None):
+    # torch.compile takes either mode= or options=, not both: with a mode the database comes from TUNER_DB.
     code = f"""
-import json, torch, torch._inductor.config as ic
+import json, os, torch, torch._inductor.config as ic
 import tuner.backend as tb
 from tests.helpers.models import convnet
 ic.freezing = True
@@ -89,12 +90,15 @@ m = convnet().cuda().to(torch.bfloat16).eval().to(memory_format=torch.channels_l
 x = torch.randn(8, 16, 32, 32, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
 with torch.no_grad():
     ref = m(x)
-    kw = {{"mode": {mode!r}}} if {mode!r} else {{}}
-    y = torch.compile(m, backend="tuned", options={{"db": {db_url!r}}}, **kw)(x)
+    kw = {{"mode": {mode!r}}} if {mode!r} else {{"options": {{"db": {db_url!r}}}}}
+    y = torch.compile(m, backend="tuned", **kw)(x)
 err = ((y.float() - ref.float()).norm() / ref.float().norm()).item()
 print("RESULT", json.dumps({{**tb.stats(), "err": err}}))
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    import os
+
+    env = {**os.environ, "TUNER_DB": db_url}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))[7:])
 
@@ -144,7 +148,7 @@ def test_worker_survives_an_illegal_memory_access(tmp_path):
         w.start()
         flag.write_text("1")
         m = w.measure(TrialRequest({}, {"graphs": {}, "sites": {}, "kernels": {"0" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
-        assert m.status in (Status.RUNTIME_ERROR, Status.WORKER_DIED), m
+        assert not m.ok and "illegal memory access" in (m.error or ""), m
         flag.unlink()
         m = w.measure(TrialRequest({}, {"graphs": {}, "sites": {}, "kernels": {"1" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
         assert m.status is Status.OK, m

@@ -31,12 +31,22 @@ def bench(
     threads: ThreadsOpt = None,
     out: Annotated[Path | None, typer.Option(help="Write the JSON here (and a PNG beside it).", show_default=False)] = None,
     db: DbOption = None,
+    also_db: Annotated[list[str] | None, typer.Option(
+        "--also-db", help="LABEL=URL: another tuning database, benchmarked as mode tuned-LABEL in the same run (repeatable).",
+        show_default=False)] = None,
 ) -> None:
     """Compile the workload in every mode (fresh caches each) and time them against each other in one process."""
     from tuner.compare import plot, run_bench
 
+    extra = {}
+    for item in also_db or []:
+        label, sep, url = item.partition("=")
+        if not sep or not label or not url:
+            raise typer.BadParameter(f"expected LABEL=URL, got {item!r}", param_hint="--also-db")
+        extra[label] = db_url(url)
+    mode_names = [m.strip() for m in modes.split(",") if m.strip()] + [f"tuned-{label}" for label in extra]
     spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads)
-    result = run_bench(spec, [m.strip() for m in modes.split(",") if m.strip()], db_url(db), rounds=rounds,
+    result = run_bench(spec, mode_names, db_url(db), rounds=rounds, extra_dbs=extra,
                        progress=lambda s: console.print(f"[dim]{s}[/]"))
     t = Table(title=f"{spec.name} on {result['device']} (torch {result['torch']})")
     for col in ("mode", "median ms", "img/s", "compile s", "vs eager", "benchmarks"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from rich.console import Console
@@ -58,9 +59,24 @@ def _ms(v: float | None) -> str:
     return f"{v:.4g}" if v else "-"
 
 
+_PARAM = re.compile(r"\b(BLOCK_[MNK]|num_stages|num_warps|GROUP_M)\"?[=:](\d+)")
+_SHORT = {"BLOCK_M": "M", "BLOCK_N": "N", "BLOCK_K": "K", "num_stages": "s", "num_warps": "w", "GROUP_M": "g"}
+
+
+def short_choice(choice: str) -> str:
+    """A template choice id in a few characters: ``triton_convolution2d M128 N64 K64 s3 w8``."""
+    head = choice.split(":")[1] if choice.count(":") >= 2 and choice.startswith("TritonTemplateCaller") else choice.split(":{")[0]
+    params = dict(_PARAM.findall(choice))
+    return " ".join([head, *(f"{_SHORT[k]}{params[k]}" for k in _SHORT if k in params)])
+
+
 def _diff(winner: dict[str, Any], default: dict[str, Any]) -> str:
     changed = {k: v for k, v in winner.items() if default.get(k) != v}
-    return json.dumps(changed, sort_keys=True) if changed else "(Inductor's default)"
+    if not changed:
+        return "(Inductor's default)"
+    if set(changed) == {"choice"}:
+        return short_choice(str(changed["choice"]))
+    return json.dumps(changed, sort_keys=True)
 
 
 def print_report(console: Console, report: SweepReport, defaults: dict[str, dict[str, Any]]) -> None:
