@@ -40,8 +40,6 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str) -> None:
 
         conn.send(("error", f"the workload failed to run: {describe(e)}"))
         return
-    from tuner.measure.kernels import fatal
-
     while True:
         msg = conn.recv()
         if msg[0] == "stop":
@@ -56,9 +54,15 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str) -> None:
             continue
         result = session.measure(msg[1])
         conn.send(("result", result))
-        errors = [m.error for m in result] if isinstance(result, list) else [getattr(result, "error", None)]
-        if any(e and fatal(e) for e in errors):
+        if _broke_context(result):
             os._exit(3)  # the CUDA context is unusable now; the parent starts a fresh worker
+
+
+def _broke_context(result: Any) -> bool:
+    from tuner.measure.kernels import fatal
+
+    errors = [getattr(m, "error", None) for m in result] if isinstance(result, list) else [getattr(result, "error", None)]
+    return any(e and fatal(e) for e in errors)
 
 
 def _tail(path: Path, lines: int = 8) -> str:
@@ -178,6 +182,8 @@ class Worker:
         reply = self._receive(self.trial_timeout_s)
         self._served += 1
         if reply is not None:
+            if _broke_context(reply[1]):
+                self.close()  # the child exits on its own; make sure the next request starts a fresh one
             return reply[1]
         self._proc.join(10)  # the pipe can close before the dead process is reaped
         if self._proc.is_alive() and time.monotonic() - started >= self.trial_timeout_s:
