@@ -37,6 +37,7 @@ class SiteRecord:
     choices: list[str]
     default: str
     graph: str | None = None  # key of the graph being lowered when the site was met
+    scalars: dict[str, Any] | None = None  # e.g. addmm's alpha and beta (not part of the key)
 
 
 @dataclass
@@ -56,8 +57,8 @@ class Recorder:
     graphs: dict[str, GraphRecord] = field(default_factory=dict)
     current_graph: str | None = None
 
-    def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int) -> None:
-        self.sites.setdefault(key, SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph))
+    def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> None:
+        self.sites.setdefault(key, SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars))
 
     def graph(self, key: str, kind: str, payload: dict[str, Any]) -> None:
         self.current_graph = key
@@ -96,11 +97,11 @@ class CompileContext:
         finally:
             _ACTIVE.reset(token)
 
-    def select_site(self, payload: dict[str, Any], ids: list[str], default: int) -> list[int]:
+    def select_site(self, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> list[int]:
         """Indices of the choices to hand Inductor: one (nothing is benchmarked), or the benchmarked set."""
         key = task_key(SITE_KIND, payload)
         if self.recorder is not None:
-            self.recorder.site(key, payload, ids, default)
+            self.recorder.site(key, payload, ids, default, scalars)
         if key in self.benchmark:
             picked = list(dict.fromkeys(ids.index(c) for c in self.benchmark[key] if c in ids))
             if len(picked) >= 2:

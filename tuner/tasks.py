@@ -42,6 +42,8 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
     out: list[TaskSpec] = []
     for s in capture.sites:
         sig = {"op": s["op"], "inputs": s["inputs"], "space": {"choices": s["choices"], "default": s["default"]}}
+        if s.get("scalars") is not None:
+            sig["scalars"] = s["scalars"]
         out.append(TaskSpec(s["key"], SITE_KIND, f"{s['op']} {_dims(s['inputs'])}", sig, space_for(SITE_KIND, sig)))
     info = capture.device.get("info", {})
     for g in capture.graphs:

@@ -64,6 +64,18 @@ def choice_id(choice: Any) -> str:
     return f"{cls}:{name}:{desc}"
 
 
+def scalars_of(choices: list[Any]) -> dict[str, Any] | None:
+    """The op's scalars (addmm's alpha and beta), from the kernel-template annotation Inductor attaches; not
+    part of the site key, kept for the lookup-table export."""
+    for c in choices:
+        ann = getattr(c, "annotations", None) or {}
+        ktc = ann.get("ktc") if isinstance(ann, dict) else None
+        scalars = getattr(getattr(ktc, "inputs", None), "_scalars", None)
+        if isinstance(scalars, dict):
+            return {str(k): _scalar(v) for k, v in scalars.items()}
+    return None
+
+
 def default_index(choices: list[Any]) -> int:
     """The choice plain Inductor (no max-autotune) uses: its ATen/extern kernel when it offers one."""
     for i, c in enumerate(choices):
@@ -88,7 +100,7 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         ctx = active()
         if ctx is not None and len(choices) > 1:
             ids = [choice_id(c) for c in choices]
-            picks = ctx.select_site(site_payload(name, list(input_nodes)), ids, default_index(choices))
+            picks = ctx.select_site(site_payload(name, list(input_nodes)), ids, default_index(choices), scalars_of(choices))
             choices = [choices[i] for i in picks]
         return super().__call__(name, choices, input_nodes, layout, *args, **kwargs)
 

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from tuner.workload import WorkloadSpec
 
@@ -155,3 +154,47 @@ def test_worker_survives_an_illegal_memory_access(tmp_path):
     finally:
         w.close()
         os.environ.pop("TUNER_TEST_CRASH", None)
+
+
+_LUT_RUN = """
+import json, sys, torch
+import torch._inductor.config as ic
+from torch._inductor import select_algorithm
+from torch._inductor.lookup_table import LookupTableChoices
+from torch._inductor.virtualized import V
+from tests.helpers.models import convnet
+seen = []
+select_algorithm.add_feedback_saver(lambda timings, name, *a: seen.append(name))
+if sys.argv[1] != "-":
+    ic.lookup_table.table = json.load(open(sys.argv[1]))
+    V.set_choices_handler(LookupTableChoices())
+torch.manual_seed(0)
+m = convnet().cuda().to(torch.bfloat16).eval().to(memory_format=torch.channels_last)
+x = torch.randn(8, 16, 32, 32, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+with torch.no_grad():
+    torch.compile(m, options={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"})(x)
+print("BENCHMARKED", json.dumps(seen))
+"""
+
+
+def _benchmarked_ops(table):
+    out = subprocess.run([sys.executable, "-c", _LUT_RUN, table], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(next(ln for ln in out.stdout.splitlines() if ln.startswith("BENCHMARKED"))[12:])
+
+
+def test_exported_lookup_table_drives_inductor_without_tuner(db_url, tmp_path, cwd_root):
+    from typer.testing import CliRunner
+
+    from tuner.cli import app
+
+    args = ["sweep", "--model", "tests.helpers.models:convnet", "--input-shape", "8,16,32,32", "--device", "cuda",
+            "--dtype", "bf16", "--channels-last", "--no-freezing", "--budget", "quick", "--trials", "3", "--db", db_url]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    lut = tmp_path / "lut.json"
+    res = CliRunner().invoke(app, ["db", "export", str(lut), "--format", "inductor-lut", "--db", db_url])
+    assert res.exit_code == 0, res.output
+    assert json.loads(lut.read_text()), "the convnet's linear layer is an addmm site: it must be exported"
+    assert "addmm" in _benchmarked_ops("-")  # plain max-autotune benchmarks the GEMM ...
+    assert "addmm" not in _benchmarked_ops(str(lut))  # ... Inductor with the exported table does not

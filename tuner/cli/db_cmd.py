@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Any, Annotated
 
 import typer
 from rich.table import Table
@@ -95,17 +95,44 @@ def export_cmd(
     db: DbOption = None,
     device: Annotated[str | None, typer.Option(help="Only this device (name substring or fingerprint).", show_default=False)] = None,
     model: Annotated[str | None, typer.Option(help="Only tasks of this model's sweeps.", show_default=False)] = None,
+    format: Annotated[str, typer.Option(
+        "--format", help="tuner (JSON Lines, for `tuner db import`) or inductor-lut (the CUDA mm-family winners as "
+        "Inductor's own lookup-table JSON, for torch._inductor.config.lookup_table.table)."
+    )] = "tuner",
 ) -> None:
-    """Write trials and winners to a portable file (a header line, then one JSON record per line)."""
+    """Write trials and winners to a portable file (a header line, then one JSON record per line),
+    or with --format inductor-lut the GEMM template winners as Inductor's lookup table."""
     from tuner.db import Database
-    from tuner.db.transfer import export_records, write_export
 
+    if format not in ("tuner", "inductor-lut"):
+        raise typer.BadParameter("must be tuner or inductor-lut", param_hint="--format")
     database = Database.open(db_url(db), create=False)
     try:
+        if format == "inductor-lut":
+            _export_lut(database, file, device, model)
+            return
+        from tuner.db.transfer import export_records, write_export
+
         counts = write_export(export_records(database, device=device, model=model), file)
     finally:
         database.close()
     console.print(f"wrote {file}: " + (", ".join(f"{k}={v}" for k, v in counts.items()) or "nothing matched"))
+
+
+def _export_lut(database: Any, file: Path, device: str | None, model: str | None) -> None:
+    from tuner.db.lut import export_lut
+    from tuner.errors import TunerError
+
+    if model is not None:
+        raise typer.BadParameter("--model does not apply to --format inductor-lut (keys are shapes, not models)")
+    try:
+        table, notes = export_lut(database, device)
+    except ValueError as e:
+        raise TunerError(str(e)) from None
+    file.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    for n in notes:
+        console.print(f"[yellow]note:[/] {n}")
+    console.print(f"wrote {file}: {len(table)} GEMM site(s) in Inductor's lookup-table format")
 
 
 @app.command("import")
