@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tuner.backend.context import CompileContext
+from tuner.backend.hooks import fusion as fusion_hook
 from tuner.backend.hooks import graph as graph_hook
 from tuner.backend.hooks import kernels as kernel_hook
 from tuner.backend.hooks import selector as selector_hook
@@ -47,6 +48,7 @@ def _cache_tag(tag: str) -> Iterator[None]:
 def install_hooks(device_type: str = "cpu") -> None:
     """Raises :class:`~tuner.backend.errors.HookUnavailable` when this torch lacks a hook."""
     graph_hook.check()
+    fusion_hook.check()
     selector_hook.install()
     if device_type == "cuda":
         kernel_hook.check()
@@ -70,7 +72,8 @@ def compile_with_context(
         with ctx.activated(), _cache_tag(tag):
             knobs = ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward))
             mark = kernel_hook.modules_mark()
-            with inductor_config.patch(knobs):
+            fusion = fusion_hook.handler() if ctx.wants_fusion_hook else contextlib.nullcontext()
+            with inductor_config.patch(knobs), fusion:
                 yield
             if ctx.kernel_sink is not None:
                 ctx.kernel_sink.extend(kernel_hook.capture_first_call(kernel_hook.kernels_since(mark)))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.backend import counters
-from tuner.backend.forcing import SITE_KIND, Forcing
+from tuner.backend.forcing import FUSION_KIND, SITE_KIND, Forcing
 from tuner.keys import task_key
 
 log = logging.getLogger("tuner.backend")
@@ -47,6 +47,9 @@ class GraphRecord:
     backward: bool
     index: int
     lines: int
+    fusion_key: str = ""
+    device: str = "cpu"
+    pairs: dict[str, int] = field(default_factory=dict)  # fusions Inductor made or considered: pair id -> score
 
 
 @dataclass
@@ -60,10 +63,16 @@ class Recorder:
     def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> None:
         self.sites.setdefault(key, SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars))
 
-    def graph(self, key: str, kind: str, payload: dict[str, Any]) -> None:
+    def graph(self, key: str, kind: str, payload: dict[str, Any], fusion_key: str = "", device: str = "cpu") -> None:
         self.current_graph = key
         index = sum(1 for g in self.graphs.values() if g.backward == payload["backward"])
-        self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, payload["code"].count("\n")))
+        lines = payload["code"].count("\n")
+        self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, lines, fusion_key, device))
+
+    def fusion_pair(self, pid: str, score: int) -> None:
+        g = self.graphs.get(self.current_graph or "")
+        if g is not None:
+            g.pairs[pid] = max(score, g.pairs.get(pid, score))
 
 
 class CompileContext:
@@ -85,6 +94,7 @@ class CompileContext:
         self.benchmark = benchmark or {}
         self.kernel_sink = kernel_sink
         self.timings: dict[str, dict[str, float]] = {}
+        self.vetoes: frozenset[str] = frozenset()  # fusion pairs vetoed in the graph being lowered
 
     def record_timings(self, payload: dict[str, Any], timings: dict[str, float]) -> None:
         self.timings.setdefault(task_key(SITE_KIND, payload), {}).update(timings)
@@ -118,17 +128,38 @@ class CompileContext:
         log.info("miss: %s site %s -> %s (Inductor's default)", payload["op"], key[:12], ids[default])
         return [default]
 
+    def fusion_allowed(self, pid: str, score: int) -> bool:
+        """Asked by the fusion hook for every fusion Inductor is about to allow."""
+        if self.recorder is not None:
+            self.recorder.fusion_pair(pid, score)
+        if pid in self.vetoes:
+            counters.bump("vetoes")
+            return False
+        return True
+
     def graph_knobs(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The Inductor config patches for this graph: its codegen knobs and its fusion grouping's knobs
+        (the grouping's pair vetoes go to :attr:`vetoes`)."""
         kind = graph_kind(self.device_type)
         key = task_key(kind, payload)
+        fkey = task_key(FUSION_KIND, payload)
         if self.recorder is not None:
-            self.recorder.graph(key, kind, payload)
-        knobs = self.forcing.graphs.get(key)
+            self.recorder.graph(key, kind, payload, fkey, self.device_type)
         which = "backward" if payload["backward"] else "forward"
-        if knobs is None:
-            counters.bump("misses")
-            log.info("miss: %s graph %s (Inductor's defaults)", which, key[:12])
-            return {}
-        counters.bump("hits")
-        log.info("hit: %s graph %s -> %s", which, key[:12], knobs)
-        return dict(knobs)
+        out: dict[str, Any] = {}
+        for k, answer, what in ((key, self.forcing.graphs.get(key), "graph"), (fkey, self.forcing.fusion.get(fkey), "grouping")):
+            if answer is None:
+                if what == "graph" and kind != "cpp_graph":
+                    continue  # no codegen knobs are tuned per graph on this device
+                counters.bump("misses")
+                log.info("miss: %s %s %s (Inductor's defaults)", which, what, k[:12])
+                continue
+            counters.bump("hits")
+            log.info("hit: %s %s %s -> %s", which, what, k[:12], answer)
+            out.update(answer)
+        self.vetoes = frozenset(str(x) for x in out.pop("vetoes", []) or [])
+        return out
+
+    @property
+    def wants_fusion_hook(self) -> bool:
+        return self.recorder is not None or bool(self.vetoes)

@@ -13,6 +13,7 @@ log = logging.getLogger("tuner.backend")
 
 GRAPH_KINDS = ("cpp_graph",)
 SITE_KIND = "template_choice"
+FUSION_KIND = "fusion_graph"
 KERNEL_KINDS = ("triton_pointwise", "triton_reduction", "triton_persistent_reduction")
 
 
@@ -39,20 +40,26 @@ class Forcing:
     graphs: dict[str, dict[str, Any]] = field(default_factory=dict)
     sites: dict[str, str] = field(default_factory=dict)
     kernels: dict[str, dict[str, int]] = field(default_factory=dict)
+    fusion: dict[str, dict[str, Any]] = field(default_factory=dict)  # fusion-task key -> grouping
 
     @property
     def digest(self) -> str:
         return digest(self.to_json())[:16]
 
     def merged(self, other: "Forcing") -> "Forcing":
-        return Forcing({**self.graphs, **other.graphs}, {**self.sites, **other.sites}, {**self.kernels, **other.kernels})
+        return Forcing(
+            {**self.graphs, **other.graphs}, {**self.sites, **other.sites}, {**self.kernels, **other.kernels}, {**self.fusion, **other.fusion}
+        )
+
+    def without_fusion(self) -> "Forcing":
+        return Forcing(self.graphs, self.sites, self.kernels, {})
 
     def to_json(self) -> dict[str, Any]:
-        return {"graphs": self.graphs, "sites": self.sites, "kernels": self.kernels}
+        return {"graphs": self.graphs, "sites": self.sites, "kernels": self.kernels, "fusion": self.fusion}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Forcing":
-        return cls(dict(data.get("graphs", {})), dict(data.get("sites", {})), dict(data.get("kernels", {})))
+        return cls(dict(data.get("graphs", {})), dict(data.get("sites", {})), dict(data.get("kernels", {})), dict(data.get("fusion", {})))
 
     @classmethod
     def from_winners(cls, winners: dict[str, tuple[str, dict[str, Any], dict[str, Any]]]) -> "Forcing":
@@ -62,6 +69,7 @@ class Forcing:
         graphs: dict[str, dict[str, Any]] = {}
         sites: dict[str, str] = {}
         kernels: dict[str, dict[str, int]] = {}
+        fusion: dict[str, dict[str, Any]] = {}
         for key, (kind, config, signature) in winners.items():
             try:
                 space_for(kind, signature).validate(config)
@@ -72,10 +80,14 @@ class Forcing:
                 graphs[key] = config
             elif kind == SITE_KIND:
                 sites[key] = config["choice"]
+            elif kind == FUSION_KIND:
+                from tuner.search_spaces.fusion import to_patches
+
+                fusion[key] = to_patches(config)
             elif kind in KERNEL_KINDS:
                 h = kernel_lookup_hash(signature)
                 if h is None:
                     log.warning("ignoring stored winner %s: its signature does not describe a kernel", key[:12])
                     continue
                 kernels[h] = dict(config)
-        return cls(graphs, sites, kernels)
+        return cls(graphs, sites, kernels, fusion)

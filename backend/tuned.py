@@ -4,6 +4,7 @@
     torch.compile(model, backend="tuned", options={"db": "sqlite:///x.db"})
 
     torch.compile(model, backend="tuned", options={"db": LOCAL, "shared_db": "postgresql+psycopg://…"})
+    torch.compile(model, backend="tuned", options={"fusion": False})   # kernel winners only, Inductor's fusion
 
 Winners are read from the local database first, then the shared one (``TUNER_SHARED_DB``); the local
 answer wins where both have one. A miss keeps Inductor's default. A missing or unreachable database, or
@@ -25,7 +26,7 @@ from tuner.errors import StorageError, TunerError
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
-OPTIONS = ("db", "shared_db")
+OPTIONS = ("db", "shared_db", "fusion")
 _warned: set[str] = set()
 
 
@@ -58,20 +59,22 @@ def load_forcing(url: str, device_type: str, device_index: int = 0) -> Forcing:
         db.close()
 
 
-def _parse_options(options: dict[str, Any] | None) -> list[str]:
-    """The databases to read, local first."""
+def _parse_options(options: dict[str, Any] | None) -> tuple[list[str], bool]:
+    """The databases to read, local first; whether to apply fusion groupings."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)}")
+    if not isinstance(options.get("fusion", True), bool):
+        raise TunerError("backend 'tuned': option 'fusion' must be true or false")
     shared = options.get("shared_db") or settings().shared_db_url
-    return [str(options.get("db") or settings().db_url), *([str(shared)] if shared else [])]
+    return [str(options.get("db") or settings().db_url), *([str(shared)] if shared else [])], options.get("fusion", True)
 
 
 def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
     """The backend registered as ``torch.compile(backend="tuned")``."""
     configure_logging()
-    urls = _parse_options(options)
+    urls, fusion = _parse_options(options)
     import torch
 
     device_type = device_type_of(example_inputs)
@@ -79,6 +82,8 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
     forcing = Forcing()
     for url in reversed(urls):  # the shared answer first, so the local one overrides it
         forcing = forcing.merged(load_forcing(url, device_type, index))
+    if not fusion:
+        forcing = forcing.without_fusion()
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
     before = counters.stats()
     try:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.search_spaces import cpp, template, triton
+from tuner.search_spaces import cpp, fusion, template, triton
 from tuner.search_spaces.base import Bool, Choice, IntRange, InvalidConfig, Param, PowerOfTwo, Space
 
-FAMILIES = {cpp.FAMILY: cpp.space, template.FAMILY: template.space, **{f: triton.builder(f) for f in triton.FAMILIES}}
+FAMILIES = {cpp.FAMILY: cpp.space, template.FAMILY: template.space, fusion.FAMILY: fusion.space, **{f: triton.builder(f) for f in triton.FAMILIES}}
 
 
 def space_for(kind: str, signature: dict[str, Any]) -> Space:

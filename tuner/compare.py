@@ -43,6 +43,7 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         "max-autotune-no-cudagraphs": Mode("inductor", "max-autotune-no-cudagraphs"),
         "freezing-max-autotune": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
         "tuned": tuned,
+        "tuned-kernels": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("fusion", False))),
         **{f"tuned-{label}": Mode("tuned", None, freeze and spec.freezing, (("db", url),)) for label, url in (extra_dbs or {}).items()},
     }
 
@@ -133,6 +134,8 @@ def run_bench(
             benchmarks = stats()["benchmarks"] - before if m.backend == "tuned" else None
             if m.backend == "tuned":
                 results.setdefault(name, {})["db"] = dict(m.options).get("db")
+                if dict(m.options).get("fusion") is False:
+                    results[name]["fusion_groupings"] = False
             err = relative_error(out, ref)
             if not err <= TOLERANCE[spec.dtype]:
                 raise TunerError(f"mode {name}: output differs from eager (relative error {err:.3g})")

@@ -151,12 +151,13 @@ def run_study(
     measure: Measure | MeasureMany,
     on_trial: Callable[[TrialRecord], None] = lambda t: None,
     batch: int = 1,
+    target: int | None = None,
 ) -> int:
     """Measure up to ``budget.trials`` distinct configs for ``task`` (counting earlier runs), ``batch`` at a
     time (``measure`` then takes a list of configs). Returns how many this call measured."""
     stored = ctx.db.trials(task.id, ctx.device_id)
     seen = {config_hash(t.config) for t in stored}
-    target = ctx.budget.trials
+    target = target or ctx.budget.trials
     size = space.size() or 10**9
     if len(seen) >= min(target, size):
         return 0

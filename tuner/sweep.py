@@ -8,14 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.backend.forcing import GRAPH_KINDS, SITE_KIND, Forcing
+from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, SITE_KIND, Forcing
 from tuner.budget import Budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import Measurement, TrialRequest, Worker
 from tuner.db.claims import claim_next, finish, pending, renew, worker_id
 from tuner.search import Measure, MeasureMany, StudyContext, TaskOutcome, choose_winner, open_storage, run_study
 from tuner.settings import settings
-from tuner.tasks import TaskSpec, kernel_tasks, tasks_from_capture
+from tuner.tasks import TaskSpec, fusion_tasks, kernel_tasks, tasks_from_capture
 from tuner.workload import WorkloadSpec
 
 
@@ -28,6 +28,7 @@ class SweepOptions:
     seed: int = 0
     from_similar: bool = False
     workers: int = 1  # local workers sharing this sweep (each takes a share of the template sites)
+    fusion: bool = True  # search fusion groupings per graph after the kernel winners
 
 
 @dataclass
@@ -142,6 +143,39 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             outcomes.update({o.task.id: o for o in got_g})
             report.trials_measured += measured
 
+        # 4. Fusion groupings per graph, measured end to end with every winner so far forced; then on CUDA the
+        #    kernels whose source a winning grouping changed (new keys) are tuned like the others.
+        if opts.fusion and ctx.time_left():
+            everything = winners_forcing(db, tasks, records, ctx.device_id)
+            progress.note("recording the fusions Inductor makes with the winners so far forced")
+            groupings = fusion_tasks(worker.capture_graphs(everything.to_json()), opts.spec.model)
+            frecords = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in groupings]
+            tasks, records = tasks + groupings, records + frecords
+            db.link_workload(opts.spec.name, [r.id for r in records])
+            progress.start(_planned(opts.budget.site_target, groupings), groupings)
+
+            def fusion_measure_for(task: TaskSpec, base: Forcing) -> Measure:
+                both = everything.merged(base)
+                return lambda config, rounds: worker.measure(trial_request(task, config, both, rounds, opts.budget.min_sample_ms))
+
+            got_f, measured = tune_tasks(ctx, groupings, frecords, fusion_measure_for, progress, target=opts.budget.site_target)
+            outcomes.update({o.task.id: o for o in got_f})
+            report.trials_measured += measured
+            if opts.spec.device == "cuda" and any(not o.is_default for o in got_f) and ctx.time_left():
+                regrouped = winners_forcing(db, tasks, records, ctx.device_id)
+                progress.note("capturing the Triton kernels of the winning groupings")
+                fresh = [t for t in kernel_tasks(worker.capture_kernels(regrouped.to_json())) if t.key not in {x.key for x in tasks}]
+                if fresh:
+                    frecs = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in fresh]
+                    tasks, records = tasks + fresh, records + frecs
+                    db.link_workload(opts.spec.name, [r.id for r in records])
+                    progress.start(_planned(opts.budget.trials, fresh), fresh)
+                    got_k2, measured = tune_tasks(
+                        ctx, fresh, frecs, lambda task, _b: (lambda cs, r: measure_kernel(worker, task, cs, r)), progress, batch=KERNEL_BATCH
+                    )
+                    outcomes.update({o.task.id: o for o in got_k2})
+                    report.trials_measured += measured
+
         for t, r in zip(tasks, records):  # in task order; tasks another worker (or an earlier run) finished too
             outcome = outcomes.get(r.id) or _stored_outcome(db, ctx, r, t)
             if outcome is not None:
@@ -150,7 +184,8 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         if not ctx.time_left():
             progress.note("time budget reached; unfinished tasks keep Inductor's defaults")
         others = pending(db, [r.id for _, r in sites], ctx.device_id, opts.budget.site_target)
-        others += pending(db, [r.id for r in records if r.kind != SITE_KIND], ctx.device_id, opts.budget.trials)
+        others += pending(db, [r.id for r in records if r.kind not in (SITE_KIND, FUSION_KIND)], ctx.device_id, opts.budget.trials)
+        others += pending(db, [r.id for r in records if r.kind == FUSION_KIND], ctx.device_id, opts.budget.site_target)
         if others:
             progress.note(f"{others} task(s) still being tuned by other workers")
 
@@ -270,19 +305,21 @@ def tune_tasks(
     measure_for: Callable[[TaskSpec, Forcing], Any],
     progress: Progress | None = None,
     batch: int = 1,
+    target: int | None = None,
 ) -> tuple[list[TaskOutcome], int]:
     """Claim tasks one at a time (in order) until none is left for this worker; tune each and store its winner.
     Any number of these loops, in any processes on any machines, can share one database. With ``batch`` > 1,
     ``measure_for`` gives a function of a list of configs."""
     progress = progress or Progress()
     db, wid = ctx.db, worker_id()
+    target = target or ctx.budget.trials
     ttl = ctx.budget.trial_timeout_s + 300.0
     by_id = {r.id: (t, r) for t, r in zip(tasks, records)}
     ids = [r.id for r in records]
     outcomes: list[TaskOutcome] = []
     measured_total = 0
     while ctx.time_left():
-        tid = claim_next(db, ids, ctx.device_id, wid, ctx.budget.trials, ttl)
+        tid = claim_next(db, ids, ctx.device_id, wid, target, ttl)
         if tid is None:
             break
         spec_t, rec = by_id[tid]
@@ -293,12 +330,12 @@ def tune_tasks(
             progress.trial(t.status)
             renew(db, _tid, ctx.device_id, wid, ttl)
 
-        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial, batch=batch)
+        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target)
         measured_total += measured
         single = measure if batch == 1 else (lambda c, r, _m=measure: _m([c], r)[0])
         stored = _stored_outcome(db, ctx, rec, spec_t) if measured == 0 else None
         outcomes.append(stored or dataclasses.replace(choose_winner(ctx, rec, spec_t.space, single), measured=measured))
-        finish(db, tid, ctx.device_id, wid, ctx.budget.trials)
+        finish(db, tid, ctx.device_id, wid, target)
     return outcomes, measured_total
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.backend.forcing import GRAPH_KINDS, KERNEL_KINDS, SITE_KIND, Forcing, kernel_lookup_hash
+from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, KERNEL_KINDS, SITE_KIND, Forcing, kernel_lookup_hash
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import Space, space_for
 
@@ -22,6 +22,10 @@ class TaskSpec:
         """The forcing that applies ``config`` to this task alone."""
         if self.kind == SITE_KIND:
             return Forcing(sites={self.key: config["choice"]})
+        if self.kind == FUSION_KIND:
+            from tuner.search_spaces.fusion import to_patches
+
+            return Forcing(fusion={self.key: to_patches(config)})
         if self.kind in KERNEL_KINDS:
             h = kernel_lookup_hash(self.signature)
             return Forcing(kernels={h: dict(config)}) if h else Forcing()
@@ -66,4 +70,20 @@ def kernel_tasks(records: list[dict[str, Any]]) -> list[TaskSpec]:
         sig["default_ms"] = r.get("default_ms")
         ms = f" {r['default_ms'] * 1e3:.0f}us" if r.get("default_ms") else ""
         out.append(TaskSpec(r["key"], r["kind"], f"{r['name']}{ms}", sig, space_for(r["kind"], sig)))
+    return out
+
+
+def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
+    """One fusion-grouping task per recorded graph: knobs plus vetoes of its highest-scoring fusions."""
+    from tuner.search_spaces.fusion import MAX_PAIRS, inductor_defaults
+
+    out = []
+    for g in graphs:
+        if not g.get("fusion_key"):
+            continue
+        pairs = [p for p, _ in sorted(g.get("pairs", {}).items(), key=lambda kv: (-kv[1], kv[0]))][:MAX_PAIRS]
+        ctx = {"device": g.get("device", "cpu"), "defaults": inductor_defaults(g.get("device", "cpu")), "pairs": pairs}
+        sig = {"backward": g["backward"], "lines": g["lines"], "space": ctx}
+        which = "backward" if g["backward"] else "forward"
+        out.append(TaskSpec(g["fusion_key"], FUSION_KIND, f"{model} {which} graph {g['index']} fusion", sig, space_for(FUSION_KIND, sig)))
     return out

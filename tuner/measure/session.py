@@ -137,6 +137,14 @@ class Session:
         self.compile(forcing, kernel_sink=sink)
         return self.kernels.register(sink)
 
+    def capture_graphs(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
+        """Compile under ``forcing`` in record mode; the graphs as recorded (keys, fusion pairs)."""
+        from tuner.backend.context import Recorder
+
+        recorder = Recorder()
+        self.compile(forcing, recorder)
+        return [asdict(g) for g in recorder.graphs.values()]
+
     def measure(self, req: TrialRequest) -> Any:
         if req.kernel is not None:
             if self.kernels is None:

@@ -44,13 +44,13 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str) -> None:
         msg = conn.recv()
         if msg[0] == "stop":
             return
-        if msg[0] == "kernels":
+        if msg[0] == "call" and msg[1] in ("capture_kernels", "capture_graphs"):
             try:
-                conn.send(("result", session.capture_kernels(msg[1])))
+                conn.send(("result", getattr(session, msg[1])(msg[2])))
             except Exception as e:  # noqa: BLE001
                 from tuner.measure.classify import describe
 
-                conn.send(("error", f"capturing the Triton kernels failed: {describe(e)}"))
+                conn.send(("error", f"{msg[1]} failed: {describe(e)}"))
             continue
         result = session.measure(msg[1])
         conn.send(("result", result))
@@ -152,10 +152,15 @@ class Worker:
         if not self.alive:
             self.start()
         self._kernel_forcing = forcing
-        return self._kernels_now(forcing)
+        return self._call("capture_kernels", forcing)
 
-    def _kernels_now(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
-        self._conn.send(("kernels", forcing))
+    def capture_graphs(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
+        """Compile under ``forcing`` in the worker and record its graphs (with the fusions Inductor made)."""
+        self._ensure()
+        return self._call("capture_graphs", forcing)
+
+    def _call(self, method: str, forcing: dict[str, Any]) -> Any:
+        self._conn.send(("call", method, forcing))
         reply = self._receive(self.start_timeout_s)
         if reply is None or reply[0] == "error":
             why = reply[1] if reply else (_death(self._proc) if not self._proc.is_alive() else "timed out")
@@ -167,7 +172,7 @@ class Worker:
         if not self.alive or self._served >= self.recycle_after:
             self.start()
             if self._kernel_forcing is not None:
-                self._kernels_now(self._kernel_forcing)
+                self._call("capture_kernels", self._kernel_forcing)
 
     def measure(self, request: TrialRequest) -> Any:
         """A :class:`Measurement`; for a kernel request a list of them; for a sites request a SiteRound.

@@ -1,0 +1,99 @@
+"""Fusion groupings on the CPU, for real: Inductor's fusions are recorded with stable ids, a veto splits a
+fusion, and a grouping stored for a graph that changed falls back to Inductor's fusion without error."""
+
+import torch
+from torch._inductor.utils import run_and_get_code
+
+import tuner.backend as tb
+from tuner.backend.compiler import compile_with_context
+from tuner.backend.context import CompileContext, Recorder
+from tuner.backend.forcing import Forcing
+from tuner.db import Database, EnvironmentInfo, current_device
+from tuner.search_spaces import space_for
+from tuner.search_spaces.fusion import inductor_defaults, to_patches
+
+
+class Chain(torch.nn.Module):
+    """Pointwise work around a reduction: Inductor fuses several nodes into few loops."""
+
+    def __init__(self, scale: float = 2.0):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        y = torch.relu(x * self.scale + 1)
+        return torch.sigmoid(y - y.mean(dim=-1, keepdim=True)) * 3
+
+
+def _compile(model, forcing=Forcing(), recorder=None):
+    def backend(gm, ex, **_):
+        return compile_with_context(gm, ex, CompileContext(forcing, "cpu", recorder), {"fx_graph_cache": False})
+
+    torch._dynamo.reset()
+    return torch.compile(model, backend=backend)
+
+
+def _loops(code: str) -> int:
+    return code.count("#pragma omp for") + code.count("for(int64_t")
+
+
+def test_fusions_are_recorded_with_ids_stable_across_compiles():
+    x = torch.randn(64, 256)
+    runs = []
+    for _ in range(2):
+        rec = Recorder()
+        _compile(Chain(), recorder=rec)(x)
+        (g,) = rec.graphs.values()
+        assert g.pairs and g.fusion_key
+        runs.append(g)
+    assert runs[0].pairs == runs[1].pairs and runs[0].fusion_key == runs[1].fusion_key
+
+
+def test_a_veto_splits_a_fusion_and_numerics_hold():
+    x = torch.randn(64, 256)
+    rec = Recorder()
+    _compile(Chain(), recorder=rec)(x)
+    (g,) = rec.graphs.values()
+    ref = Chain()(x)
+    y0, (code0,) = run_and_get_code(_compile(Chain()), x)
+    veto = Forcing(fusion={g.fusion_key: {"vetoes": sorted(g.pairs)}})
+    tb.reset_stats()
+    y1, (code1,) = run_and_get_code(_compile(Chain(), veto), x)
+    torch.testing.assert_close(y0, ref)
+    torch.testing.assert_close(y1, ref)
+    assert tb.stats()["hits"] >= 1
+    assert _loops(code1) > _loops(code0), "vetoing Inductor's fusions must leave more loops"
+
+
+def test_stale_grouping_falls_back_to_inductors_fusion(db_url):
+    """A grouping stored for the graph of Chain(2.0) is consulted by Chain(3.0), whose graph differs: a miss."""
+    x = torch.randn(64, 256)
+    rec = Recorder()
+    _compile(Chain(2.0), recorder=rec)(x)
+    (g,) = rec.graphs.values()
+    ctx = {"device": "cpu", "defaults": inductor_defaults("cpu"), "pairs": sorted(g.pairs)}
+    sig = {"backward": False, "lines": g.lines, "space": ctx}
+    space = space_for("fusion_graph", sig)
+    config = {**space.default, **{f"veto.{p}": True for p in ctx["pairs"]}, "max_fusion_size": 8}
+    db = Database.open(db_url)
+    dev = current_device("cpu")
+    t = db.upsert_task(g.fusion_key, "fusion_graph", "chain fusion", sig, space.fingerprint())
+    d, e = db.device_id(dev), db.environment_id(EnvironmentInfo("x", "y", None, "3.11", "0"))
+    trial = db.record_trial(t.id, d, e, config, "ok", median_ms=1.0, baseline_ms=1.1)
+    db.set_winner(t.id, d, trial.id, config, 1.0, 1.1)
+    db.close()
+    assert to_patches(config)["vetoes"] == sorted(g.pairs)
+
+    torch._dynamo.reset()
+    tb.reset_stats()
+    changed = Chain(3.0)
+    y = torch.compile(changed, backend="tuned", options={"db": db_url})(x)
+    torch.testing.assert_close(y, changed(x))
+    s = tb.stats()
+    assert s["hits"] == 0 and s["misses"] >= 1 and s["benchmarks"] == 0
+    torch._dynamo.reset()
+    tb.reset_stats()
+    same = Chain(2.0)
+    y = torch.compile(same, backend="tuned", options={"db": db_url})(x)  # the unchanged graph gets its grouping
+    torch.testing.assert_close(y, same(x))
+    assert tb.stats()["hits"] >= 1
