@@ -37,3 +37,23 @@ def relative_error(out: Any, ref: Any) -> float:
         denom = y64.norm().item() or 1.0
         worst = max(worst, (x64 - y64).norm().item() / denom)
     return worst
+
+
+def eager_error(mode: str, model: Any, x: Any, ref: Any) -> float:
+    """How far eager, in the workload's dtype, is from the same step in float64: the rounding that any correct
+    compile may add too (a training step's gradients of a deep network differ by more than the forward does)."""
+    import copy
+
+    import torch
+
+    from tuner.steps import run_step
+
+    m64 = copy.deepcopy(model).double()
+    x64 = x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+    return relative_error(ref, run_step(mode, m64, x64, grads=True))
+
+
+def tolerance_for(dtype: str, eager_err: float) -> float:
+    """The dtype's bound, widened where eager itself is further than that from float64 (compiled code may round
+    differently from eager by as much again, in either direction)."""
+    return max(TOLERANCE[dtype], 4.0 * eager_err) if eager_err == eager_err else TOLERANCE[dtype]
