@@ -111,24 +111,34 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             report.trials_measured += measured
             _wait_for_others(db, ctx, [r.id for _, r in sites], progress)
 
+        def register(new: list[TaskSpec]) -> list[Any]:
+            """Store new tasks and link them to the workload; they join the report in this order."""
+            nonlocal tasks, records
+            recs = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in new]
+            tasks, records = tasks + new, records + recs
+            db.link_workload(opts.spec.name, [r.id for r in records])
+            return recs
+
+        def tune_kernels(forcing: Forcing, why: str) -> None:
+            """Capture the Triton kernels of the graphs compiled under ``forcing``; tune those not seen before."""
+            progress.note(f"capturing the Triton kernels ({why})")
+            known = {t.key for t in tasks}
+            kernels = [t for t in kernel_tasks(worker.capture_kernels(forcing.to_json())) if t.key not in known]
+            if not kernels:
+                return
+            krecords = register(kernels)
+            progress.start(_planned(opts.budget.trials, kernels), kernels)
+
+            def kernel_measure(task: TaskSpec, _base: Forcing) -> MeasureMany:
+                return lambda configs, rounds: measure_kernel(worker, task, configs, rounds)
+
+            got, measured = tune_tasks(ctx, kernels, krecords, kernel_measure, progress, batch=KERNEL_BATCH)
+            outcomes.update({o.task.id: o for o in got})
+            report.trials_measured += measured
+
         # 2. CUDA: the Triton kernels of the graph that the template winners produce.
         if opts.spec.device == "cuda" and ctx.time_left():
-            site_forcing = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
-            progress.note("capturing the Triton kernels (compiling with the template winners forced)")
-            kernels = kernel_tasks(worker.capture_kernels(site_forcing.to_json()))
-            krecords = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in kernels]
-            records += krecords
-            db.link_workload(opts.spec.name, [r.id for r in records])
-            if kernels:
-                progress.start(_planned(opts.budget.trials, kernels), kernels)
-
-                def kernel_measure(task: TaskSpec, _base: Forcing) -> MeasureMany:
-                    return lambda configs, rounds: measure_kernel(worker, task, configs, rounds)
-
-                got_k, measured = tune_tasks(ctx, kernels, krecords, kernel_measure, progress, batch=KERNEL_BATCH)
-                outcomes.update({o.task.id: o for o in got_k})
-                report.trials_measured += measured
-                tasks = tasks + kernels
+            tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "compiling with the template winners forced")
 
         # 3. Graph-level knobs, with every earlier winner forced.
         if graphs and ctx.time_left():
@@ -149,9 +159,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             everything = winners_forcing(db, tasks, records, ctx.device_id)
             progress.note("recording the fusions Inductor makes with the winners so far forced")
             groupings = fusion_tasks(worker.capture_graphs(everything.to_json()), opts.spec.model)
-            frecords = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in groupings]
-            tasks, records = tasks + groupings, records + frecords
-            db.link_workload(opts.spec.name, [r.id for r in records])
+            frecords = register(groupings)
             progress.start(_planned(opts.budget.site_target, groupings), groupings)
 
             def fusion_measure_for(task: TaskSpec, base: Forcing) -> Measure:
@@ -162,19 +170,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             outcomes.update({o.task.id: o for o in got_f})
             report.trials_measured += measured
             if opts.spec.device == "cuda" and any(not o.is_default for o in got_f) and ctx.time_left():
-                regrouped = winners_forcing(db, tasks, records, ctx.device_id)
-                progress.note("capturing the Triton kernels of the winning groupings")
-                fresh = [t for t in kernel_tasks(worker.capture_kernels(regrouped.to_json())) if t.key not in {x.key for x in tasks}]
-                if fresh:
-                    frecs = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in fresh]
-                    tasks, records = tasks + fresh, records + frecs
-                    db.link_workload(opts.spec.name, [r.id for r in records])
-                    progress.start(_planned(opts.budget.trials, fresh), fresh)
-                    got_k2, measured = tune_tasks(
-                        ctx, fresh, frecs, lambda task, _b: (lambda cs, r: measure_kernel(worker, task, cs, r)), progress, batch=KERNEL_BATCH
-                    )
-                    outcomes.update({o.task.id: o for o in got_k2})
-                    report.trials_measured += measured
+                tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "of the winning fusion groupings")
 
         for t, r in zip(tasks, records):  # in task order; tasks another worker (or an earlier run) finished too
             outcome = outcomes.get(r.id) or _stored_outcome(db, ctx, r, t)
