@@ -215,7 +215,7 @@ class Database:
     def top_winners(self, limit: int = 20) -> list[dict[str, Any]]:
         with self.session() as s:
             rows = s.execute(
-                select(Task.name, Task.kind, Device.name, Winner.config, Winner.median_ms, Winner.baseline_ms)
+                select(Task.name, Task.kind, Device.name, Winner.config, Winner.median_ms, Winner.baseline_ms, Task.signature)
                 .join(Winner, Winner.task_id == Task.id)
                 .join(Device, Device.id == Winner.device_id)
             ).all()
@@ -228,8 +228,9 @@ class Database:
                 "median_ms": med,
                 "baseline_ms": base,
                 "speedup": (base / med) if med and base else None,
+                "signature": sig,
             }
-            for name, kind, dev, cfg, med, base in rows
+            for name, kind, dev, cfg, med, base, sig in rows
         ]
         out.sort(key=lambda r: -(r["speedup"] or 0.0))
         return out[:limit]

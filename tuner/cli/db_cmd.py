@@ -49,13 +49,20 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
         rows = database.top_winners(top)
     finally:
         database.close()
+    from tuner.cli.render import config_diff
+    from tuner.search_spaces import InvalidConfig, space_for
+
     t = Table(title=f"top {len(rows)} winners")
-    for col in ("task", "kind", "device", "default ms", "tuned ms", "speedup", "config"):
+    for col in ("task", "kind", "device", "default ms", "tuned ms", "speedup", "winner (changes from the default)"):
         t.add_column(col, overflow="fold")
     for r in rows:
         fmt = lambda v: f"{v:.4g}" if v else "-"  # noqa: E731
+        try:
+            change = config_diff(r["config"], space_for(r["kind"], r["signature"] or {}).default)
+        except InvalidConfig:
+            change = json.dumps(r["config"], sort_keys=True)
         t.add_row(r["task"], r["kind"], r["device"], fmt(r["baseline_ms"]), fmt(r["median_ms"]),
-                  f"{r['speedup']:.3f}x" if r["speedup"] else "-", json.dumps(r["config"], sort_keys=True))
+                  f"{r['speedup']:.3f}x" if r["speedup"] else "-", change)
     console.print(t)
 
 
@@ -78,7 +85,6 @@ def upgrade(db: DbOption = None) -> None:
             before = migrate.current_revision(engine)
         except SQLAlchemyError as e:
             raise StorageError(f"cannot open database {url}: {str(getattr(e, 'orig', e)).splitlines()[0]}") from None
-        before = migrate.current_revision(engine)
         if before is not None and before not in migrate.known_revisions():
             raise SchemaError(f"database is at schema revision {before}, written by a newer tuner; upgrade tuner instead")
         migrate.upgrade(engine)

@@ -70,7 +70,8 @@ def short_choice(choice: str) -> str:
     return " ".join([head, *(f"{_SHORT[k]}{params[k]}" for k in _SHORT if k in params)])
 
 
-def _diff(winner: dict[str, Any], default: dict[str, Any]) -> str:
+def config_diff(winner: dict[str, Any], default: dict[str, Any]) -> str:
+    """What a winner changes from the default, compactly (a template choice in a few characters)."""
     changed = {k: v for k, v in winner.items() if default.get(k) != v}
     if not changed:
         return "(Inductor's default)"
@@ -92,7 +93,7 @@ def print_report(console: Console, report: SweepReport, defaults: dict[str, dict
         t.add_column(col, overflow="fold")
     for o in report.outcomes:
         t.add_row(o.task.name, str(o.total), _ms(o.default_ms), _ms(o.best_ms),
-                  f"{o.speedup:.3f}x" if o.speedup else "-", _diff(o.winner, defaults.get(o.task.key, {})))
+                  f"{o.speedup:.3f}x" if o.speedup else "-", config_diff(o.winner, defaults.get(o.task.key, {})))
     console.print(t)
     if report.speedup:
         console.print(
