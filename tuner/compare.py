@@ -55,7 +55,6 @@ DEFAULT_MODES = ("eager", "default", "freezing-max-autotune", "tuned")
 def _isolated_compile(freezing: bool) -> Iterator[None]:
     """A fresh Inductor cache folder and code cache, and freezing set the way Dynamo reads it (at trace time)."""
     import torch._inductor.config as inductor_config
-    from torch._inductor.codecache import PyCodeCache
 
     from tuner.backend.hooks.kernels import forget_loaded_kernels
 
@@ -63,9 +62,7 @@ def _isolated_compile(freezing: bool) -> Iterator[None]:
     with tempfile.TemporaryDirectory(prefix="tuner-bench-") as d:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = d
         inductor_config.freezing = freezing
-        if hasattr(PyCodeCache, "cache_clear"):
-            PyCodeCache.cache_clear()
-        forget_loaded_kernels()
+        forget_loaded_kernels()  # Inductor's in-memory code and kernel caches
         try:
             yield
         finally:

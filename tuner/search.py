@@ -127,6 +127,44 @@ def ask_new(ctx: StudyContext, task: TaskRecord, space: Space, study: Any, seen:
     return ot, config
 
 
+Pending = dict[str, tuple[dict[str, Any], list[Any]]]  # config hash -> (config, the Optuna trials that asked for it)
+
+
+@dataclass
+class Asker:
+    """One study's asking: new configs in batches, each measured once, every asking trial told its result."""
+
+    ctx: StudyContext
+    task: TaskRecord
+    space: Space
+    study: Any
+    seen: set[str]
+    target: int
+    on_trial: Callable[[TrialRecord], None]
+    asks: int = 0
+
+    def open(self) -> bool:
+        size = self.space.size() or 10**9
+        return len(self.seen) < min(self.target, size) and self.asks < 4 * self.target
+
+    def ask_batch(self, batch: int) -> Pending:
+        pending: Pending = {}
+        while len(pending) < batch and self.open():
+            self.asks += 1
+            fresh = ask_new(self.ctx, self.task, self.space, self.study, self.seen, self.on_trial)
+            if fresh is not None:
+                ot, config = fresh
+                pending.setdefault(config_hash(config), (config, []))[1].append(ot)  # the sampler may repeat itself
+        return pending
+
+    def tell_batch(self, pending: Pending, results: list[Measurement]) -> None:
+        for (config, ots), m in zip(pending.values(), results):
+            rec = record(self.ctx, self.task, config, m)
+            self.on_trial(rec)
+            for ot in ots:
+                tell(self.study, ot, rec)
+
+
 def _load_study(ctx: StudyContext, task: TaskRecord, space: Space) -> Any:
     import optuna
 
@@ -155,33 +193,20 @@ def run_study(
 ) -> int:
     """Measure up to ``budget.trials`` distinct configs for ``task`` (counting earlier runs), ``batch`` at a
     time (``measure`` then takes a list of configs). Returns how many this call measured."""
-    stored = ctx.db.trials(task.id, ctx.device_id)
-    seen = {config_hash(t.config) for t in stored}
-    target = target or ctx.budget.trials
-    size = space.size() or 10**9
-    if len(seen) >= min(target, size):
+    seen = {config_hash(t.config) for t in ctx.db.trials(task.id, ctx.device_id)}
+    asker = Asker(ctx, task, space, None, seen, target or ctx.budget.trials, on_trial)
+    if not asker.open():
         return 0
     many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]
-    study = open_study(ctx, task, space, seen)
-    measured, asks = 0, 0
-    while len(seen) < min(target, size) and asks < 4 * target and ctx.time_left():
-        todo: dict[str, tuple[dict[str, Any], list[Any]]] = {}
-        while len(todo) < batch and len(seen) < min(target, size) and asks < 4 * target:
-            asks += 1
-            fresh = ask_new(ctx, task, space, study, seen, on_trial)
-            if fresh is not None:
-                ot, config = fresh
-                todo.setdefault(config_hash(config), (config, []))[1].append(ot)  # the sampler may repeat itself
-        if not todo:
+    asker.study = open_study(ctx, task, space, seen)
+    measured = 0
+    while asker.open() and ctx.time_left():
+        pending = asker.ask_batch(batch)
+        if not pending:
             continue
-        configs = [c for c, _ in todo.values()]
-        results = many(configs, ctx.budget.rounds)
+        configs = [c for c, _ in pending.values()]
+        asker.tell_batch(pending, many(configs, ctx.budget.rounds))
         measured += len(configs)
-        for (config, ots), m in zip(todo.values(), results):
-            rec = record(ctx, task, config, m)
-            on_trial(rec)
-            for ot in ots:
-                tell(study, ot, rec)
     return measured
 
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from tuner.db import TaskRecord, TrialRecord
 from tuner.keys import config_hash
 from tuner.measure.result import Measurement, SiteRound, Status
-from tuner.search import StudyContext, TaskOutcome, ask_new, open_study, record, tell
+from tuner.search import Asker, Pending, StudyContext, TaskOutcome, open_study, record
 from tuner.tasks import TaskSpec
 
 MeasureRound = Callable[[dict[str, tuple[str, ...]], int], SiteRound]
@@ -30,19 +29,12 @@ Request = dict[str, tuple[str, ...]]
 class _Site:
     task: TaskSpec
     rec: TaskRecord
-    study: Any
-    seen: set[str]
-    asks: int = 0
-    todo: dict[str, tuple[dict[str, Any], list[Any]]] = field(default_factory=dict)
+    asker: Asker
+    todo: Pending = field(default_factory=dict)
 
     @property
     def default(self) -> str:
         return str(self.task.space.default["choice"])
-
-    def open(self, ctx: StudyContext) -> bool:
-        size = self.task.space.size() or 10**9
-        target = ctx.budget.site_target
-        return len(self.seen) < min(target, size) and self.asks < 4 * target
 
 
 def _request_for(site: _Site, choices: list[str]) -> tuple[str, ...]:
@@ -103,32 +95,23 @@ def tune_sites(
     sites: list[_Site] = []
     for task, rec in group:
         seen = {config_hash(t.config) for t in ctx.db.trials(rec.id, ctx.device_id)}
-        sites.append(_Site(task, rec, open_study(ctx, rec, task.space, seen), seen))
+        study = open_study(ctx, rec, task.space, seen)
+        sites.append(_Site(task, rec, Asker(ctx, rec, task.space, study, seen, ctx.budget.site_target, on_trial)))
     measured = 0
     while ctx.time_left():
         for s in sites:
-            s.todo = {}
-            while len(s.todo) < batch and s.open(ctx):
-                s.asks += 1
-                fresh = ask_new(ctx, s.rec, s.task.space, s.study, s.seen, on_trial)
-                if fresh is not None:
-                    ot, config = fresh
-                    s.todo.setdefault(config_hash(config), (config, []))[1].append(ot)
+            s.todo = s.asker.ask_batch(batch)
         asked = [s for s in sites if s.todo]
         if not asked:
-            if not any(s.open(ctx) for s in sites):
+            if not any(s.asker.open() for s in sites):
                 break
             continue
         request = {s.task.key: _request_for(s, [c["choice"] for c, _ in s.todo.values()]) for s in asked}
         results = measure_split(measure_round, request, ctx.budget.rounds)
+        no_timing = Measurement(Status.RUNTIME_ERROR, error="no timing")
         for s in asked:
-            for config, ots in s.todo.values():
-                m = results[s.task.key].get(config["choice"]) or Measurement(Status.RUNTIME_ERROR, error="no timing")
-                rec = record(ctx, s.rec, config, m)
-                measured += 1
-                on_trial(rec)
-                for ot in ots:
-                    tell(s.study, ot, rec)
+            s.asker.tell_batch(s.todo, [results[s.task.key].get(c["choice"]) or no_timing for c, _ in s.todo.values()])
+            measured += len(s.todo)
     return _verify(ctx, sites, measure_round), measured
 
 

@@ -108,7 +108,8 @@ def make_config(config: dict[str, Any]) -> Any:
 
 
 # --- recording the real launch arguments -------------------------------------------------------
-def _clone(x: Any) -> Any:
+def clone_preserving_strides(x: Any) -> Any:
+    """A tensor copied with its strides (a plain ``clone`` would make a strided view contiguous); other values as they are."""
     import torch
 
     if isinstance(x, torch.Tensor):
@@ -138,8 +139,8 @@ def capture_first_call(kernels: list[Any]) -> list[Captured]:
         def run(*args: Any, _cap: Captured = cap, _orig: Callable[..., Any] = original, **kwargs: Any) -> Any:
             if not _cap.called:
                 _cap.called = True
-                _cap.args = [_clone(a) for a in args]
-                _cap.kwargs = {n: _clone(v) for n, v in kwargs.items() if n != "stream"}
+                _cap.args = [clone_preserving_strides(a) for a in args]
+                _cap.kwargs = {n: clone_preserving_strides(v) for n, v in kwargs.items() if n != "stream"}
             return _orig(*args, **kwargs)
 
         k.run = run
@@ -166,11 +167,6 @@ def launcher(k: Any, config: dict[str, Any]) -> Any:
     return result.make_launcher()
 
 
-def spills(k: Any, launch: Any) -> tuple[int | None, int]:
-    """(register spills of this launcher, Inductor's threshold above which it refuses a config)."""
-    return getattr(launch, "n_spills", None), int((getattr(k, "inductor_meta", {}) or {}).get("spill_threshold", 16))
-
-
 def raw_stream(device_index: int) -> Any:
     import torch
 
@@ -179,10 +175,6 @@ def raw_stream(device_index: int) -> Any:
 
 def call(launch: Any, args: list[Any], kwargs: dict[str, Any], stream: Any) -> None:
     launch(*args, **kwargs, stream=stream)
-
-
-def mutated_names(k: Any) -> list[str]:
-    return list(getattr(k, "mutated_arg_names", []) or [])
 
 
 def arg_names(k: Any) -> list[str]:

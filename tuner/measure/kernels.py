@@ -27,7 +27,7 @@ COMPILE_THREADS = int(os.environ.get("TUNER_COMPILE_THREADS", "8"))
 
 
 def _fresh(args: list[Any]) -> list[Any]:
-    return [kh._clone(a) for a in args]
+    return [kh.clone_preserving_strides(a) for a in args]
 
 
 def _outputs(k: Any, args: list[Any]) -> list[Any]:
