@@ -65,14 +65,15 @@ class StudyContext:
 
 def open_storage(url: str, attempts: int = 5) -> Any:
     """Optuna's RDB storage on the same database. Several workers starting at once may race to create
-    Optuna's tables; the loser retries and finds them made."""
+    Optuna's tables (on PostgreSQL also its enum types: "type studydirection already exists"); the loser
+    retries and finds them made."""
     import optuna
-    from sqlalchemy.exc import IntegrityError, OperationalError
+    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
     for i in range(attempts):
         try:
             return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
-        except (IntegrityError, OperationalError):
+        except (IntegrityError, OperationalError, ProgrammingError):
             if i == attempts - 1:
                 raise
             time.sleep(0.5 * (i + 1))
