@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tuner.backend.context import CompileContext
+from tuner.backend.hooks import choices as choices_hook
 from tuner.backend.hooks import fusion as fusion_hook
 from tuner.backend.hooks import graph as graph_hook
 from tuner.backend.hooks import kernels as kernel_hook
@@ -72,8 +73,8 @@ def compile_with_context(
         with ctx.activated(), _cache_tag(tag):
             knobs = ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward))
             mark = kernel_hook.modules_mark()
-            fusion = fusion_hook.handler() if ctx.wants_fusion_hook else contextlib.nullcontext()
-            with inductor_config.patch(knobs), fusion:
+            hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()
+            with inductor_config.patch(knobs), hook:
                 yield
             if ctx.kernel_sink is not None:
                 ctx.kernel_sink.extend(kernel_hook.capture_first_call(kernel_hook.kernels_since(mark)))

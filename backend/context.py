@@ -107,6 +107,26 @@ class CompileContext:
         finally:
             _ACTIVE.reset(token)
 
+    def site_wants(self, key: str) -> tuple[str, ...]:
+        """The choice ids this compile wants at a site: the ones to benchmark, or the forced one."""
+        if key in self.benchmark:
+            return tuple(self.benchmark[key])
+        want = self.forcing.sites.get(key)
+        return (want,) if want is not None else ()
+
+    def forced_only(self, key: str) -> str | None:
+        """The forced choice of a site that nothing records or benchmarks (so the others need not be built)."""
+        if self.recorder is not None or key in self.benchmark:
+            return None
+        return self.forcing.sites.get(key)
+
+    def trims_conv(self) -> bool:
+        """Whether Inductor's own Triton conv configs can be skipped: nothing records or benchmarks, and no
+        max-autotune mode will tune a miss (forced conv configs are built from their ids)."""
+        import torch._inductor.config as inductor_config
+
+        return self.recorder is None and not self.benchmark and not inductor_config.max_autotune
+
     def select_site(self, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> list[int]:
         """Indices of the choices to hand Inductor: one (nothing is benchmarked), or the benchmarked set."""
         key = task_key(SITE_KIND, payload)
@@ -161,5 +181,6 @@ class CompileContext:
         return out
 
     @property
-    def wants_fusion_hook(self) -> bool:
-        return self.recorder is not None or bool(self.vetoes)
+    def wants_choices_hook(self) -> bool:
+        """Whether this compile needs ``TunedChoices``: to record or veto fusions, or to build template choices."""
+        return self.recorder is not None or bool(self.vetoes) or bool(self.forcing.sites) or bool(self.benchmark)

@@ -107,6 +107,16 @@ def finish(db: Database, task_id: int, device_id: int, worker: str, target: int)
         )
 
 
+def release(db: Database, task_id: int, device_id: int, worker: str) -> None:
+    """Give a claim up unfinished (the time budget ran out): the next run (or another worker) continues the task."""
+    with db.session() as s:
+        s.execute(
+            update(Claim)
+            .where(Claim.task_id == task_id, Claim.device_id == device_id, Claim.worker == worker, Claim.done_target.is_(None))
+            .values(expires_at=utcnow() - dt.timedelta(seconds=1))
+        )
+
+
 def pending(db: Database, task_ids: list[int], device_id: int, target: int) -> int:
     """How many of ``task_ids`` are not finished for ``target`` (claimed by someone or not)."""
     with db.session() as s:
@@ -118,4 +128,4 @@ def pending(db: Database, task_ids: list[int], device_id: int, target: int) -> i
     return len(set(task_ids) - set(done))
 
 
-__all__ = ["claim_next", "finish", "pending", "renew", "worker_id"]
+__all__ = ["claim_next", "finish", "pending", "release", "renew", "worker_id"]

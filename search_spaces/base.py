@@ -153,6 +153,10 @@ class Space:
         """Ask an Optuna trial for one config (it may still break a constraint: validate it)."""
         return {p.name: p.suggest(trial) for p in self.params}
 
+    def seeds(self) -> list[dict[str, Any]]:
+        """Configs to measure first, after the default (none by default)."""
+        return []
+
     def optuna_params(self, config: dict[str, Any]) -> dict[str, Any]:
         """The Optuna parameter values that :meth:`suggest` would map to ``config`` (for enqueue_trial)."""
         out: dict[str, Any] = {}

@@ -12,7 +12,8 @@ from tuner.search_spaces import Space
 def _tpe(space: Space, seed: int) -> Any:
     import optuna
 
-    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=3, multivariate=True)
+    # group=True: template sites ask for block sizes only when they pick a generated Triton config
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=3, multivariate=True, group=True)
 
 
 def _random(space: Space, seed: int) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.budget import Budget
@@ -88,11 +88,12 @@ def record(ctx: StudyContext, task: TaskRecord, config: dict[str, Any], m: Measu
 
 
 def open_study(ctx: StudyContext, task: TaskRecord, space: Space, seen: set[str]) -> Any:
-    """The task's study (resumed when it exists), with Inductor's default and, with ``from_similar``,
-    other device models' winners enqueued unless already measured."""
+    """The task's study (resumed when it exists), with Inductor's default, the space's seeds and, with
+    ``from_similar``, other device models' winners enqueued unless already measured."""
     study = _load_study(ctx, task, space)
-    if config_hash(space.default) not in seen:
-        study.enqueue_trial(space.optuna_params(space.default), skip_if_exists=True)
+    for config in [space.default, *space.seeds()]:
+        if config_hash(config) not in seen:
+            study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
     if ctx.from_similar:  # enqueued, so each is measured here before it can win
         for config in ctx.db.winners_elsewhere(task.id, ctx.device_id):
             if space.is_valid(config) and config_hash(config) not in seen:
@@ -109,9 +110,11 @@ def tell(study: Any, ot: Any, trial: TrialRecord) -> None:
         study.tell(ot, state=optuna.trial.TrialState.FAIL)
 
 
-def ask_new(ctx: StudyContext, task: TaskRecord, space: Space, study: Any, seen: set[str], on_trial: Callable[[TrialRecord], None]) -> tuple[Any, dict[str, Any]] | None:
+def ask_new(
+    ctx: StudyContext, task: TaskRecord, space: Space, study: Any, seen: set[str], invalid: set[str], on_trial: Callable[[TrialRecord], None]
+) -> tuple[Any, dict[str, Any]] | None:
     """Ask the study for one config; a config measured before is told its stored result and an invalid one is
-    stored as such (both return None); else (trial, config) to measure."""
+    stored as such (both return None; invalid ones also join ``invalid``); else (trial, config) to measure."""
     ot = study.ask()
     config = space.suggest(ot)
     prev = ctx.db.find_trial(task.id, ctx.device_id, config)
@@ -122,10 +125,18 @@ def ask_new(ctx: StudyContext, task: TaskRecord, space: Space, study: Any, seen:
             prev = record(ctx, task, config, Measurement(Status.INVALID, error=str(e)))
             on_trial(prev)
     seen.add(config_hash(config))
+    if prev is not None and prev.status == Status.INVALID.value:
+        invalid.add(config_hash(config))
     if prev is not None:
         tell(study, ot, prev)
         return None
     return ot, config
+
+
+def measured_before(ctx: StudyContext, task: TaskRecord) -> tuple[set[str], set[str]]:
+    """Hashes of the task's configs tried on this device, and of those among them its space rejected."""
+    trials = ctx.db.trials(task.id, ctx.device_id)
+    return {config_hash(t.config) for t in trials}, {config_hash(t.config) for t in trials if t.status == Status.INVALID.value}
 
 
 Pending = dict[str, tuple[dict[str, Any], list[Any]]]  # config hash -> (config, the Optuna trials that asked for it)
@@ -143,16 +154,17 @@ class Asker:
     target: int
     on_trial: Callable[[TrialRecord], None]
     asks: int = 0
+    invalid: set[str] = field(default_factory=set)  # configs the space rejected: they cost no measurement
 
     def open(self) -> bool:
         size = self.space.size() or 10**9
-        return len(self.seen) < min(self.target, size) and self.asks < 4 * self.target
+        return len(self.seen - self.invalid) < min(self.target, size) and self.asks < 4 * self.target
 
     def ask_batch(self, batch: int) -> Pending:
         pending: Pending = {}
         while len(pending) < batch and self.open():
             self.asks += 1
-            fresh = ask_new(self.ctx, self.task, self.space, self.study, self.seen, self.on_trial)
+            fresh = ask_new(self.ctx, self.task, self.space, self.study, self.seen, self.invalid, self.on_trial)
             if fresh is not None:
                 ot, config = fresh
                 pending.setdefault(config_hash(config), (config, []))[1].append(ot)  # the sampler may repeat itself
@@ -194,8 +206,8 @@ def run_study(
 ) -> int:
     """Measure up to ``budget.trials`` distinct configs for ``task`` (counting earlier runs), ``batch`` at a
     time (``measure`` then takes a list of configs). Returns how many this call measured."""
-    seen = {config_hash(t.config) for t in ctx.db.trials(task.id, ctx.device_id)}
-    asker = Asker(ctx, task, space, None, seen, target or ctx.budget.trials, on_trial)
+    seen, invalid = measured_before(ctx, task)
+    asker = Asker(ctx, task, space, None, seen, target or ctx.budget.trials, on_trial, invalid=invalid)
     if not asker.open():
         return 0
     many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from tuner.db import TaskRecord, TrialRecord
 from tuner.keys import config_hash
 from tuner.measure.result import Measurement, SiteRound, Status
-from tuner.search import Asker, Pending, StudyContext, TaskOutcome, open_study, record
+from tuner.search import Asker, Pending, StudyContext, TaskOutcome, measured_before, open_study, record
 from tuner.tasks import TaskSpec
 
 MeasureRound = Callable[[dict[str, tuple[str, ...]], int], SiteRound]
@@ -35,6 +35,11 @@ class _Site:
     @property
     def default(self) -> str:
         return str(self.task.space.default["choice"])
+
+
+def site_target(searched: int, task: TaskSpec) -> int:
+    """A site's trials: its seeds (every choice Inductor offered) plus ``searched`` beyond them."""
+    return searched + len(task.space.seeds())
 
 
 def _request_for(site: _Site, choices: list[str]) -> tuple[str, ...]:
@@ -94,9 +99,9 @@ def tune_sites(
     """Tune ``group``'s sites together; store each one's verified winner. Returns (outcomes, measured)."""
     sites: list[_Site] = []
     for task, rec in group:
-        seen = {config_hash(t.config) for t in ctx.db.trials(rec.id, ctx.device_id)}
+        seen, invalid = measured_before(ctx, rec)
         study = open_study(ctx, rec, task.space, seen)
-        sites.append(_Site(task, rec, Asker(ctx, rec, task.space, study, seen, ctx.budget.site_target, on_trial)))
+        sites.append(_Site(task, rec, Asker(ctx, rec, task.space, study, seen, site_target(ctx.budget.site_target, task), on_trial, invalid=invalid)))
     measured = 0
     while ctx.time_left():
         for s in sites:

@@ -12,10 +12,12 @@ from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, SITE_KIND, Forcing
 from tuner.budget import Budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import Measurement, TrialRequest, Worker
-from tuner.db.claims import claim_next, finish, pending, renew, worker_id
+from tuner.db.claims import claim_next, finish, pending, release, renew, worker_id
 from tuner.search import Measure, MeasureMany, StudyContext, TaskOutcome, choose_winner, open_storage, run_study
 from tuner.settings import settings
+from tuner.site_rounds import site_target, tune_sites
 from tuner.tasks import TaskSpec, fusion_tasks, kernel_tasks, tasks_from_capture
+from tuner.workload_check import KINDS, check_whole
 from tuner.workload import WorkloadSpec
 
 
@@ -59,7 +61,7 @@ class Progress:
     def note(self, text: str) -> None: ...
 
 
-SITE_BATCH = {"cuda": 8, "cpu": 3}  # choices per site per round (a round is one compile)
+SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per round (a round is one compile)
 KERNEL_BATCH = 8  # Triton configs compiled in parallel, then timed one at a time
 
 
@@ -100,13 +102,16 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
 
         # 1. Template sites, in rounds (one compile benchmarks a batch of choices at every site).
         if sites:
-            progress.start(_planned(opts.budget.site_target, [t for t, _ in sites]), [t for t, _ in sites])
+            planned = sum(min(site_target(opts.budget.site_target, t), t.space.size() or 10**9) for t, _ in sites)
+            progress.start(planned, [t for t, _ in sites])
             base = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
 
             def measure_round(request: dict[str, tuple[str, ...]], rounds: int) -> Any:
                 return worker.measure(TrialRequest({}, base.to_json(), rounds, opts.budget.min_sample_ms, sites=request))
 
-            got, measured = tune_site_groups(ctx, sites, measure_round, SITE_BATCH.get(opts.spec.device, 3), opts.workers, progress)
+            got, measured = tune_site_groups(
+                within(ctx, PHASE_SHARE["sites"]), sites, measure_round, SITE_BATCH.get(opts.spec.device, 3), opts.workers, progress
+            )
             outcomes.update(got)
             report.trials_measured += measured
             _wait_for_others(db, ctx, [r.id for _, r in sites], progress)
@@ -119,26 +124,32 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             db.link_workload(opts.spec.name, [r.id for r in records])
             return recs
 
-        def tune_kernels(forcing: Forcing, why: str) -> None:
-            """Capture the Triton kernels of the graphs compiled under ``forcing``; tune those not seen before."""
+        def tune_kernels(forcing: Forcing, why: str, share: float) -> None:
+            """Capture the Triton kernels of the graphs compiled under ``forcing``; tune those not seen before.
+            Each new kernel first gets the config Inductor chose for it as its stored answer, so a kernel the
+            time budget leaves untuned is still forced at compile time (never autotuned there)."""
             progress.note(f"capturing the Triton kernels ({why})")
             known = {t.key for t in tasks}
             kernels = [t for t in kernel_tasks(worker.capture_kernels(forcing.to_json())) if t.key not in known]
             if not kernels:
                 return
             krecords = register(kernels)
+            for t, r in zip(kernels, krecords):
+                if db.winner_config(r.id, ctx.device_id) is None:
+                    db.set_winner(r.id, ctx.device_id, None, t.space.default, None, t.signature.get("default_ms"))
             progress.start(_planned(opts.budget.trials, kernels), kernels)
 
             def kernel_measure(task: TaskSpec, _base: Forcing) -> MeasureMany:
                 return lambda configs, rounds: measure_kernel(worker, task, configs, rounds)
 
-            got, measured = tune_tasks(ctx, kernels, krecords, kernel_measure, progress, batch=KERNEL_BATCH)
+            got, measured = tune_tasks(within(ctx, share), kernels, krecords, kernel_measure, progress, batch=KERNEL_BATCH)
             outcomes.update({o.task.id: o for o in got})
             report.trials_measured += measured
 
         # 2. CUDA: the Triton kernels of the graph that the template winners produce.
         if opts.spec.device == "cuda" and ctx.time_left():
-            tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "compiling with the template winners forced")
+            share = PHASE_SHARE["kernels"] if opts.fusion else 1.0
+            tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "compiling with the template winners forced", share)
 
         # 3. Graph-level knobs, with every earlier winner forced.
         if graphs and ctx.time_left():
@@ -149,7 +160,8 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
                 both = site_forcing.merged(base)
                 return lambda config, rounds: worker.measure(trial_request(task, config, both, rounds, opts.budget.min_sample_ms))
 
-            got_g, measured = tune_tasks(ctx, [t for t, _ in graphs], [r for _, r in graphs], measure_for, progress)
+            share = PHASE_SHARE["graphs"] if opts.fusion else 1.0
+            got_g, measured = tune_tasks(within(ctx, share), [t for t, _ in graphs], [r for _, r in graphs], measure_for, progress)
             outcomes.update({o.task.id: o for o in got_g})
             report.trials_measured += measured
 
@@ -166,32 +178,48 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
                 both = everything.merged(base)
                 return lambda config, rounds: worker.measure(trial_request(task, config, both, rounds, opts.budget.min_sample_ms))
 
-            got_f, measured = tune_tasks(ctx, groupings, frecords, fusion_measure_for, progress, target=opts.budget.site_target)
+            fctx = within(ctx, PHASE_SHARE["fusion"] if opts.spec.device == "cuda" else 1.0)
+            got_f, measured = tune_tasks(fctx, groupings, frecords, fusion_measure_for, progress, target=opts.budget.site_target)
             outcomes.update({o.task.id: o for o in got_f})
             report.trials_measured += measured
             if opts.spec.device == "cuda" and any(not o.is_default for o in got_f) and ctx.time_left():
-                tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "of the winning fusion groupings")
+                tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "of the winning fusion groupings", 1.0)
 
         for t, r in zip(tasks, records):  # in task order; tasks another worker (or an earlier run) finished too
             outcome = outcomes.get(r.id) or _stored_outcome(db, ctx, r, t)
             if outcome is not None:
                 report.outcomes.append(outcome)
-        forced = winners_forcing(db, tasks, records, ctx.device_id)
         if not ctx.time_left():
-            progress.note("time budget reached; unfinished tasks keep Inductor's defaults")
-        others = pending(db, [r.id for _, r in sites], ctx.device_id, opts.budget.site_target)
-        others += pending(db, [r.id for r in records if r.kind not in (SITE_KIND, FUSION_KIND)], ctx.device_id, opts.budget.trials)
-        others += pending(db, [r.id for r in records if r.kind == FUSION_KIND], ctx.device_id, opts.budget.site_target)
-        if others:
-            progress.note(f"{others} task(s) still being tuned by other workers")
+            progress.note("time budget reached: unfinished tasks keep their best so far or Inductor's defaults; rerun to continue them")
+        else:
+            others = pending(db, [r.id for _, r in sites], ctx.device_id, opts.budget.site_target)
+            others += pending(db, [r.id for r in records if r.kind not in (SITE_KIND, FUSION_KIND)], ctx.device_id, opts.budget.trials)
+            others += pending(db, [r.id for r in records if r.kind == FUSION_KIND], ctx.device_id, opts.budget.site_target)
+            if others:
+                progress.note(f"{others} task(s) still being tuned by other workers")
 
         if any(not o.is_default for o in report.outcomes):
             progress.note("measuring the whole workload: all winners vs Inductor's defaults")
-            m = worker.measure(TrialRequest({}, forced.to_json(), opts.budget.verify_rounds, opts.budget.min_sample_ms))
+            by_kind = {name: [(t, r) for t, r in zip(tasks, records) if t.kind in kinds] for name, kinds in KINDS.items()}
+            parts = {name: winners_forcing(db, [t for t, _ in tr], [r for _, r in tr], ctx.device_id) for name, tr in by_kind.items()}
+
+            def measure_whole(f: Forcing) -> Measurement:
+                return worker.measure(TrialRequest({}, f.to_json(), opts.budget.verify_rounds, opts.budget.min_sample_ms))
+
+            m, dropped = check_whole(measure_whole, parts, opts.budget.min_gain, progress.note)
             if m.ok:
                 report.default_ms, report.tuned_ms = m.baseline_ms, m.median_ms
             else:
                 progress.note(f"the whole-workload check failed: {m.status.value}: {m.error}")
+            for name in dropped:
+                reverted = _revert(db, ctx.device_id, by_kind[name])
+                progress.note(f"{len(reverted)} {name} winner(s) went back to Inductor's defaults: together they made the workload slower")
+                report.outcomes = [
+                    dataclasses.replace(o, winner=reverted[o.task.id], is_default=True, best_ms=o.default_ms) if o.task.id in reverted else o
+                    for o in report.outcomes
+                ]
+            if dropped and opts.spec.device == "cuda":  # the kept set compiles to other kernels: store their configs too
+                tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "of the set the whole-workload check kept", 1.0)
         else:
             best = [o.default_ms for o in report.outcomes if o.default_ms and o.task.kind in GRAPH_KINDS]
             report.default_ms = report.tuned_ms = best[-1] if best else None
@@ -207,6 +235,30 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             report.wall_s = time.monotonic() - t0
     assert report is not None
     return report
+
+
+# With a time budget, each phase gets this share of the time still left when it starts (what a phase leaves
+# unused flows to the next): template sites, then CUDA kernels or CPU graph knobs, then fusion groupings (on CUDA
+# the kernels those create get the rest). Without a share, the first phase could take the whole budget.
+PHASE_SHARE = {"sites": 0.4, "kernels": 0.6, "graphs": 0.5, "fusion": 0.7}
+
+
+def within(ctx: StudyContext, share: float) -> StudyContext:
+    """``ctx`` with a deadline ``share`` of the way from now to its own (unchanged without a time budget)."""
+    if ctx.deadline is None:
+        return ctx
+    now = time.monotonic()
+    return dataclasses.replace(ctx, deadline=now + share * max(0.0, ctx.deadline - now))
+
+
+def _revert(db: Database, device_id: int, tasks: list[tuple[TaskSpec, Any]]) -> dict[int, dict[str, Any]]:
+    """Put these tasks' winners back to their defaults; {task id: default} of those that changed."""
+    out = {}
+    for t, r in tasks:
+        if db.winner_config(r.id, device_id) not in (None, t.space.default):
+            db.set_winner(r.id, device_id, None, t.space.default, None, None)
+            out[r.id] = t.space.default
+    return out
 
 
 def _planned(trials: int, tasks: list[TaskSpec]) -> int:
@@ -248,8 +300,6 @@ def tune_site_groups(
     progress: Progress,
 ) -> tuple[dict[int, TaskOutcome], int]:
     """Claim sites a group at a time (a share of them per worker) and tune each group in rounds."""
-    from tuner.site_rounds import tune_sites
-
     wid = worker_id()
     ttl = ctx.budget.trial_timeout_s + 600.0
     by_id = {r.id: (t, r) for t, r in sites}
@@ -277,8 +327,11 @@ def tune_site_groups(
         measured_total += measured
         for o in got:
             outcomes[o.task.id] = dataclasses.replace(o, measured=measured)
-        for _, r in group:
-            finish(ctx.db, r.id, ctx.device_id, wid, ctx.budget.site_target)
+        for _, r in group:  # cut short by the time budget: released, so a rerun continues the group
+            if ctx.time_left():
+                finish(ctx.db, r.id, ctx.device_id, wid, ctx.budget.site_target)
+            else:
+                release(ctx.db, r.id, ctx.device_id, wid)
     return outcomes, measured_total
 
 
@@ -331,7 +384,10 @@ def tune_tasks(
         single = measure if batch == 1 else (lambda c, r, _m=measure: _m([c], r)[0])
         stored = _stored_outcome(db, ctx, rec, spec_t) if measured == 0 else None
         outcomes.append(stored or dataclasses.replace(choose_winner(ctx, rec, spec_t.space, single), measured=measured))
-        finish(db, tid, ctx.device_id, wid, target)
+        if ctx.time_left():
+            finish(db, tid, ctx.device_id, wid, target)
+        else:  # cut short by the time budget: a rerun continues the study
+            release(db, tid, ctx.device_id, wid)
     return outcomes, measured_total
 
 

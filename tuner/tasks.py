@@ -8,6 +8,7 @@ from typing import Any
 from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, KERNEL_KINDS, SITE_KIND, Forcing, kernel_lookup_hash
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import Space, space_for
+from tuner.search_spaces.template import generator_context
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,11 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
     """Template sites first (the graph-level study then runs with their winners forced), then graphs."""
     out: list[TaskSpec] = []
     for s in capture.sites:
-        sig = {"op": s["op"], "inputs": s["inputs"], "space": {"choices": s["choices"], "default": s["default"]}}
+        space: dict[str, Any] = {"choices": s["choices"], "default": s["default"]}
+        gen = generator_context(s["op"], s["inputs"], s["choices"])
+        if gen is not None:
+            space["generate"] = gen
+        sig = {"op": s["op"], "inputs": s["inputs"], "space": space}
         if s.get("scalars") is not None:
             sig["scalars"] = s["scalars"]
         out.append(TaskSpec(s["key"], SITE_KIND, f"{s['op']} {_dims(s['inputs'])}", sig, space_for(SITE_KIND, sig)))

@@ -1,4 +1,4 @@
-"""Hook (c): fusion decisions, through an ``InductorChoices`` handler installed with ``V.set_choices_handler``.
+"""Hook (c): fusion decisions, asked of ``TunedChoices.can_fuse`` (``backend/hooks/choices.py``).
 
 The scheduler asks ``V.choices.can_fuse(scheduler, node1, node2, shared_data_score)`` after a fusion
 has proved legal; answering False vetoes it. The handler records every pair Inductor would fuse (with
@@ -9,8 +9,6 @@ process; a vetoed pair that no longer exists simply never matches.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from tuner.backend.context import active
@@ -46,20 +44,9 @@ def pair_id(node1: Any, node2: Any) -> str:
     return digest([_describe(node1), _describe(node2)])[:16]
 
 
-class TunedChoices(_Base):  # type: ignore[misc, valid-type]
-    @staticmethod
-    def can_fuse(scheduler: Any, node1: Any, node2: Any, shared_data_score: int) -> bool:
-        ok = _Base.can_fuse(scheduler, node1, node2, shared_data_score)
-        ctx = active()
-        if not ok or ctx is None:
-            return ok
-        pid = pair_id(node1, node2)
-        return ctx.fusion_allowed(pid, int(shared_data_score))
-
-
-@contextlib.contextmanager
-def handler() -> Iterator[None]:
-    """Inductor's scheduler consults ``TunedChoices`` while this is active (this thread)."""
-    check()
-    with V.set_choices_handler(TunedChoices()):
-        yield
+def allowed(base: bool, node1: Any, node2: Any, shared_data_score: int) -> bool:
+    """Inductor's own answer ``base``, unless the active compile vetoes the pair."""
+    ctx = active()
+    if not base or ctx is None:
+        return base
+    return ctx.fusion_allowed(pair_id(node1, node2), int(shared_data_score))

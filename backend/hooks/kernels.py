@@ -109,13 +109,17 @@ def make_config(config: dict[str, Any]) -> Any:
 
 # --- recording the real launch arguments -------------------------------------------------------
 def clone_preserving_strides(x: Any) -> Any:
-    """A tensor copied with its strides (a plain ``clone`` would make a strided view contiguous); other values as they are."""
+    """A tensor copied with its strides (a plain ``clone`` would make a strided view contiguous); other values as they
+    are. The memory span the view covers is copied as it is, so an expanded input (stride 0: elements sharing memory,
+    e.g. vit's class token) keeps its layout too."""
     import torch
 
     if isinstance(x, torch.Tensor):
-        out = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
-        out.copy_(x)
-        return out
+        if x.numel() == 0:
+            return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
+        span = 1 + sum((n - 1) * st for n, st in zip(x.size(), x.stride()))
+        buf = torch.as_strided(x, (span,), (1,)).clone()
+        return torch.as_strided(buf, x.size(), x.stride())
     return x
 
 

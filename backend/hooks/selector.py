@@ -13,7 +13,9 @@ from typing import Any
 from tuner.backend import counters
 from tuner.backend.context import active
 from tuner.backend.errors import HookUnavailable
-from tuner.keys import canonical_json
+from tuner.backend.forcing import SITE_KIND
+from tuner.backend.hooks import templates
+from tuner.keys import task_key
 
 try:
     from torch._inductor import select_algorithm as _sa
@@ -44,6 +46,10 @@ def site_payload(name: str, input_nodes: list[Any]) -> dict[str, Any]:
     }
 
 
+def site_key(name: str, input_nodes: list[Any]) -> str:
+    return task_key(SITE_KIND, site_payload(name, input_nodes))
+
+
 def choice_id(choice: Any) -> str:
     """A stable id: the same choice in another process or torch build gets the same id."""
     ann = getattr(choice, "annotations", None) or {}
@@ -51,7 +57,7 @@ def choice_id(choice: Any) -> str:
     if ktc is not None:
         try:
             # e.g. "triton::mm:{...params}" or "aten::bias_addmm:{}" (2.11+ annotates ATen choices too)
-            return f"{ktc.template.uid}:{canonical_json(ktc.params.to_kwargs())}"
+            return templates.ktc_id(ktc)
         except (AttributeError, TypeError, ValueError):
             pass
     cls = type(choice).__name__
@@ -98,11 +104,27 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
 
     def __call__(self, name, choices, input_nodes, layout, *args, **kwargs):  # type: ignore[no-untyped-def]
         ctx = active()
-        if ctx is not None and len(choices) > 1:
-            ids = [choice_id(c) for c in choices]
-            picks = ctx.select_site(site_payload(name, list(input_nodes)), ids, default_index(choices), scalars_of(choices))
-            choices = [choices[i] for i in picks]
+        # A conv site of a forcing compile may arrive with ATen alone (``TunedChoices`` skips Inductor's Triton
+        # conv list there): its forced Triton config is built here, from its id.
+        if ctx is not None and (len(choices) > 1 or name == "convolution"):
+            choices = self._answer(ctx, name, list(choices), list(input_nodes), layout)
         return super().__call__(name, choices, input_nodes, layout, *args, **kwargs)
+
+    @staticmethod
+    def _answer(ctx: Any, name: str, choices: list[Any], input_nodes: list[Any], layout: Any) -> list[Any]:
+        try:
+            payload = site_payload(name, input_nodes)
+        except Exception:  # noqa: BLE001 - a one-choice site's inputs may be unrealized (INDUCTOR_HOOKS): leave it
+            return choices
+        ids = [choice_id(c) for c in choices]
+        missing = [c for c in ctx.site_wants(task_key(SITE_KIND, payload)) if c not in ids]
+        if missing and name == "convolution":
+            choices = [*choices, *templates.conv_choices(missing, input_nodes, layout)]
+            ids = [choice_id(c) for c in choices]
+        if len(choices) < 2:
+            return choices
+        picks = ctx.select_site(payload, ids, default_index(choices), scalars_of(choices))
+        return [choices[i] for i in picks]
 
 
 def install() -> None:

@@ -1,0 +1,50 @@
+"""The ``InductorChoices`` handler of a tuner compile, installed with ``V.set_choices_handler`` for the
+compile's thread: fusion vetoes (``hooks/fusion.py``) and template choices built from ids
+(``hooks/templates.py``). Everything else is Inductor's own."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from tuner.backend.context import active
+from tuner.backend.hooks import fusion, templates
+from tuner.backend.hooks.fusion import V, _Base
+from tuner.backend.hooks.selector import site_key
+
+
+class TunedChoices(_Base):  # type: ignore[misc, valid-type]
+    @staticmethod
+    def can_fuse(scheduler: Any, node1: Any, node2: Any, shared_data_score: int) -> bool:
+        return fusion.allowed(_Base.can_fuse(scheduler, node1, node2, shared_data_score), node1, node2, shared_data_score)
+
+    def _finalize_template_configs(self, template_choices: Any, kernel_inputs: Any, templates_: Any, op_name: str, *args: Any, **kwargs: Any) -> Any:
+        out = super()._finalize_template_configs(template_choices, kernel_inputs, templates_, op_name, *args, **kwargs)
+        ctx = active()
+        if ctx is None or not (ctx.forcing.sites or ctx.benchmark):
+            return out
+        try:
+            key = site_key(op_name, list(kernel_inputs.nodes()))
+        except Exception:  # noqa: BLE001 - unrealized inputs have no key (INDUCTOR_HOOKS); leave the site alone
+            return out
+        have = {templates.ktc_id(k) for k in out}
+        missing = [c for c in ctx.site_wants(key) if c not in have]
+        if missing:
+            out = [*out, *templates.extra_ktcs(self, kernel_inputs, list(templates_), op_name, missing)]
+        keep = ctx.forced_only(key)
+        return templates.trim(out, keep) if keep else out
+
+    def get_conv_configs(self, *args: Any, **kwargs: Any) -> Any:
+        ctx = active()
+        if ctx is not None and ctx.trims_conv():
+            return lambda *a, **k: iter(())  # forced conv configs are built from their ids at the site
+        return super().get_conv_configs(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def handler() -> Iterator[None]:
+    """Inductor consults ``TunedChoices`` while this is active (this thread)."""
+    fusion.check()
+    with V.set_choices_handler(TunedChoices()):
+        yield

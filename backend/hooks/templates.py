@@ -1,0 +1,101 @@
+"""Hook (d): template choices that Inductor did not offer, built from their choice ids.
+
+A site may be forced to (or benchmark) a Triton template config from tuner's wider space
+(``tuner.search_spaces.template``). Its id says everything needed to build it:
+
+* mm / addmm / bmm: a ``KernelTemplateChoice`` made in ``InductorChoices._finalize_template_configs``
+  from the first choice Inductor's heuristic gives for that template (its extra kwargs, layout and
+  inputs) with the id's params, as ``LookupTableChoices`` builds its own;
+* convolution (no ``KernelTemplateChoice``): ``conv2d_template.maybe_append_choice`` with the id's
+  kwargs, from the selection site, where the inputs and layout are at hand.
+
+The same place trims what a forcing compile renders: a site forced to one choice keeps only that
+choice, the ATen ones and one Triton config (so the layout decision is the one the sweep measured
+under), instead of rendering every template config Inductor lists.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tuner.backend.errors import HookUnavailable
+from tuner.keys import canonical_json
+from tuner.search_spaces.template import parse_generated
+
+log = logging.getLogger("tuner.backend")
+
+
+def ktc_id(ktc: Any) -> str:
+    """The stable id of a KernelTemplateChoice: its template uid and its params."""
+    return f"{ktc.template.uid}:{canonical_json(ktc.params.to_kwargs())}"
+
+
+def _ktc_classes() -> tuple[Any, Any]:
+    try:
+        from torch._inductor.kernel_template_choice import KernelTemplateChoice
+    except ImportError as e:
+        raise HookUnavailable(f"torch._inductor.kernel_template_choice.KernelTemplateChoice is missing: {e}") from None
+    for path in ("torch._inductor.template_heuristics.params", "torch._inductor.heuristics.template.params"):
+        try:
+            module = __import__(path, fromlist=["DictKernelTemplateParams"])
+            return KernelTemplateChoice, module.DictKernelTemplateParams
+        except (ImportError, AttributeError):
+            continue
+    raise HookUnavailable("DictKernelTemplateParams is missing from Inductor's template heuristics")
+
+
+def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: str, ids: list[str]) -> list[Any]:
+    """KernelTemplateChoices for the mm-family ids among ``ids`` whose template is in use at this site."""
+    out: list[Any] = []
+    by_uid = {getattr(t, "uid", None): t for t in templates}
+    for cid in ids:
+        parsed = parse_generated(cid)
+        if parsed is None or parsed[0] not in by_uid:
+            continue
+        uid, params = parsed
+        try:
+            ktc_cls, params_cls = _ktc_classes()
+            base = next(iter(handler.get_ktc(kernel_inputs, by_uid[uid], op_name)), None)
+        except HookUnavailable as e:
+            log.error("cannot build template config %s: %s", cid[:80], e)
+            return out
+        if base is None:
+            log.info("Inductor's heuristic gives no %s config at this %s site; %s is not built", uid, op_name, cid[:80])
+            continue
+        out.append(ktc_cls(template=base.template, params=params_cls(dict(params)), extra_kwargs=base.extra_kwargs, layout=base.layout, inputs=base.inputs))
+    return out
+
+
+def trim(ktcs: list[Any], keep: str) -> list[Any]:
+    """The forced choice, the ATen choices and the first Triton one; all of them when ``keep`` is absent."""
+    ids = [ktc_id(k) for k in ktcs]
+    if keep not in ids:
+        return ktcs
+    first_template = next((i for i, k in enumerate(ktcs) if not str(k.template.uid).startswith("aten")), None)
+    return [k for i, (k, cid) in enumerate(zip(ktcs, ids)) if cid == keep or i == first_template or str(k.template.uid).startswith("aten")]
+
+
+def conv_choices(ids: list[str], input_nodes: list[Any], layout: Any) -> list[Any]:
+    """Triton conv2d template choices for the conv ids among ``ids`` (built at the selection site)."""
+    wanted = [(cid, p[1]) for cid in ids if (p := parse_generated(cid)) is not None and p[0] == "conv2d"]
+    if not wanted:
+        return []
+    try:
+        from torch._inductor.kernel.conv import conv2d_template
+    except ImportError as e:
+        log.error("cannot build Triton conv configs (torch._inductor.kernel.conv.conv2d_template: %s)", e)
+        return []
+    out: list[Any] = []
+    for cid, kwargs in wanted:
+        made: list[Any] = []
+        try:
+            err = conv2d_template.maybe_append_choice(made, input_nodes=tuple(input_nodes[:2]), layout=layout, **kwargs)
+        except Exception as e:  # noqa: BLE001 - a config the template rejects is one missing choice, not a failed compile
+            err = e
+        if err is not None or not made:
+            log.info("the conv template rejects %s: %s", cid[:100], err)
+            continue
+        out.extend(made)
+    return out
+
