@@ -146,8 +146,9 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             outcomes.update({o.task.id: o for o in got})
             report.trials_measured += measured
 
-        # 2. CUDA: the Triton kernels of the graph that the template winners produce.
-        if opts.spec.device == "cuda" and ctx.time_left():
+        # 2. CUDA: the Triton kernels of the graph that the template winners produce. Captured even past the time
+        #    budget (like verification): each keeps Inductor's config as its answer, so a compile never autotunes.
+        if opts.spec.device == "cuda":
             share = PHASE_SHARE["kernels"] if opts.fusion else 1.0
             tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "compiling with the template winners forced", share)
 

@@ -53,7 +53,7 @@ def bench(
         t.add_column(col)
     for name, r in result["results"].items():
         t.add_row(name, f"{r['median_ms']:.4g}", f"{r['img_per_s']:.0f}", f"{r['compile_s']:.1f}",
-                  f"{r.get('speedup_vs_eager', 0):.2f}x", str(r.get("benchmarks", "")))
+                  f"{r['speedup_vs_eager']:.2f}x" if "speedup_vs_eager" in r else "-", str(r.get("benchmarks", "")))
     console.print(t)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
