@@ -62,32 +62,36 @@ class Forcing:
         return cls(dict(data.get("graphs", {})), dict(data.get("sites", {})), dict(data.get("kernels", {})), dict(data.get("fusion", {})))
 
     @classmethod
+    def of(cls, kind: str, key: str, config: dict[str, Any], signature: dict[str, Any]) -> "Forcing":
+        """What forcing one task's ``config`` means, by the task's kind (empty for a kernel whose signature
+        does not describe one)."""
+        if kind == SITE_KIND:
+            return cls(sites={key: config["choice"]})
+        if kind == FUSION_KIND:
+            from tuner.search_spaces.fusion import to_patches
+
+            return cls(fusion={key: to_patches(config)})
+        if kind in KERNEL_KINDS:
+            h = kernel_lookup_hash(signature)
+            return cls(kernels={h: dict(config)}) if h else cls()
+        return cls(graphs={key: dict(config)})
+
+    @classmethod
     def from_winners(cls, winners: dict[str, tuple[str, dict[str, Any], dict[str, Any]]]) -> "Forcing":
         """From ``{task key: (kind, config, signature)}``; every config is validated against its space first."""
         from tuner.search_spaces import InvalidConfig, space_for
 
-        graphs: dict[str, dict[str, Any]] = {}
-        sites: dict[str, str] = {}
-        kernels: dict[str, dict[str, int]] = {}
-        fusion: dict[str, dict[str, Any]] = {}
+        out = cls()
         for key, (kind, config, signature) in winners.items():
             try:
                 space_for(kind, signature).validate(config)
             except InvalidConfig as e:
                 log.warning("ignoring stored winner %s: %s", key[:12], e)
                 continue
-            if kind in GRAPH_KINDS:
-                graphs[key] = config
-            elif kind == SITE_KIND:
-                sites[key] = config["choice"]
-            elif kind == FUSION_KIND:
-                from tuner.search_spaces.fusion import to_patches
-
-                fusion[key] = to_patches(config)
-            elif kind in KERNEL_KINDS:
-                h = kernel_lookup_hash(signature)
-                if h is None:
-                    log.warning("ignoring stored winner %s: its signature does not describe a kernel", key[:12])
-                    continue
-                kernels[h] = dict(config)
-        return cls(graphs, sites, kernels, fusion)
+            f = cls.of(kind, key, config, signature)
+            if kind in KERNEL_KINDS and not f.kernels:
+                log.warning("ignoring stored winner %s: its signature does not describe a kernel", key[:12])
+                continue
+            for mine, theirs in ((out.graphs, f.graphs), (out.sites, f.sites), (out.kernels, f.kernels), (out.fusion, f.fusion)):
+                mine.update(theirs)
+        return out

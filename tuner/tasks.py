@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, KERNEL_KINDS, SITE_KIND, Forcing, kernel_lookup_hash
+from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, SITE_KIND, Forcing
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import Space, space_for
 from tuner.search_spaces.template import generator_context
@@ -21,16 +21,7 @@ class TaskSpec:
 
     def forcing(self, config: dict[str, Any]) -> Forcing:
         """The forcing that applies ``config`` to this task alone."""
-        if self.kind == SITE_KIND:
-            return Forcing(sites={self.key: config["choice"]})
-        if self.kind == FUSION_KIND:
-            from tuner.search_spaces.fusion import to_patches
-
-            return Forcing(fusion={self.key: to_patches(config)})
-        if self.kind in KERNEL_KINDS:
-            h = kernel_lookup_hash(self.signature)
-            return Forcing(kernels={h: dict(config)}) if h else Forcing()
-        return Forcing(graphs={self.key: dict(config)})
+        return Forcing.of(self.kind, self.key, config, self.signature)
 
 
 def _dims(inputs: list[list[Any]]) -> str:
