@@ -223,24 +223,39 @@ def run_study(
     return measured
 
 
-def choose_winner(ctx: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:
-    """Re-measure the best candidate against the default in one run; it wins only with a real gain."""
-    trials = ctx.db.trials(task.id, ctx.device_id)
-    ok = [t for t in trials if t.status == Status.OK.value and t.ratio is not None]
+def finalist(ctx: StudyContext, task: TaskRecord, space: Space) -> tuple[list[TrialRecord], TrialRecord | None, TrialRecord | None]:
+    """The task's measured trials on this device, its latest trial of the default, and its best other config
+    when that beats the default by the budget's gain (else None)."""
+    ok = [t for t in ctx.db.trials(task.id, ctx.device_id) if t.status == Status.OK.value and t.ratio is not None]
     default_hash = config_hash(space.default)
-    default_trials = [t for t in ok if config_hash(t.config) == default_hash]
-    default_ms = default_trials[-1].median_ms if default_trials else (ok[0].baseline_ms if ok else None)
+    default = next((t for t in reversed(ok) if config_hash(t.config) == default_hash), None)
     candidates = sorted((t for t in ok if config_hash(t.config) != default_hash), key=lambda t: t.ratio or 9e9)
+    top = candidates[0] if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - ctx.budget.min_gain else None
+    return ok, default, top
+
+
+def settle(
+    ctx: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, default_ms: float | None,
+    top: TrialRecord | None, m: Measurement | None,
+) -> TaskOutcome:
+    """Store the task's winner: ``top`` when ``m``, its re-measurement against the default, shows the gain again;
+    else the default."""
     winner, best_ms, is_default = space.default, default_ms, True
-    trial_id = default_trials[-1].id if default_trials else None
-    if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - ctx.budget.min_gain:
-        best = candidates[0]
-        m = measure(best.config, ctx.budget.verify_rounds)
-        rec = record(ctx, task, best.config, m)
+    trial_id = default.id if default else None
+    if top is not None and m is not None:
+        rec = record(ctx, task, top.config, m)
         if m.ok and m.ratio is not None and m.ratio < 1 - ctx.budget.min_gain:
-            winner, best_ms, default_ms, is_default, trial_id = best.config, m.median_ms, m.baseline_ms, False, rec.id
+            winner, best_ms, default_ms, is_default, trial_id = top.config, m.median_ms, m.baseline_ms, False, rec.id
         elif m.ok:
             default_ms = best_ms = m.baseline_ms
     ctx.db.set_winner(task.id, ctx.device_id, trial_id, winner, best_ms, default_ms)
     total = len(ctx.db.trials(task.id, ctx.device_id))
     return TaskOutcome(task, winner, is_default, default_ms, best_ms, 0, total)
+
+
+def choose_winner(ctx: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:
+    """Re-measure the best candidate against the default in one run; it wins only with a real gain."""
+    ok, default, top = finalist(ctx, task, space)
+    default_ms = default.median_ms if default else (ok[0].baseline_ms if ok else None)
+    m = measure(top.config, ctx.budget.verify_rounds) if top is not None else None
+    return settle(ctx, task, space, default, default_ms, top, m)

@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuner.db import TaskRecord, TrialRecord
-from tuner.keys import config_hash
 from tuner.measure.result import Measurement, SiteRound, Status
-from tuner.search import Asker, Pending, StudyContext, TaskOutcome, measured_before, open_study, record
+from tuner.search import Asker, Pending, StudyContext, TaskOutcome, finalist, measured_before, open_study, settle
 from tuner.tasks import TaskSpec
 
 MeasureRound = Callable[[dict[str, tuple[str, ...]], int], SiteRound]
@@ -122,31 +121,12 @@ def tune_sites(
 
 def _verify(ctx: StudyContext, sites: list[_Site], measure_round: MeasureRound) -> list[TaskOutcome]:
     """Re-measure each site's best candidate against its default, all in one round; a winner needs a real gain."""
-    best: dict[str, tuple[_Site, TrialRecord | None, TrialRecord | None]] = {}
-    for s in sites:
-        ok = [t for t in ctx.db.trials(s.rec.id, ctx.device_id) if t.status == Status.OK.value and t.ratio is not None]
-        dh = config_hash(s.task.space.default)
-        default = next((t for t in reversed(ok) if config_hash(t.config) == dh), None)
-        cands = sorted((t for t in ok if config_hash(t.config) != dh), key=lambda t: t.ratio or 9e9)
-        top = cands[0] if cands and (cands[0].ratio or 9e9) < 1 - ctx.budget.min_gain else None
-        best[s.task.key] = (s, default, top)
+    best = {s.task.key: (s, *finalist(ctx, s.rec, s.task.space)[1:]) for s in sites}
     request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None}
     # Not bounded by the time budget: it is one round, and without it no site could win.
     results = measure_split(measure_round, request, ctx.budget.verify_rounds) if request else {}
     outcomes = []
     for key, (s, default, top) in best.items():
-        winner, trial_id = s.task.space.default, default.id if default else None
-        default_ms = default.median_ms if default else None
-        best_ms, is_default = default_ms, True
-        if top is not None and key in results:
-            m = results[key].get(top.config["choice"])
-            if m is not None:
-                rec = record(ctx, s.rec, top.config, m)
-                if m.ok and m.ratio is not None and m.ratio < 1 - ctx.budget.min_gain:
-                    winner, trial_id, best_ms, default_ms, is_default = top.config, rec.id, m.median_ms, m.baseline_ms, False
-                elif m.ok:
-                    default_ms = best_ms = m.baseline_ms
-        ctx.db.set_winner(s.rec.id, ctx.device_id, trial_id, winner, best_ms, default_ms)
-        total = len(ctx.db.trials(s.rec.id, ctx.device_id))
-        outcomes.append(TaskOutcome(s.rec, winner, is_default, default_ms, best_ms, 0, total))
+        m = results.get(key, {}).get(top.config["choice"]) if top is not None else None
+        outcomes.append(settle(ctx, s.rec, s.task.space, default, default.median_ms if default else None, top, m))
     return outcomes
