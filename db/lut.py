@@ -17,7 +17,6 @@ Only CUDA winners are written: Inductor builds no lookup key for other devices.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -25,10 +24,10 @@ from sqlalchemy import select
 
 from tuner.db.models import Device, Task, Winner
 from tuner.db.repository import Database
+from tuner.search_spaces.template import parse_ktc_id
 
 MM_OPS = ("mm", "addmm", "bmm", "baddbmm")
 _DEFAULT_SCALARS = {"addmm": {"alpha": 1, "beta": 1}, "baddbmm": {"alpha": 1, "beta": 1}}
-_CHOICE = re.compile(r"^(?P<uid>[a-z_]+::[A-Za-z0-9_]+):(?P<params>\{.*\})$")
 
 
 def _input_key(rows: list[list[Any]]) -> str:
@@ -58,13 +57,11 @@ def lookup_key(op: str, inputs: list[list[Any]], scalars: dict[str, Any] | None)
 
 def lut_entry(choice: str) -> dict[str, Any] | None:
     """``triton::mm:{"BLOCK_M": …}`` -> ``{"template_id": "triton::mm", "BLOCK_M": …}``; None for ids of other kinds."""
-    m = _CHOICE.match(choice)
-    if m is None:
+    parsed = parse_ktc_id(choice)
+    if parsed is None:
         return None
-    params = json.loads(m.group("params"))
-    if not isinstance(params, dict):
-        return None
-    return {"template_id": m.group("uid"), **params}
+    uid, params = parsed
+    return {"template_id": uid, **params}
 
 
 def export_lut(db: Database, device: str | None = None) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:

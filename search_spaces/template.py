@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -62,20 +63,33 @@ def _desc_value(text: str) -> bool | int:
     raise ValueError(f"unexpected value {text!r}")
 
 
+_KTC_ID = re.compile(r"^(?P<uid>[a-z_]+::[A-Za-z0-9_]+):(?P<params>\{.*\})$")
+
+
+def parse_ktc_id(cid: str) -> tuple[str, dict[str, Any]] | None:
+    """(template uid, params) of a KernelTemplateChoice id (``triton::mm:{…}``, ``aten::addmm:{}``); None otherwise.
+    Parsing only: JSON, never code."""
+    m = _KTC_ID.match(cid) if isinstance(cid, str) else None
+    if m is None:
+        return None
+    try:
+        params = json.loads(m.group("params"))
+    except ValueError:
+        return None
+    return (m.group("uid"), params) if isinstance(params, dict) else None
+
+
 def parse_generated(cid: str) -> tuple[str, dict[str, Any]] | None:
     """(template, kwargs) of a Triton template choice id: ``("triton::mm", params)`` or ``("conv2d", kwargs)``;
     None when the id is not of that form. Parsing only: no code is evaluated."""
     if not isinstance(cid, str) or len(cid) > 2000:
         return None
-    for prefix in KTC_PREFIXES:
-        if cid.startswith(prefix + "{"):
-            try:
-                params = json.loads(cid[len(prefix):])
-            except ValueError:
-                return None
-            if not isinstance(params, dict) or not all(isinstance(v, (str, int, float, bool, type(None))) for v in params.values()):
-                return None
-            return prefix[:-1], params
+    ktc = parse_ktc_id(cid)
+    if ktc is not None:
+        uid, params = ktc
+        if uid + ":" not in KTC_PREFIXES or not all(isinstance(v, (str, int, float, bool, type(None))) for v in params.values()):
+            return None
+        return uid, params
     if cid.startswith(CONV_PREFIX):
         kwargs: dict[str, Any] = {}
         for part in cid[len(CONV_PREFIX):].split(", "):
