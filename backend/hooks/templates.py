@@ -49,19 +49,19 @@ def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: 
     """KernelTemplateChoices for the mm-family ids among ``ids`` whose template is in use at this site."""
     out: list[Any] = []
     by_uid = {getattr(t, "uid", None): t for t in templates}
-    for cid in ids:
-        parsed = parse_generated(cid)
-        if parsed is None or parsed[0] not in by_uid:
-            continue
-        uid, params = parsed
-        try:
-            ktc_cls, params_cls = _ktc_classes()
-            base = next(iter(handler.get_ktc(kernel_inputs, by_uid[uid], op_name)), None)
-        except HookUnavailable as e:
-            log.error("cannot build template config %s: %s", cid[:80], e)
-            return out
+    wanted = [p for cid in ids if (p := parse_generated(cid)) is not None and p[0] in by_uid]
+    if not wanted:
+        return out
+    try:
+        ktc_cls, params_cls = _ktc_classes()
+    except HookUnavailable as e:
+        log.error("cannot build template configs %s: %s", [cid[:80] for cid in ids], e)
+        return out
+    bases = {uid: next(iter(handler.get_ktc(kernel_inputs, by_uid[uid], op_name)), None) for uid in dict.fromkeys(u for u, _ in wanted)}
+    for uid, params in wanted:
+        base = bases[uid]
         if base is None:
-            log.info("Inductor's heuristic gives no %s config at this %s site; %s is not built", uid, op_name, cid[:80])
+            log.info("Inductor's heuristic gives no %s config at this %s site; %s is not built", uid, op_name, params)
             continue
         out.append(ktc_cls(template=base.template, params=params_cls(dict(params)), extra_kwargs=base.extra_kwargs, layout=base.layout, inputs=base.inputs))
     return out
