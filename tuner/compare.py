@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.errors import TunerError
-from tuner.measure.numerics import eager_error, relative_error, tolerance_for
+from tuner.measure.numerics import eager_error, relative_error, tolerance_for, widened_by_default
 from tuner.measure.timing import interleaved
 from tuner.steps import run_step, synchronizer
 from tuner.workload import WorkloadSpec, build_model, check_device, configure_process, make_inputs
@@ -143,7 +143,7 @@ def run_bench(
         if benchmarks is not None:
             results[name]["benchmarks"] = benchmarks
     # Like a sweep: a mode's numerics pass when about as close to eager as Inductor's default compile is.
-    bound = max(tolerance, 2.0 * results.get("default", {}).get("rel_error", 0.0))
+    bound = widened_by_default(tolerance, results.get("default", {}).get("rel_error", 0.0))
     for name, r in results.items():
         if "rel_error" in r:
             r["numerics_ok"] = r["rel_error"] <= bound

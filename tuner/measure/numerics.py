@@ -57,3 +57,9 @@ def tolerance_for(dtype: str, eager_err: float) -> float:
     """The dtype's bound, widened where eager itself is further than that from float64 (compiled code may round
     differently from eager by as much again, in either direction)."""
     return max(TOLERANCE[dtype], 4.0 * eager_err) if eager_err == eager_err else TOLERANCE[dtype]
+
+
+def widened_by_default(tolerance: float, default_error: float) -> float:
+    """The bound a compiled candidate must meet: ``tolerance``, or twice Inductor's own default compile's distance
+    from eager where that is larger (a training step's small gradients can differ by more than the dtype's bound)."""
+    return max(tolerance, 2.0 * default_error)

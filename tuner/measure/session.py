@@ -13,7 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from tuner.measure.classify import classify, describe
-from tuner.measure.numerics import TOLERANCE, eager_error, relative_error, tolerance_for
+from tuner.measure.numerics import TOLERANCE, eager_error, relative_error, tolerance_for, widened_by_default
 from tuner.measure.result import CaptureResult, Measurement, SiteRound, Status, TrialRequest
 from tuner.measure.timing import interleaved
 from tuner.steps import run_step, synchronizer
@@ -128,7 +128,7 @@ class Session:
         if not self.last_error <= 1.0:
             raise _Inaccurate(f"Inductor's default compile of this workload differs from eager by {self.last_error:.3g}")
         self.default_error = self.last_error
-        self.tolerance = max(self.tolerance, 2.0 * self.default_error)
+        self.tolerance = widened_by_default(self.tolerance, self.default_error)
         if self.spec.mode == "train":  # one whole training step, as a user would run it
             self.torch.optim.SGD(fn.parameters(), lr=1e-3).step()
         breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
