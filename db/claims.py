@@ -129,3 +129,22 @@ def pending(db: Database, task_ids: list[int], device_id: int, target: int) -> i
 
 
 __all__ = ["claim_next", "finish", "pending", "release", "renew", "worker_id"]
+
+
+def held_by_others(db: Database, task_ids: list[int], device_id: int, worker: str) -> int:
+    """How many of ``task_ids`` another live worker is tuning now (claimed, unfinished, not expired)."""
+    now = utcnow()
+    with db.session() as s:
+        rows = s.scalars(
+            select(Claim).where(Claim.task_id.in_(task_ids), Claim.device_id == device_id, Claim.worker != worker, Claim.done_target.is_(None))
+        ).all()
+    return sum(1 for c in rows if _aware(c.expires_at) >= now and not _dead_here(c.worker))
+
+
+def release_all(db: Database, worker: str) -> None:
+    """Give up every unfinished claim of ``worker`` (its sweep was interrupted): a rerun anywhere continues them now,
+    not after the claims expire."""
+    with db.session() as s:
+        s.execute(
+            update(Claim).where(Claim.worker == worker, Claim.done_target.is_(None)).values(expires_at=utcnow() - dt.timedelta(seconds=1))
+        )

@@ -9,20 +9,68 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing as mp
 import os
+import queue
 from typing import Any
 
-from tuner.sweep import SweepOptions, SweepReport, run_sweep
+from tuner.sweep import Progress, SweepOptions, SweepReport, run_sweep
 
 
-def _child(opts: SweepOptions, gpu: str | None, out: Any) -> None:
+class QueueProgress(Progress):
+    """A worker's progress, sent to the parent process, which draws every worker's on one bar."""
+
+    def __init__(self, out: Any, index: int):
+        self.out, self.index = out, index
+
+    def _send(self, method: str, *args: Any) -> None:
+        self.out.put(("progress", (self.index, method, args)))
+
+    def start(self, total: int, names: list[str]) -> None:
+        self._send("start", total, list(names))
+
+    def task(self, name: str) -> None:
+        self._send("task", name)
+
+    def trial(self, status: str) -> None:
+        self._send("trial", status)
+
+    def note(self, text: str) -> None:
+        self._send("note", text)
+
+
+class MergedProgress:
+    """The workers' progress on one display: a phase's planned trials count once (every worker plans the same
+    tasks and they share them), every worker's trials advance it, and notes say which worker wrote them."""
+
+    def __init__(self, shown: Progress, workers: int):
+        self.shown, self.workers = shown, workers
+        self.phases: dict[int, int] = {}  # worker → phases it has started
+        self.opened = 0
+
+    def handle(self, index: int, method: str, args: tuple[Any, ...]) -> None:
+        label = f"worker {index + 1}/{self.workers}"
+        if method == "start":
+            k = self.phases.get(index, 0)
+            self.phases[index] = k + 1
+            if k >= self.opened:  # the first worker to reach a phase opens it for all
+                self.opened = k + 1
+                self.shown.start(*args)
+        elif method == "task":
+            self.shown.task(f"{label}: {args[0]}")
+        elif method == "trial":
+            self.shown.trial(*args)
+        elif method == "note":
+            self.shown.note(f"{label}: {args[0]}")
+
+
+def _child(opts: SweepOptions, gpu: str | None, out: Any, index: int) -> None:
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     try:
-        out.put(("ok", run_sweep(opts)))
+        out.put(("ok", (index, run_sweep(opts, QueueProgress(out, index)))))
     except KeyboardInterrupt:
-        out.put(("error", "interrupted"))
+        out.put(("error", (index, "interrupted")))
     except Exception as e:  # reported by the parent in one line per worker
-        out.put(("error", f"{type(e).__name__}: {e}"))
+        out.put(("error", (index, f"{type(e).__name__}: {e}")))
 
 
 def visible_gpus() -> list[str]:
@@ -34,7 +82,9 @@ def visible_gpus() -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())]
 
 
-def run_workers(opts: SweepOptions, n: int, *, share_gpu: bool = False) -> tuple[list[SweepReport], list[str]]:
+def run_workers(
+    opts: SweepOptions, n: int, *, share_gpu: bool = False, progress: Progress | None = None
+) -> tuple[list[SweepReport], list[str]]:
     from tuner.db import Database
     from tuner.search import open_storage
 
@@ -47,26 +97,52 @@ def run_workers(opts: SweepOptions, n: int, *, share_gpu: bool = False) -> tuple
     for i in range(n):
         gpu = gpus[i % len(gpus)] if gpus else None
         # A different sampler seed per worker would change nothing: each task's study is driven by one claim holder.
-        p = ctx.Process(target=_child, args=(dataclasses.replace(opts), gpu, out))
+        p = ctx.Process(target=_child, args=(dataclasses.replace(opts), gpu, out, i))
         p.start()
         procs.append(p)
-    reports, errors = [], []
-    for _ in procs:
-        kind, payload = out.get()
-        (reports if kind == "ok" else errors).append(payload)
+    merged = MergedProgress(progress or Progress(), n)
+    results: dict[int, tuple[str, Any]] = {}
+    gone: set[int] = set()  # workers seen dead without a result once; twice, and they count as failed
+    while len(results) < n:
+        try:
+            kind, payload = out.get(timeout=2.0)
+        except queue.Empty:
+            for i, p in enumerate(procs):
+                if i not in results and p.exitcode is not None:
+                    if i in gone:
+                        results[i] = ("error", f"worker {i + 1} exited with code {p.exitcode} without a report")
+                    gone.add(i)
+            continue
+        except KeyboardInterrupt:  # the workers got it too: each stores what it measured and reports
+            merged.shown.note("interrupted: waiting for the workers to store their trials")
+            continue
+        if kind == "progress":
+            merged.handle(*payload)
+        else:
+            results[payload[0]] = (kind, payload[1])
+    reports = [r for kind, r in results.values() if kind == "ok"]
+    errors = [r for kind, r in results.values() if kind != "ok"]
     for p in procs:
         p.join()
     return reports, errors
 
 
 def combine(reports: list[SweepReport]) -> SweepReport:
-    """One report: every task once (the worker that measured it wins), trials summed, the longest wall time."""
+    """One report: every task once (the worker that measured it wins, with the winners the whole-workload check
+    reverted shown reverted), trials summed, the longest wall time, the whole-workload figures of the checker."""
     base = max(reports, key=lambda r: len(r.outcomes))
     best: dict[str, Any] = {}
     for r in reports:
         for o in r.outcomes:
             if o.task.key not in best or o.measured > best[o.task.key].measured:
                 best[o.task.key] = o
+    checker = next((r for r in reversed(reports) if r.whole_checked), None)
+    if checker is not None:
+        for o in checker.outcomes:
+            mine = best.get(o.task.key)
+            if mine is not None and o.is_default and not mine.is_default:  # reverted by the whole-workload check
+                best[o.task.key] = dataclasses.replace(mine, winner=o.winner, is_default=True, best_ms=mine.default_ms)
+        base = dataclasses.replace(base, default_ms=checker.default_ms, tuned_ms=checker.tuned_ms, whole_checked=True)
     order = [o.task.key for o in base.outcomes] + [k for k in best if k not in {o.task.key for o in base.outcomes}]
     merged = dataclasses.replace(base, outcomes=[best[k] for k in order])
     merged.trials_measured = sum(r.trials_measured for r in reports)

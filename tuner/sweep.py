@@ -8,16 +8,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, SITE_KIND, Forcing
+from tuner.backend.forcing import GRAPH_KINDS, SITE_KIND, Forcing
 from tuner.budget import Budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import Measurement, TrialRequest, Worker
-from tuner.db.claims import claim_next, finish, pending, release, renew, worker_id
+from tuner.db.claims import claim_next, finish, held_by_others, pending, release, release_all, renew, worker_id
 from tuner.search import Measure, MeasureMany, StudyContext, TaskOutcome, choose_winner, open_storage, run_study
 from tuner.settings import settings
 from tuner.site_rounds import site_target, tune_sites
 from tuner.tasks import TaskSpec, fusion_tasks, kernel_tasks, tasks_from_capture
-from tuner.workload_check import KINDS, check_whole
+from tuner.workload_check import KINDS, check_whole, union
 from tuner.workload import WorkloadSpec
 
 
@@ -46,6 +46,7 @@ class SweepReport:
     interrupted: bool = False
     wall_s: float = 0.0
     trials_measured: int = 0
+    whole_checked: bool = False  # this worker measured all winners together (the last worker to finish does)
 
     @property
     def speedup(self) -> float | None:
@@ -55,8 +56,8 @@ class SweepReport:
 class Progress:
     """What the driver tells whoever watches (the CLI draws a progress bar)."""
 
-    def start(self, total: int, tasks: list[TaskSpec]) -> None: ...
-    def task(self, task: TaskSpec) -> None: ...
+    def start(self, total: int, names: list[str]) -> None: ...  # a phase begins: its planned trials and task names
+    def task(self, name: str) -> None: ...
     def trial(self, status: str) -> None: ...
     def note(self, text: str) -> None: ...
 
@@ -103,7 +104,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         # 1. Template sites, in rounds (one compile benchmarks a batch of choices at every site).
         if sites:
             planned = sum(min(site_target(opts.budget.site_target, t), t.space.size() or 10**9) for t, _ in sites)
-            progress.start(planned, [t for t, _ in sites])
+            progress.start(planned, [t.name for t, _ in sites])
             base = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
 
             def measure_round(request: dict[str, tuple[str, ...]], rounds: int) -> Any:
@@ -137,7 +138,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             for t, r in zip(kernels, krecords):
                 if db.winner_config(r.id, ctx.device_id) is None:
                     db.set_winner(r.id, ctx.device_id, None, t.space.default, None, t.signature.get("default_ms"))
-            progress.start(_planned(opts.budget.trials, kernels), kernels)
+            progress.start(_planned(opts.budget.trials, kernels), [t.name for t in kernels])
 
             def kernel_measure(task: TaskSpec, _base: Forcing) -> MeasureMany:
                 return lambda configs, rounds: measure_kernel(worker, task, configs, rounds)
@@ -154,7 +155,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
 
         # 3. Graph-level knobs, with every earlier winner forced.
         if graphs and ctx.time_left():
-            progress.start(_planned(opts.budget.trials, [t for t, _ in graphs]), [t for t, _ in graphs])
+            progress.start(_planned(opts.budget.trials, [t for t, _ in graphs]), [t.name for t, _ in graphs])
             site_forcing = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
 
             def measure_for(task: TaskSpec, base: Forcing) -> Measure:
@@ -173,7 +174,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             progress.note("recording the fusions Inductor makes with the winners so far forced")
             groupings = fusion_tasks(worker.capture_graphs(everything.to_json()), opts.spec.model)
             frecords = register(groupings)
-            progress.start(_planned(opts.budget.site_target, groupings), groupings)
+            progress.start(_planned(opts.budget.site_target, groupings), [t.name for t in groupings])
 
             def fusion_measure_for(task: TaskSpec, base: Forcing) -> Measure:
                 both = everything.merged(base)
@@ -192,39 +193,39 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
                 report.outcomes.append(outcome)
         if not ctx.time_left():
             progress.note("time budget reached: unfinished tasks keep their best so far or Inductor's defaults; rerun to continue them")
-        else:
-            others = pending(db, [r.id for _, r in sites], ctx.device_id, opts.budget.site_target)
-            others += pending(db, [r.id for r in records if r.kind not in (SITE_KIND, FUSION_KIND)], ctx.device_id, opts.budget.trials)
-            others += pending(db, [r.id for r in records if r.kind == FUSION_KIND], ctx.device_id, opts.budget.site_target)
-            if others:
-                progress.note(f"{others} task(s) still being tuned by other workers")
-
-        if any(not o.is_default for o in report.outcomes):
+        busy = held_by_others(db, [r.id for r in records], ctx.device_id, worker_id())
+        if busy:
+            progress.note(f"{busy} task(s) still being tuned by other workers: the last one to finish checks the whole workload")
+        elif any(not o.is_default for o in report.outcomes):
             progress.note("measuring the whole workload: all winners vs Inductor's defaults")
-            by_kind = {name: [(t, r) for t, r in zip(tasks, records) if t.kind in kinds] for name, kinds in KINDS.items()}
-            parts = {name: winners_forcing(db, [t for t, _ in tr], [r for _, r in tr], ctx.device_id) for name, tr in by_kind.items()}
+            parts = {
+                name: winner_parts(db, [(t, r) for t, r in zip(tasks, records) if t.kind in kinds], ctx.device_id, defaults=False)
+                for name, kinds in KINDS.items()
+            }
 
             def measure_whole(f: Forcing) -> Measurement:
                 return worker.measure(TrialRequest({}, f.to_json(), opts.budget.verify_rounds, opts.budget.min_sample_ms))
 
             m, dropped = check_whole(measure_whole, parts, opts.budget.min_gain, progress.note)
+            report.whole_checked = True
             if m.ok:
                 report.default_ms, report.tuned_ms = m.baseline_ms, m.median_ms
             else:
                 progress.note(f"the whole-workload check failed: {m.status.value}: {m.error}")
-            for name in dropped:
-                reverted = _revert(db, ctx.device_id, by_kind[name])
-                progress.note(f"{len(reverted)} {name} winner(s) went back to Inductor's defaults: together they made the workload slower")
+            reverted = _revert(db, ctx.device_id, [(t, r) for t, r in zip(tasks, records) if r.id in set(dropped)])
+            if reverted:
+                progress.note(f"{len(reverted)} winner(s) went back to Inductor's defaults: with them the workload was slower")
                 report.outcomes = [
                     dataclasses.replace(o, winner=reverted[o.task.id], is_default=True, best_ms=o.default_ms) if o.task.id in reverted else o
                     for o in report.outcomes
                 ]
-            if dropped and opts.spec.device == "cuda":  # the kept set compiles to other kernels: store their configs too
+            if reverted and opts.spec.device == "cuda":  # the kept set compiles to other kernels: store their configs too
                 tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "of the set the whole-workload check kept", 1.0)
         else:
             best = [o.default_ms for o in report.outcomes if o.default_ms and o.task.kind in GRAPH_KINDS]
             report.default_ms = report.tuned_ms = best[-1] if best else None
     except KeyboardInterrupt:
+        release_all(db, worker_id())
         if report is not None:
             report.interrupted = True
         else:
@@ -317,7 +318,7 @@ def tune_site_groups(
             group.append(by_id[tid])
         if not group:
             break
-        progress.task(dataclasses.replace(group[0][0], name=f"{len(group)} template sites"))
+        progress.task(f"{len(group)} template sites")
 
         def on_trial(t: Any) -> None:
             progress.trial(t.status)
@@ -338,14 +339,21 @@ def tune_site_groups(
 
 def winners_forcing(db: Database, tasks: list[TaskSpec], records: list[Any], device_id: int, before: int | None = None) -> Forcing:
     """The stored winners of the workload's tasks (of those before task id ``before`` in order, when given)."""
-    forced = Forcing()
-    for t, r in zip(tasks, records):
-        if before is not None and r.id == before:
-            break
+    pairs = list(zip(tasks, records))
+    if before is not None:
+        pairs = pairs[: next((i for i, (_, r) in enumerate(pairs) if r.id == before), len(pairs))]
+    return union(list(winner_parts(db, pairs, device_id).values()))
+
+
+def winner_parts(db: Database, tasks: list[tuple[TaskSpec, Any]], device_id: int, *, defaults: bool = True) -> dict[int, Forcing]:
+    """{task id: what its stored winner forces} for the tasks with a winner valid in their space (with
+    ``defaults=False``, only those whose winner is not Inductor's default)."""
+    out = {}
+    for t, r in tasks:
         config = db.winner_config(r.id, device_id)
-        if config is not None and t.space.is_valid(config):
-            forced = forced.merged(t.forcing(config))
-    return forced
+        if config is not None and t.space.is_valid(config) and (defaults or config != t.space.default):
+            out[r.id] = t.forcing(config)
+    return out
 
 
 def tune_tasks(
@@ -373,7 +381,7 @@ def tune_tasks(
         if tid is None:
             break
         spec_t, rec = by_id[tid]
-        progress.task(spec_t)
+        progress.task(spec_t.name)
         measure = measure_for(spec_t, winners_forcing(db, tasks, records, ctx.device_id, before=tid))
 
         def on_trial(t: Any, _tid: int = tid) -> None:

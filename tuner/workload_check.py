@@ -2,8 +2,10 @@
 
 Winners are verified one task at a time; together they can still lose (on the H200, vit_b_16's template-site
 winners were each faster at their site and made the whole model 1.2x slower). When the whole is slower than
-the defaults, the check measures the workload without each kind of winner and keeps the fastest set; the
-kinds it drops go back to Inductor's defaults.
+the defaults, the check measures the workload without each kind of winner and keeps the fastest set. Then,
+when the kind it drops has few winners, it adds them back one at a time and keeps each that makes the whole
+faster, so one harmful winner does not cost the good ones of its kind. Dropped winners go back to Inductor's
+defaults.
 """
 
 from __future__ import annotations
@@ -14,31 +16,49 @@ from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, KERNEL_KINDS, SITE_K
 from tuner.measure.result import Measurement
 
 KINDS = {"template-site": (SITE_KIND,), "Triton-kernel": KERNEL_KINDS, "graph-knob": GRAPH_KINDS, "fusion-grouping": (FUSION_KIND,)}
+REFINE_MAX = 8  # a dropped kind with at most this many winners is added back one winner at a time
 
 MeasureForcing = Callable[[Forcing], Measurement]
+Parts = dict[str, dict[int, Forcing]]  # kind of winner → {task id: what that task's winner forces}
 
 
-def union(parts: dict[str, Forcing], skip: str | None = None) -> Forcing:
+def union(forcings: list[Forcing]) -> Forcing:
     out = Forcing()
-    for name, f in parts.items():
-        if name != skip:
-            out = out.merged(f)
+    for f in forcings:
+        out = out.merged(f)
     return out
 
 
-def check_whole(measure: MeasureForcing, parts: dict[str, Forcing], min_gain: float, note: Callable[[str], None]) -> tuple[Measurement, list[str]]:
-    """(the measurement of the set kept, the kinds of winner dropped). ``parts``: each kind's forcing."""
-    whole = measure(union(parts))
+def _kinds(parts: Parts, skip: str | None = None) -> Forcing:
+    return union([f for name, tasks in parts.items() if name != skip for f in tasks.values()])
+
+
+def _better(m: Measurement, than: Measurement, by: float = 0.0) -> bool:
+    return m.ok and m.ratio is not None and (than.ratio is None or m.ratio < than.ratio * (1 - by))
+
+
+def check_whole(measure: MeasureForcing, parts: Parts, min_gain: float, note: Callable[[str], None]) -> tuple[Measurement, list[int]]:
+    """(the measurement of the set kept, the ids of the tasks whose winners are dropped)."""
+    parts = {name: tasks for name, tasks in parts.items() if tasks}
+    whole = measure(_kinds(parts))
     if not whole.ok or whole.ratio is None or whole.ratio <= 1 + min_gain:
         return whole, []
     note(f"all winners together are {whole.ratio:.2f}x Inductor's time: measuring without each kind of winner")
-    best, dropped = whole, []
-    for name, f in parts.items():
-        if f == Forcing():
-            continue
-        m = measure(union(parts, skip=name))
-        if m.ok and m.ratio is not None and (best.ratio is None or m.ratio < best.ratio):
-            best, dropped = m, [name]
-    if best.ratio is not None and best.ratio > 1 + min_gain:  # no single kind is to blame: keep Inductor's defaults
-        return Measurement(best.status, best.baseline_ms, best.baseline_ms, 0.0, best.baseline_ms), [n for n, f in parts.items() if f != Forcing()]
+    best, blamed = whole, None
+    for name in parts:
+        m = measure(_kinds(parts, skip=name))
+        if _better(m, best):
+            best, blamed = m, name
+    if blamed is None or best.ratio is None or best.ratio > 1 + min_gain:  # no single kind is to blame: keep Inductor's defaults
+        everything = [tid for tasks in parts.values() for tid in tasks]
+        return Measurement(best.status, best.baseline_ms, best.baseline_ms, 0.0, best.baseline_ms), everything
+    dropped = list(parts[blamed])
+    if 1 < len(dropped) <= REFINE_MAX:
+        note(f"without the {blamed} winners: {best.ratio:.2f}x; adding them back one at a time")
+        kept = _kinds(parts, skip=blamed)
+        for tid, f in parts[blamed].items():
+            m = measure(kept.merged(f))
+            if _better(m, best, by=min_gain):
+                kept, best = kept.merged(f), m
+                dropped.remove(tid)
     return best, dropped

@@ -112,3 +112,54 @@ def test_from_similar_seeds_a_study_with_other_devices_winners(tmp_path):
         run_study(ctx, rec, task.space, measure)
         assert measured[0] == task.space.default  # Inductor's default is always trial one
         assert (measured[1] == seed_cfg) is expect
+
+
+def test_combined_report_shows_what_the_checker_reverted_and_its_whole_workload_figures():
+    from tuner.db.repository import TaskRecord
+    from tuner.distributed import combine
+    from tuner.search import TaskOutcome
+    from tuner.sweep import SweepReport
+
+    a, b = (TaskRecord(i, f"k{i}", "template_choice", f"site {i}", {}) for i in (1, 2))
+    won = TaskOutcome(a, {"choice": "triton"}, False, 2.0, 1.0, 10, 10)
+    first = SweepReport("m", "H200", {}, 1.0, None, [won, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 0, 5)], wall_s=50)
+    stored = TaskOutcome(a, {"choice": "aten"}, True, None, None, 0, 10)  # the checker reverted site 1, measured by the other
+    last = SweepReport("m", "H200", {}, 1.0, None, [stored, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 5, 5)], 3.0, 2.9, wall_s=80)
+    last.whole_checked = True
+    merged = combine([first, last])
+    one = next(o for o in merged.outcomes if o.task.id == 1)
+    assert one.is_default and one.winner == {"choice": "aten"} and one.measured == 10 and one.best_ms == 2.0
+    assert (merged.default_ms, merged.tuned_ms, merged.wall_s) == (3.0, 2.9, 80)
+
+
+def test_merged_progress_counts_a_phase_once_and_labels_each_workers_lines():
+    from tuner.distributed import MergedProgress
+    from tuner.sweep import Progress
+
+    class Seen(Progress):
+        def __init__(self):
+            self.calls = []
+
+        def start(self, total, names):
+            self.calls.append(("start", total))
+
+        def task(self, name):
+            self.calls.append(("task", name))
+
+        def trial(self, status):
+            self.calls.append(("trial", status))
+
+        def note(self, text):
+            self.calls.append(("note", text))
+
+    seen = Seen()
+    m = MergedProgress(seen, 2)
+    for index, method, args in [
+        (0, "start", (10, ["a", "b"])), (1, "start", (10, ["a", "b"])),  # both plan the same shared sites
+        (1, "task", ("a",)), (1, "trial", ("ok",)), (0, "trial", ("failed",)),
+        (1, "start", (6, ["k"])), (0, "start", (6, ["k"])), (0, "note", ("done",)),
+    ]:
+        m.handle(index, method, args)
+    assert seen.calls == [
+        ("start", 10), ("task", "worker 2/2: a"), ("trial", "ok"), ("trial", "failed"), ("start", 6), ("note", "worker 1/2: done"),
+    ]

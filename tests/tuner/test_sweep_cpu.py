@@ -113,6 +113,7 @@ def test_db_commands(db_url, tmp_path):
 def test_two_local_workers_share_one_sweep(db_url, cwd_root):
     result = runner.invoke(app, ["sweep", *MLP[:-2], "--threads", "1", "--budget", "quick", "--trials", "2", "--workers", "2", "--db", db_url])
     assert result.exit_code == 0, result.output
+    assert "worker 1/2: capturing" in result.output and "worker 2/2: capturing" in result.output  # the workers' progress, drawn here
     db = Database.open(db_url)
     s = db.stats()
     db.close()

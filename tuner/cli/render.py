@@ -12,7 +12,6 @@ from rich.table import Table
 
 from tuner.sweep import Progress as SweepProgress
 from tuner.sweep import SweepReport
-from tuner.tasks import TaskSpec
 
 
 class RichProgress(SweepProgress):
@@ -32,18 +31,18 @@ class RichProgress(SweepProgress):
     def __exit__(self, *exc: Any) -> None:
         self.bar.__exit__(*exc)
 
-    def start(self, total: int, tasks: list[TaskSpec]) -> None:
+    def start(self, total: int, names: list[str]) -> None:
         """Called once per phase (template sites, then Triton kernels, then graphs): the bar grows."""
-        names = ", ".join(t.name for t in tasks[:8]) + (f", … ({len(tasks) - 8} more)" if len(tasks) > 8 else "")
-        self.console.print(f"{len(tasks)} tasks: {names}", highlight=False)
+        shown = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
+        self.console.print(f"{len(names)} tasks: {shown}", highlight=False)
         if self.id is None:
             self.id = self.bar.add_task("tuning", total=total)
         else:
             self.bar.update(self.id, total=(self.bar.tasks[0].total or 0) + total)
 
-    def task(self, task: TaskSpec) -> None:
+    def task(self, name: str) -> None:
         if self.id is not None:
-            self.bar.update(self.id, description=f"[cyan]{task.name[:40]}")
+            self.bar.update(self.id, description=f"[cyan]{name[:40]}")
 
     def trial(self, status: str) -> None:
         if status != "ok":

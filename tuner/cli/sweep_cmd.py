@@ -58,7 +58,8 @@ def sweep(
         from tuner.distributed import combine, run_workers
 
         console.print(f"[dim]{workers} workers sharing {opts.db_url}[/]")
-        reports, errors = run_workers(opts, workers, share_gpu=share_gpu)
+        with RichProgress(console) as progress:
+            reports, errors = run_workers(opts, workers, share_gpu=share_gpu, progress=progress)
         for e in errors:
             err_console.print(f"[red]worker failed:[/] {e}", highlight=False)
         if not reports:
