@@ -73,6 +73,23 @@ def _isolated_compile(freezing: bool) -> Iterator[None]:
                 os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_dir
 
 
+def compile_mode(spec: WorkloadSpec, m: Mode, model: Any, example: Any) -> tuple[Any, Any, float]:
+    """(the compiled copy of ``model``, its first step's output, the seconds that step took: the compile)."""
+    import torch
+
+    with _isolated_compile(m.freezing):
+        kw: dict[str, Any] = {"backend": m.backend}
+        if m.inductor_mode:
+            kw["mode"] = m.inductor_mode
+        if m.options:
+            kw["options"] = dict(m.options)
+        fn = torch.compile(copy.deepcopy(model), **kw)
+        t0 = time.perf_counter()
+        out = run_step(spec.mode, fn, example, grads=True)
+        synchronizer(spec.device)()
+        return fn, out, time.perf_counter() - t0
+
+
 def _command() -> str:
     argv = list(sys.argv)
     if argv and (argv[0].endswith("tuner") or argv[0].endswith("__main__.py")):
@@ -118,17 +135,7 @@ def run_bench(
             fn, compile_s, benchmarks = model, 0.0, None
         else:
             before = stats()["benchmarks"]
-            with _isolated_compile(m.freezing):
-                kw: dict[str, Any] = {"backend": m.backend}
-                if m.inductor_mode:
-                    kw["mode"] = m.inductor_mode
-                if m.options:
-                    kw["options"] = dict(m.options)
-                fn = torch.compile(copy.deepcopy(model), **kw)
-                t0 = time.perf_counter()
-                out = run_step(spec.mode, fn, inputs[0], grads=True)
-                sync()
-                compile_s = time.perf_counter() - t0
+            fn, out, compile_s = compile_mode(spec, m, model, inputs[0])
             benchmarks = stats()["benchmarks"] - before if m.backend == "tuned" else None
             if m.backend == "tuned":
                 results.setdefault(name, {})["db"] = dict(m.options).get("db")
