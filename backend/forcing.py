@@ -4,6 +4,7 @@ config per Triton kernel (keyed by Inductor's own lookup hash, as ``autotune_loo
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,14 @@ class Forcing:
         return Forcing(
             {**self.graphs, **other.graphs}, {**self.sites, **other.sites}, {**self.kernels, **other.kernels}, {**self.fusion, **other.fusion}
         )
+
+    @classmethod
+    def union(cls, forcings: Iterable[Forcing]) -> Forcing:
+        """Every forcing merged, later ones winning a shared key."""
+        out = cls()
+        for f in forcings:
+            out = out.merged(f)
+        return out
 
     def without_fusion(self) -> "Forcing":
         return Forcing(self.graphs, self.sites, self.kernels, {})

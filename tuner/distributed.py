@@ -12,7 +12,8 @@ import os
 import queue
 from typing import Any
 
-from tuner.sweep import Progress, SweepOptions, SweepReport, run_sweep
+from tuner.progress import Progress
+from tuner.sweep import SweepOptions, SweepReport, run_sweep
 
 
 class QueueProgress(Progress):

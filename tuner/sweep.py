@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,12 +11,15 @@ from tuner.backend.forcing import GRAPH_KINDS, SITE_KIND, Forcing
 from tuner.budget import Budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import Measurement, TrialRequest, Worker
-from tuner.db.claims import claim_next, finish, held_by_others, pending, release, release_all, renew, worker_id
-from tuner.search import Measure, MeasureMany, StudyContext, TaskOutcome, choose_winner, open_storage, run_study
+from tuner.claimed import tune_site_groups, tune_tasks, wait_for_others
+from tuner.db.claims import held_by_others, release_all, worker_id
+from tuner.progress import Progress
+from tuner.search import Measure, MeasureMany, StudyContext, TaskOutcome, open_storage
 from tuner.settings import settings
-from tuner.site_rounds import site_target, tune_sites
+from tuner.site_rounds import site_target
 from tuner.tasks import TaskSpec, fusion_tasks, kernel_tasks, tasks_from_capture
-from tuner.workload_check import KINDS, check_whole, union
+from tuner.winners import revert_to_defaults, stored_outcome, winner_parts, winners_forcing
+from tuner.workload_check import KINDS, check_whole
 from tuner.workload import WorkloadSpec
 
 
@@ -51,15 +53,6 @@ class SweepReport:
     @property
     def speedup(self) -> float | None:
         return self.default_ms / self.tuned_ms if self.default_ms and self.tuned_ms else None
-
-
-class Progress:
-    """What the driver tells whoever watches (the CLI draws a progress bar)."""
-
-    def start(self, total: int, names: list[str]) -> None: ...  # a phase begins: its planned trials and task names
-    def task(self, name: str) -> None: ...
-    def trial(self, status: str) -> None: ...
-    def note(self, text: str) -> None: ...
 
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per round (a round is one compile)
@@ -115,7 +108,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             )
             outcomes.update(got)
             report.trials_measured += measured
-            _wait_for_others(db, ctx, [r.id for _, r in sites], progress)
+            wait_for_others(db, ctx, [r.id for _, r in sites], progress)
 
         def register(new: list[TaskSpec]) -> list[Any]:
             """Store new tasks and link them to the workload; they join the report in this order."""
@@ -188,7 +181,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
                 tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "of the winning fusion groupings", 1.0)
 
         for t, r in zip(tasks, records):  # in task order; tasks another worker (or an earlier run) finished too
-            outcome = outcomes.get(r.id) or _stored_outcome(db, ctx, r, t)
+            outcome = outcomes.get(r.id) or stored_outcome(db, ctx, r, t)
             if outcome is not None:
                 report.outcomes.append(outcome)
         if not ctx.time_left():
@@ -212,7 +205,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
                 report.default_ms, report.tuned_ms = m.baseline_ms, m.median_ms
             else:
                 progress.note(f"the whole-workload check failed: {m.status.value}: {m.error}")
-            reverted = _revert(db, ctx.device_id, [(t, r) for t, r in zip(tasks, records) if r.id in set(dropped)])
+            reverted = revert_to_defaults(db, ctx.device_id, [(t, r) for t, r in zip(tasks, records) if r.id in set(dropped)])
             if reverted:
                 progress.note(f"{len(reverted)} winner(s) went back to Inductor's defaults: with them the workload was slower")
                 report.outcomes = [
@@ -253,28 +246,8 @@ def within(ctx: StudyContext, share: float) -> StudyContext:
     return dataclasses.replace(ctx, deadline=now + share * max(0.0, ctx.deadline - now))
 
 
-def _revert(db: Database, device_id: int, tasks: list[tuple[TaskSpec, Any]]) -> dict[int, dict[str, Any]]:
-    """Put these tasks' winners back to their defaults; {task id: default} of those that changed."""
-    out = {}
-    for t, r in tasks:
-        if db.winner_config(r.id, device_id) not in (None, t.space.default):
-            db.set_winner(r.id, device_id, None, t.space.default, None, None)
-            out[r.id] = t.space.default
-    return out
-
-
 def _planned(trials: int, tasks: list[TaskSpec]) -> int:
     return sum(min(trials, t.space.size() or trials) for t in tasks)
-
-
-def _wait_for_others(db: Database, ctx: StudyContext, ids: list[int], progress: Progress, poll_s: float = 2.0) -> None:
-    """Later phases build on the template winners: wait while other workers still tune sites."""
-    noted = False
-    while ctx.time_left() and pending(db, ids, ctx.device_id, ctx.budget.site_target):
-        if not noted:
-            progress.note("waiting for other workers to finish the template sites")
-            noted = True
-        time.sleep(poll_s)
 
 
 def measure_kernel(worker: Worker, task: TaskSpec, configs: list[dict[str, Any]], rounds: int) -> list[Measurement]:
@@ -293,127 +266,8 @@ def measure_kernel(worker: Worker, task: TaskSpec, configs: list[dict[str, Any]]
     return out
 
 
-def tune_site_groups(
-    ctx: StudyContext,
-    sites: list[tuple[TaskSpec, Any]],
-    measure_round: Callable[..., Any],
-    batch: int,
-    workers: int,
-    progress: Progress,
-) -> tuple[dict[int, TaskOutcome], int]:
-    """Claim sites a group at a time (a share of them per worker) and tune each group in rounds."""
-    wid = worker_id()
-    ttl = ctx.budget.trial_timeout_s + 600.0
-    by_id = {r.id: (t, r) for t, r in sites}
-    ids = [r.id for _, r in sites]
-    size = max(1, -(-len(sites) // max(1, workers)))
-    outcomes: dict[int, TaskOutcome] = {}
-    measured_total = 0
-    while ctx.time_left():
-        group = []
-        while len(group) < size:
-            tid = claim_next(ctx.db, [i for i in ids if i not in {r.id for _, r in group}], ctx.device_id, wid, ctx.budget.site_target, ttl)
-            if tid is None:
-                break
-            group.append(by_id[tid])
-        if not group:
-            break
-        progress.task(f"{len(group)} template sites")
-
-        def on_trial(t: Any) -> None:
-            progress.trial(t.status)
-            for _, r in group:
-                renew(ctx.db, r.id, ctx.device_id, wid, ttl)
-
-        got, measured = tune_sites(ctx, group, measure_round, batch, on_trial)
-        measured_total += measured
-        for o in got:
-            outcomes[o.task.id] = dataclasses.replace(o, measured=measured)
-        for _, r in group:  # cut short by the time budget: released, so a rerun continues the group
-            if ctx.time_left():
-                finish(ctx.db, r.id, ctx.device_id, wid, ctx.budget.site_target)
-            else:
-                release(ctx.db, r.id, ctx.device_id, wid)
-    return outcomes, measured_total
-
-
-def winners_forcing(db: Database, tasks: list[TaskSpec], records: list[Any], device_id: int, before: int | None = None) -> Forcing:
-    """The stored winners of the workload's tasks (of those before task id ``before`` in order, when given)."""
-    pairs = list(zip(tasks, records))
-    if before is not None:
-        pairs = pairs[: next((i for i, (_, r) in enumerate(pairs) if r.id == before), len(pairs))]
-    return union(list(winner_parts(db, pairs, device_id).values()))
-
-
-def winner_parts(db: Database, tasks: list[tuple[TaskSpec, Any]], device_id: int, *, defaults: bool = True) -> dict[int, Forcing]:
-    """{task id: what its stored winner forces} for the tasks with a winner valid in their space (with
-    ``defaults=False``, only those whose winner is not Inductor's default)."""
-    out = {}
-    for t, r in tasks:
-        config = db.winner_config(r.id, device_id)
-        if config is not None and t.space.is_valid(config) and (defaults or config != t.space.default):
-            out[r.id] = t.forcing(config)
-    return out
-
-
-def tune_tasks(
-    ctx: StudyContext,
-    tasks: list[TaskSpec],
-    records: list[Any],
-    measure_for: Callable[[TaskSpec, Forcing], Any],
-    progress: Progress | None = None,
-    batch: int = 1,
-    target: int | None = None,
-) -> tuple[list[TaskOutcome], int]:
-    """Claim tasks one at a time (in order) until none is left for this worker; tune each and store its winner.
-    Any number of these loops, in any processes on any machines, can share one database. With ``batch`` > 1,
-    ``measure_for`` gives a function of a list of configs."""
-    progress = progress or Progress()
-    db, wid = ctx.db, worker_id()
-    target = target or ctx.budget.trials
-    ttl = ctx.budget.trial_timeout_s + 300.0
-    by_id = {r.id: (t, r) for t, r in zip(tasks, records)}
-    ids = [r.id for r in records]
-    outcomes: list[TaskOutcome] = []
-    measured_total = 0
-    while ctx.time_left():
-        tid = claim_next(db, ids, ctx.device_id, wid, target, ttl)
-        if tid is None:
-            break
-        spec_t, rec = by_id[tid]
-        progress.task(spec_t.name)
-        measure = measure_for(spec_t, winners_forcing(db, tasks, records, ctx.device_id, before=tid))
-
-        def on_trial(t: Any, _tid: int = tid) -> None:
-            progress.trial(t.status)
-            renew(db, _tid, ctx.device_id, wid, ttl)
-
-        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target)
-        measured_total += measured
-        single = measure if batch == 1 else (lambda c, r, _m=measure: _m([c], r)[0])
-        stored = _stored_outcome(db, ctx, rec, spec_t) if measured == 0 else None
-        outcomes.append(stored or dataclasses.replace(choose_winner(ctx, rec, spec_t.space, single), measured=measured))
-        if ctx.time_left():
-            finish(db, tid, ctx.device_id, wid, target)
-        else:  # cut short by the time budget: a rerun continues the study
-            release(db, tid, ctx.device_id, wid)
-    return outcomes, measured_total
-
-
 def trial_request(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float) -> TrialRequest:
     """Graph tasks: the whole workload, candidate vs baseline, interleaved."""
     return TrialRequest(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms)
 
 
-def _stored_outcome(db: Database, ctx: StudyContext, rec: Any, task: TaskSpec) -> TaskOutcome | None:
-    """The task's stored winner for this device, if it has one that is still valid in its space."""
-    winner = db.winner_config(rec.id, ctx.device_id)
-    if winner is None or not task.space.is_valid(winner):
-        return None
-    trials = db.trials(rec.id, ctx.device_id)
-    ok = [t for t in trials if t.status == "ok"]
-    match = [t for t in ok if t.config == winner]
-    best = match[-1] if match else None
-    is_default = winner == task.space.default
-    default_ms = best.baseline_ms if best else None
-    return TaskOutcome(rec, winner, is_default, default_ms, best.median_ms if best else None, 0, len(trials))

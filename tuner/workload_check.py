@@ -22,15 +22,8 @@ MeasureForcing = Callable[[Forcing], Measurement]
 Parts = dict[str, dict[int, Forcing]]  # kind of winner → {task id: what that task's winner forces}
 
 
-def union(forcings: list[Forcing]) -> Forcing:
-    out = Forcing()
-    for f in forcings:
-        out = out.merged(f)
-    return out
-
-
 def _kinds(parts: Parts, skip: str | None = None) -> Forcing:
-    return union([f for name, tasks in parts.items() if name != skip for f in tasks.values()])
+    return Forcing.union(f for name, tasks in parts.items() if name != skip for f in tasks.values())
 
 
 def _better(m: Measurement, than: Measurement, by: float = 0.0) -> bool:

@@ -34,7 +34,7 @@ def replay_measure(config, rounds):
 
 def work(url: str, trials: int, out: "mp.Queue") -> None:
     from tuner.search import open_storage
-    from tuner.sweep import tune_tasks
+    from tuner.claimed import tune_tasks
 
     db = Database.open(url)
     specs = tasks()

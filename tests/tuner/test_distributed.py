@@ -134,7 +134,7 @@ def test_combined_report_shows_what_the_checker_reverted_and_its_whole_workload_
 
 def test_merged_progress_counts_a_phase_once_and_labels_each_workers_lines():
     from tuner.distributed import MergedProgress
-    from tuner.sweep import Progress
+    from tuner.progress import Progress
 
     class Seen(Progress):
         def __init__(self):

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from tuner.sweep import Progress as SweepProgress
+from tuner.progress import Progress as SweepProgress
 from tuner.sweep import SweepReport
 
 

@@ -1,0 +1,117 @@
+"""Claim-driven tuning loops: any number of these, in any processes on any machines, share one database. Each
+claims a task (or a group of template sites), tunes it, stores its winner and marks it finished, or releases it
+when the time budget cuts it short, so a rerun continues it."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tuner.backend.forcing import Forcing
+from tuner.db import Database
+from tuner.db.claims import claim_next, finish, pending, release, renew, worker_id
+from tuner.progress import Progress
+from tuner.search import StudyContext, TaskOutcome, choose_winner, run_study
+from tuner.site_rounds import tune_sites
+from tuner.tasks import TaskSpec
+from tuner.winners import stored_outcome, winners_forcing
+
+
+def wait_for_others(db: Database, ctx: StudyContext, ids: list[int], progress: Progress, poll_s: float = 2.0) -> None:
+    """Later phases build on the template winners: wait while other workers still tune sites."""
+    noted = False
+    while ctx.time_left() and pending(db, ids, ctx.device_id, ctx.budget.site_target):
+        if not noted:
+            progress.note("waiting for other workers to finish the template sites")
+            noted = True
+        time.sleep(poll_s)
+
+
+def tune_site_groups(
+    ctx: StudyContext,
+    sites: list[tuple[TaskSpec, Any]],
+    measure_round: Callable[..., Any],
+    batch: int,
+    workers: int,
+    progress: Progress,
+) -> tuple[dict[int, TaskOutcome], int]:
+    """Claim sites a group at a time (a share of them per worker) and tune each group in rounds."""
+    wid = worker_id()
+    ttl = ctx.budget.trial_timeout_s + 600.0
+    by_id = {r.id: (t, r) for t, r in sites}
+    ids = [r.id for _, r in sites]
+    size = max(1, -(-len(sites) // max(1, workers)))
+    outcomes: dict[int, TaskOutcome] = {}
+    measured_total = 0
+    while ctx.time_left():
+        group = []
+        while len(group) < size:
+            tid = claim_next(ctx.db, [i for i in ids if i not in {r.id for _, r in group}], ctx.device_id, wid, ctx.budget.site_target, ttl)
+            if tid is None:
+                break
+            group.append(by_id[tid])
+        if not group:
+            break
+        progress.task(f"{len(group)} template sites")
+
+        def on_trial(t: Any) -> None:
+            progress.trial(t.status)
+            for _, r in group:
+                renew(ctx.db, r.id, ctx.device_id, wid, ttl)
+
+        got, measured = tune_sites(ctx, group, measure_round, batch, on_trial)
+        measured_total += measured
+        for o in got:
+            outcomes[o.task.id] = dataclasses.replace(o, measured=measured)
+        for _, r in group:  # cut short by the time budget: released, so a rerun continues the group
+            if ctx.time_left():
+                finish(ctx.db, r.id, ctx.device_id, wid, ctx.budget.site_target)
+            else:
+                release(ctx.db, r.id, ctx.device_id, wid)
+    return outcomes, measured_total
+
+
+def tune_tasks(
+    ctx: StudyContext,
+    tasks: list[TaskSpec],
+    records: list[Any],
+    measure_for: Callable[[TaskSpec, Forcing], Any],
+    progress: Progress | None = None,
+    batch: int = 1,
+    target: int | None = None,
+) -> tuple[list[TaskOutcome], int]:
+    """Claim tasks one at a time (in order) until none is left for this worker; tune each and store its winner.
+    Any number of these loops, in any processes on any machines, can share one database. With ``batch`` > 1,
+    ``measure_for`` gives a function of a list of configs."""
+    progress = progress or Progress()
+    db, wid = ctx.db, worker_id()
+    target = target or ctx.budget.trials
+    ttl = ctx.budget.trial_timeout_s + 300.0
+    by_id = {r.id: (t, r) for t, r in zip(tasks, records)}
+    ids = [r.id for r in records]
+    outcomes: list[TaskOutcome] = []
+    measured_total = 0
+    while ctx.time_left():
+        tid = claim_next(db, ids, ctx.device_id, wid, target, ttl)
+        if tid is None:
+            break
+        spec_t, rec = by_id[tid]
+        progress.task(spec_t.name)
+        measure = measure_for(spec_t, winners_forcing(db, tasks, records, ctx.device_id, before=tid))
+
+        def on_trial(t: Any, _tid: int = tid) -> None:
+            progress.trial(t.status)
+            renew(db, _tid, ctx.device_id, wid, ttl)
+
+        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target)
+        measured_total += measured
+        single = measure if batch == 1 else (lambda c, r, _m=measure: _m([c], r)[0])
+        stored = stored_outcome(db, ctx, rec, spec_t) if measured == 0 else None
+        outcomes.append(stored or dataclasses.replace(choose_winner(ctx, rec, spec_t.space, single), measured=measured))
+        if ctx.time_left():
+            finish(db, tid, ctx.device_id, wid, target)
+        else:  # cut short by the time budget: a rerun continues the study
+            release(db, tid, ctx.device_id, wid)
+    return outcomes, measured_total
