@@ -131,14 +131,16 @@ def pending(db: Database, task_ids: list[int], device_id: int, target: int) -> i
 __all__ = ["claim_next", "finish", "pending", "release", "renew", "worker_id"]
 
 
-def held_by_others(db: Database, task_ids: list[int], device_id: int, worker: str) -> int:
-    """How many of ``task_ids`` another live worker is tuning now (claimed, unfinished, not expired)."""
+def held_by_others(db: Database, task_ids: list[int], device_id: int, worker: str) -> list[int]:
+    """Those of ``task_ids`` (in order) that another live worker is tuning now (claimed, unfinished, not expired):
+    a worker with nothing left to claim can join their studies."""
     now = utcnow()
     with db.session() as s:
         rows = s.scalars(
             select(Claim).where(Claim.task_id.in_(task_ids), Claim.device_id == device_id, Claim.worker != worker, Claim.done_target.is_(None))
         ).all()
-    return sum(1 for c in rows if _aware(c.expires_at) >= now and not _dead_here(c.worker))
+    live = {c.task_id for c in rows if _aware(c.expires_at) >= now and not _dead_here(c.worker)}
+    return [t for t in task_ids if t in live]
 
 
 def release_all(db: Database, worker: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from tuner.backend.forcing import Forcing
 from tuner.db import Database
-from tuner.db.claims import claim_next, finish, pending, release, renew, worker_id
+from tuner.db.claims import claim_next, finish, held_by_others, pending, release, renew, worker_id
 from tuner.progress import Progress
 from tuner.search import StudyContext, TaskOutcome, choose_winner, run_study
 from tuner.site_rounds import tune_sites
@@ -81,10 +81,13 @@ def tune_tasks(
     progress: Progress | None = None,
     batch: int = 1,
     target: int | None = None,
+    join: bool = False,
 ) -> tuple[list[TaskOutcome], int]:
     """Claim tasks one at a time (in order) until none is left for this worker; tune each and store its winner.
     Any number of these loops, in any processes on any machines, can share one database. With ``batch`` > 1,
-    ``measure_for`` gives a function of a list of configs."""
+    ``measure_for`` gives a function of a list of configs. ``join``: with nothing left to claim, add trials to
+    the studies other workers are running (each joined once); their holders pick the winners. Meant for
+    phases of few, costly tasks (a graph's grouping), where a worker would otherwise wait idle."""
     progress = progress or Progress()
     db, wid = ctx.db, worker_id()
     target = target or ctx.budget.trials
@@ -93,20 +96,28 @@ def tune_tasks(
     ids = [r.id for r in records]
     outcomes: list[TaskOutcome] = []
     measured_total = 0
+    joined: set[int] = set()
     while ctx.time_left():
         tid = claim_next(db, ids, ctx.device_id, wid, target, ttl)
+        joining = tid is None
+        if joining and join:
+            tid = next((t for t in held_by_others(db, ids, ctx.device_id, wid) if t not in joined), None)
         if tid is None:
             break
         spec_t, rec = by_id[tid]
-        progress.task(spec_t.name)
+        progress.task(spec_t.name + (" (joined)" if joining else ""))
         measure = measure_for(spec_t, winners_forcing(db, tasks, records, ctx.device_id, before=tid))
 
-        def on_trial(t: Any, _tid: int = tid) -> None:
+        def on_trial(t: Any, _tid: int = tid, _holder: bool = not joining) -> None:
             progress.trial(t.status)
-            renew(db, _tid, ctx.device_id, wid, ttl)
+            if _holder:
+                renew(db, _tid, ctx.device_id, wid, ttl)
 
-        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target)
+        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target, join=joining)
         measured_total += measured
+        if joining:
+            joined.add(tid)
+            continue
         single = measure if batch == 1 else (lambda c, r, _m=measure: _m([c], r)[0])
         stored = stored_outcome(db, ctx, rec, spec_t) if measured == 0 else None
         outcomes.append(stored or dataclasses.replace(choose_winner(ctx, rec, spec_t.space, single), measured=measured))

@@ -97,7 +97,7 @@ def run_workers(
     procs = []
     for i in range(n):
         gpu = gpus[i % len(gpus)] if gpus else None
-        # A different sampler seed per worker would change nothing: each task's study is driven by one claim holder.
+        # One seed for all: a study is driven by its claim holder; a worker joining it samples with a seed of its own.
         p = ctx.Process(target=_child, args=(dataclasses.replace(opts), gpu, out, i))
         p.start()
         procs.append(p)

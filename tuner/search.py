@@ -8,6 +8,7 @@ median over the baseline's median *timed in the same run*, which cancels drift b
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -87,10 +88,14 @@ def record(ctx: StudyContext, task: TaskRecord, config: dict[str, Any], m: Measu
     )
 
 
-def open_study(ctx: StudyContext, task: TaskRecord, space: Space, seen: set[str]) -> Any:
+def open_study(ctx: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False) -> Any:
     """The task's study (resumed when it exists), with Inductor's default, the space's seeds and, with
-    ``from_similar``, other device models' winners enqueued unless already measured."""
-    study = _load_study(ctx, task, space)
+    ``from_similar``, other device models' winners enqueued unless already measured. ``join``: another worker
+    holds the task and is tuning it now; this one only adds trials (its running trials are not stale, and it
+    enqueued what the study needs)."""
+    study = _load_study(ctx, task, space, joining=join)
+    if join:
+        return study
     for config in [space.default, *space.seeds()]:
         if config_hash(config) not in seen:
             study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
@@ -102,12 +107,22 @@ def open_study(ctx: StudyContext, task: TaskRecord, space: Space, seen: set[str]
 
 
 def tell(study: Any, ot: Any, trial: TrialRecord) -> None:
+    """Tell the study a trial's result. A trial already finished (a worker that took the task over failed it as
+    stale) keeps its state: the result is stored in tuner's trials all the same."""
     import optuna
 
     if trial.status == Status.OK.value and trial.ratio is not None:
-        study.tell(ot, trial.ratio)
+        study.tell(ot, trial.ratio, skip_if_finished=True)
     else:
-        study.tell(ot, state=optuna.trial.TrialState.FAIL)
+        study.tell(ot, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+
+
+def _running_elsewhere(study: Any, ot: Any) -> bool:
+    """Another worker sharing the study is measuring the config ``ot`` was given right now."""
+    import optuna
+
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    return any(t.number != ot.number and t.params == ot.params for t in running)
 
 
 def ask_new(
@@ -115,8 +130,13 @@ def ask_new(
 ) -> tuple[Any, dict[str, Any]] | None:
     """Ask the study for one config; a config measured before is told its stored result and an invalid one is
     stored as such (both return None; invalid ones also join ``invalid``); else (trial, config) to measure."""
+    import optuna
+
     ot = study.ask()
     config = space.suggest(ot)
+    if _running_elsewhere(study, ot):  # not measured twice: the sampler is asked again
+        study.tell(ot, state=optuna.trial.TrialState.FAIL)
+        return None
     prev = ctx.db.find_trial(task.id, ctx.device_id, config)
     if prev is None:
         try:
@@ -160,7 +180,14 @@ class Asker:
         size = self.space.size() or 10**9
         return len(self.seen - self.invalid) < min(self.target, size) and self.asks < 4 * self.target
 
+    def refresh(self) -> None:
+        """Count what other workers sharing this study have measured since."""
+        seen, invalid = measured_before(self.ctx, self.task)
+        self.seen |= seen
+        self.invalid |= invalid
+
     def ask_batch(self, batch: int) -> Pending:
+        self.refresh()
         pending: Pending = {}
         while len(pending) < batch and self.open():
             self.asks += 1
@@ -178,7 +205,9 @@ class Asker:
                 tell(self.study, ot, rec)
 
 
-def _load_study(ctx: StudyContext, task: TaskRecord, space: Space) -> Any:
+def _load_study(ctx: StudyContext, task: TaskRecord, space: Space, *, joining: bool = False) -> Any:
+    """The task's Optuna study. Its holder fails the running trials a killed run left; a joining worker leaves
+    them (they are the holder's) and samples with a seed of its own, so it does not retrace the holder's steps."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -186,11 +215,11 @@ def _load_study(ctx: StudyContext, task: TaskRecord, space: Space) -> Any:
     study = optuna.create_study(
         study_name=f"tuner:{task.key}:{ctx.device_fingerprint[:16]}",
         storage=ctx.storage,
-        sampler=make_sampler(ctx.sampler, space, ctx.seed),
+        sampler=make_sampler(ctx.sampler, space, ctx.seed + (1 + os.getpid() % 9973 if joining else 0)),
         direction="minimize",
         load_if_exists=True,
     )
-    for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+    for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)) if not joining else ():
         study.tell(stale.number, state=optuna.trial.TrialState.FAIL)  # left by a killed run
     return study
 
@@ -203,15 +232,17 @@ def run_study(
     on_trial: Callable[[TrialRecord], None] = lambda t: None,
     batch: int = 1,
     target: int | None = None,
+    join: bool = False,
 ) -> int:
-    """Measure up to ``budget.trials`` distinct configs for ``task`` (counting earlier runs), ``batch`` at a
-    time (``measure`` then takes a list of configs). Returns how many this call measured."""
+    """Measure up to ``budget.trials`` distinct configs for ``task`` (counting earlier runs and other workers'
+    trials in the same study), ``batch`` at a time (``measure`` then takes a list of configs). ``join``: another
+    worker holds the task; this one helps. Returns how many this call measured."""
     seen, invalid = measured_before(ctx, task)
     asker = Asker(ctx, task, space, None, seen, target or ctx.budget.trials, on_trial, invalid=invalid)
     if not asker.open():
         return 0
     many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]
-    asker.study = open_study(ctx, task, space, seen)
+    asker.study = open_study(ctx, task, space, seen, join=join)
     measured = 0
     while asker.open() and ctx.time_left():
         pending = asker.ask_batch(batch)

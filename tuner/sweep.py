@@ -156,7 +156,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
                 return lambda config, rounds: worker.measure(trial_request(task, config, both, rounds, opts.budget.min_sample_ms))
 
             share = PHASE_SHARE["graphs"] if opts.fusion else 1.0
-            got_g, measured = tune_tasks(within(ctx, share), [t for t, _ in graphs], [r for _, r in graphs], measure_for, progress)
+            got_g, measured = tune_tasks(within(ctx, share), [t for t, _ in graphs], [r for _, r in graphs], measure_for, progress, join=True)
             outcomes.update({o.task.id: o for o in got_g})
             report.trials_measured += measured
 
@@ -174,7 +174,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
                 return lambda config, rounds: worker.measure(trial_request(task, config, both, rounds, opts.budget.min_sample_ms))
 
             fctx = within(ctx, PHASE_SHARE["fusion"] if opts.spec.device == "cuda" else 1.0)
-            got_f, measured = tune_tasks(fctx, groupings, frecords, fusion_measure_for, progress, target=opts.budget.site_target)
+            got_f, measured = tune_tasks(fctx, groupings, frecords, fusion_measure_for, progress, target=opts.budget.site_target, join=True)
             outcomes.update({o.task.id: o for o in got_f})
             report.trials_measured += measured
             if opts.spec.device == "cuda" and any(not o.is_default for o in got_f) and ctx.time_left():
@@ -188,7 +188,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             progress.note("time budget reached: unfinished tasks keep their best so far or Inductor's defaults; rerun to continue them")
         busy = held_by_others(db, [r.id for r in records], ctx.device_id, worker_id())
         if busy:
-            progress.note(f"{busy} task(s) still being tuned by other workers: the last one to finish checks the whole workload")
+            progress.note(f"{len(busy)} task(s) still being tuned by other workers: the last one to finish checks the whole workload")
         elif any(not o.is_default for o in report.outcomes):
             progress.note("measuring the whole workload: all winners vs Inductor's defaults")
             parts = {

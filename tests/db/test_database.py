@@ -109,13 +109,13 @@ def test_a_released_claim_is_taken_again_and_a_finished_one_is_not(any_db_url):
     d, _, t = _fill(db)
     assert claim_next(db, [t.id], d, "w1", 8, 600) == t.id
     assert claim_next(db, [t.id], d, "w2", 8, 600) is None  # held by w1
-    assert held_by_others(db, [t.id], d, "w2") == 1 and held_by_others(db, [t.id], d, "w1") == 0
+    assert held_by_others(db, [t.id], d, "w2") == [t.id] and held_by_others(db, [t.id], d, "w1") == []
     release(db, t.id, d, "w1")  # w1's time budget ran out mid-study
-    assert pending(db, [t.id], d, 8) == 1 and held_by_others(db, [t.id], d, "w2") == 0
+    assert pending(db, [t.id], d, 8) == 1 and held_by_others(db, [t.id], d, "w2") == []
     assert claim_next(db, [t.id], d, "w2", 8, 600) == t.id  # a rerun continues it
     finish(db, t.id, d, "w2", 8)
     assert claim_next(db, [t.id], d, "w3", 8, 600) is None and pending(db, [t.id], d, 8) == 0
-    assert held_by_others(db, [t.id], d, "w3") == 0  # finished: nobody is tuning it
+    assert held_by_others(db, [t.id], d, "w3") == []  # finished: nobody is tuning it
     assert claim_next(db, [t.id], d, "w3", 12, 600) == t.id  # a bigger target reopens it
     release_all(db, "w3")  # w3 was interrupted (on another host: its claim would otherwise live until it expires)
     assert claim_next(db, [t.id], d, "w4", 12, 600) == t.id

@@ -47,3 +47,28 @@ def work(url: str, trials: int, out: "mp.Queue") -> None:
     outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: replay_measure)
     out.put(([o.task.key for o in outcomes], measured))
     db.close()
+
+
+def work_joined(url: str, trials: int, out: "mp.Queue") -> None:
+    """One graph task for several workers: the first claims it, the others join its study (``join=True``)."""
+    import os
+    import time
+
+    from tuner.claimed import tune_tasks
+    from tuner.search import open_storage
+
+    def slow(config, rounds):  # long enough that the workers' trials overlap
+        time.sleep(0.05)
+        return replay_measure(config, rounds)
+
+    db = Database.open(url)
+    specs = tasks(1)[:1]
+    records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
+    ctx = StudyContext(
+        db=db, storage=open_storage(url), device_id=db.device_id(DEV), environment_id=db.environment_id(ENV),
+        device_fingerprint=DEV.fingerprint, sampler="tpe", seed=0,
+        budget=dataclasses.replace(make_budget("quick"), trials=trials),
+    )
+    outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: slow, join=True)
+    out.put((os.getpid(), [o.task.key for o in outcomes], measured))
+    db.close()

@@ -163,3 +163,26 @@ def test_merged_progress_counts_a_phase_once_and_labels_each_workers_lines():
     assert seen.calls == [
         ("start", 10), ("task", "worker 2/2: a"), ("trial", "ok"), ("trial", "failed"), ("start", 6), ("note", "worker 1/2: done"),
     ]
+
+
+@pytest.mark.parametrize("backend", ["postgres", "sqlite"])
+def test_workers_with_nothing_to_claim_join_a_running_study(backend, request, tmp_path):
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else f"sqlite:///{tmp_path / 'joined.db'}"
+    Database.open(url).close()
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=replay.work_joined, args=(url, 24, q)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    results = [q.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    holders = [r for r in results if r[1]]
+    assert len(holders) == 1, "one worker holds the task and picks its winner"
+    assert all(measured > 0 for _, _, measured in results), "the other joined its study and measured too"
+    per_task, distinct, _, winners = _state(url)
+    (key,) = per_task
+    assert 24 <= distinct[key] <= 25  # the target, counted across both workers (one may overshoot by its last trial)
+    assert per_task[key] - distinct[key] <= 2  # no config measured twice but by a rare simultaneous ask, and the verification
+    assert key in winners
