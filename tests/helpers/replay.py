@@ -32,18 +32,23 @@ def replay_measure(config, rounds):
     return Measurement(Status.OK, r, r, 0.0, 1.0)
 
 
-def work(url: str, trials: int, out: "mp.Queue") -> None:
+def _context(url: str, db: Database, trials: int) -> StudyContext:
     from tuner.search import open_storage
+
+    return StudyContext(
+        db=db, storage=open_storage(url), device_id=db.device_id(DEV), environment_id=db.environment_id(ENV),
+        device_fingerprint=DEV.fingerprint, sampler="tpe", seed=0,
+        budget=dataclasses.replace(make_budget("quick"), trials=trials),
+    )
+
+
+def work(url: str, trials: int, out: "mp.Queue") -> None:
     from tuner.claimed import tune_tasks
 
     db = Database.open(url)
     specs = tasks()
     records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
-    ctx = StudyContext(
-        db=db, storage=open_storage(url), device_id=db.device_id(DEV), environment_id=db.environment_id(ENV),
-        device_fingerprint=DEV.fingerprint, sampler="tpe", seed=0,
-        budget=dataclasses.replace(make_budget("quick"), trials=trials),
-    )
+    ctx = _context(url, db, trials)
     outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: replay_measure)
     out.put(([o.task.key for o in outcomes], measured))
     db.close()
@@ -55,7 +60,6 @@ def work_joined(url: str, trials: int, out: "mp.Queue") -> None:
     import time
 
     from tuner.claimed import tune_tasks
-    from tuner.search import open_storage
 
     def slow(config, rounds):  # long enough that the workers' trials overlap
         time.sleep(0.05)
@@ -64,11 +68,7 @@ def work_joined(url: str, trials: int, out: "mp.Queue") -> None:
     db = Database.open(url)
     specs = tasks(1)[:1]
     records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
-    ctx = StudyContext(
-        db=db, storage=open_storage(url), device_id=db.device_id(DEV), environment_id=db.environment_id(ENV),
-        device_fingerprint=DEV.fingerprint, sampler="tpe", seed=0,
-        budget=dataclasses.replace(make_budget("quick"), trials=trials),
-    )
+    ctx = _context(url, db, trials)
     outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: slow, join=True)
     out.put((os.getpid(), [o.task.key for o in outcomes], measured))
     db.close()

@@ -15,11 +15,11 @@ from tuner.db import Database
 from tuner.db.models import Task, Trial, Winner
 
 
-def _run_workers(url: str, n: int, trials: int = 5):
+def _run_workers(url: str, n: int, trials: int = 5, work=replay.work):
     Database.open(url).close()  # create the schema once, before the race
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=replay.work, args=(url, trials, q)) for _ in range(n)]
+    procs = [ctx.Process(target=work, args=(url, trials, q)) for _ in range(n)]
     for p in procs:
         p.start()
     results = [q.get(timeout=300) for _ in procs]
@@ -168,16 +168,7 @@ def test_merged_progress_counts_a_phase_once_and_labels_each_workers_lines():
 @pytest.mark.parametrize("backend", ["postgres", "sqlite"])
 def test_workers_with_nothing_to_claim_join_a_running_study(backend, request, tmp_path):
     url = request.getfixturevalue("pg_url") if backend == "postgres" else f"sqlite:///{tmp_path / 'joined.db'}"
-    Database.open(url).close()
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=replay.work_joined, args=(url, 24, q)) for _ in range(2)]
-    for p in procs:
-        p.start()
-    results = [q.get(timeout=300) for _ in procs]
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    results = _run_workers(url, 2, 24, replay.work_joined)
     holders = [r for r in results if r[1]]
     assert len(holders) == 1, "one worker holds the task and picks its winner"
     assert all(measured > 0 for _, _, measured in results), "the other joined its study and measured too"
