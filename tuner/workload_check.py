@@ -2,10 +2,9 @@
 
 Winners are verified one task at a time; together they can still lose (on the H200, vit_b_16's template-site
 winners were each faster at their site and made the whole model 1.2x slower). When the whole is slower than
-the defaults, the check measures the workload without each kind of winner and keeps the fastest set. Then,
-when the kind it drops has few winners, it adds them back one at a time and keeps each that makes the whole
-faster, so one harmful winner does not cost the good ones of its kind. Dropped winners go back to Inductor's
-defaults.
+the defaults, the check measures the workload without each kind of winner and keeps the fastest set. Then it
+adds the dropped kind's winners back by halves (group testing) and keeps each group that makes the whole faster,
+so one harmful winner does not cost the good ones of its kind. Dropped winners go back to Inductor's defaults.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, KERNEL_KINDS, SITE_K
 from tuner.measure.result import Measurement
 
 KINDS = {"template-site": (SITE_KIND,), "Triton-kernel": KERNEL_KINDS, "graph-knob": GRAPH_KINDS, "fusion-grouping": (FUSION_KIND,)}
-REFINE_MAX = 8  # a dropped kind with at most this many winners is added back one winner at a time
+REFINE_MEASUREMENTS = 12  # at most this many whole-workload measurements to add a dropped kind's winners back
 
 MeasureForcing = Callable[[Forcing], Measurement]
 Parts = dict[str, dict[int, Forcing]]  # kind of winner → {task id: what that task's winner forces}
@@ -45,13 +44,37 @@ def check_whole(measure: MeasureForcing, parts: Parts, min_gain: float, note: Ca
     if blamed is None or best.ratio is None or best.ratio > 1 + min_gain:  # no single kind is to blame: keep Inductor's defaults
         everything = [tid for tasks in parts.values() for tid in tasks]
         return Measurement(best.status, best.baseline_ms, best.baseline_ms, 0.0, best.baseline_ms), everything
-    dropped = list(parts[blamed])
-    if 1 < len(dropped) <= REFINE_MAX:
-        note(f"without the {blamed} winners: {best.ratio:.2f}x; adding them back one at a time")
-        kept = _kinds(parts, skip=blamed)
-        for tid, f in parts[blamed].items():
-            m = measure(kept.merged(f))
-            if _better(m, best, by=min_gain):
-                kept, best = kept.merged(f), m
-                dropped.remove(tid)
+    if len(parts[blamed]) > 1:
+        note(f"without the {blamed} winners: {best.ratio:.2f}x; adding them back a group at a time")
+        return add_back(measure, _kinds(parts, skip=blamed), best, list(parts[blamed].items()), min_gain)
+    return best, list(parts[blamed])
+
+
+def add_back(
+    measure: MeasureForcing, kept: Forcing, best: Measurement, tasks: list[tuple[int, Forcing]], min_gain: float,
+    most: int = REFINE_MEASUREMENTS,
+) -> tuple[Measurement, list[int]]:
+    """Group testing: add each half of ``tasks`` back to ``kept`` and keep it when the whole gets faster by
+    ``min_gain``; split a half that does not, down to single winners. At most ``most`` measurements; what is
+    left unmeasured stays dropped. (the best measurement, the ids dropped)"""
+    queue, dropped = _halves(tasks), []
+    while queue:
+        group = queue.pop(0)
+        if most <= 0:
+            dropped += [tid for tid, _ in group]
+            continue
+        with_group = Forcing.union([kept, *(f for _, f in group)])
+        m = measure(with_group)
+        most -= 1
+        if _better(m, best, by=min_gain):
+            kept, best = with_group, m
+        elif len(group) > 1:
+            queue[:0] = _halves(group)  # depth first: a harmful winner is isolated before the next group is tried
+        else:
+            dropped.append(group[0][0])
     return best, dropped
+
+
+def _halves(items: list[tuple[int, Forcing]]) -> list[list[tuple[int, Forcing]]]:
+    half = (len(items) + 1) // 2
+    return [g for g in (items[:half], items[half:]) if g]

@@ -57,3 +57,22 @@ def test_nothing_kept_when_no_single_kind_is_to_blame():
     times = {frozenset({1, 2, 3}): 1.2, frozenset({3}): 1.1, frozenset({1, 2}): 1.15}
     m, dropped = check_whole(_measure(times)[0], PARTS, 0.02, lambda s: None)
     assert sorted(dropped) == [1, 2, 3] and m.ratio == 1.0
+
+
+def test_add_back_isolates_one_harmful_winner_among_many_by_halves():
+    from tuner.workload_check import add_back
+
+    sites = [(i, Forcing(sites={f"s{i}": "triton::mm:{}"})) for i in range(1, 11)]
+    seen = []
+
+    def measure(f: Forcing) -> Measurement:
+        kept = {int(k[1:]) for k in f.sites}
+        seen.append(kept)
+        r = 1.0 - 0.03 * len(kept - {7}) + (0.5 if 7 in kept else 0.0)  # every site helps but site 7
+        return Measurement(Status.OK, r, r, 0.0, 1.0)
+
+    best, dropped = add_back(measure, Forcing(), Measurement(Status.OK, 1.0, 1.0, 0.0, 1.0), sites, 0.02)
+    assert dropped == [7] and best.ratio == 1.0 - 0.03 * 9
+    assert len(seen) == 8  # fewer than one measurement per site
+    _, capped = add_back(measure, Forcing(), Measurement(Status.OK, 1.0, 1.0, 0.0, 1.0), sites, 0.02, most=2)
+    assert capped == [6, 7, 8, 9, 10]  # the first half came back; the rest was not measured, so it stays dropped
