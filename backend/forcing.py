@@ -101,6 +101,5 @@ class Forcing:
             if kind in KERNEL_KINDS and not f.kernels:
                 log.warning("ignoring stored winner %s: its signature does not describe a kernel", key[:12])
                 continue
-            for mine, theirs in ((out.graphs, f.graphs), (out.sites, f.sites), (out.kernels, f.kernels), (out.fusion, f.fusion)):
-                mine.update(theirs)
+            out = out.merged(f)
         return out
