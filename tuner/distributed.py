@@ -142,7 +142,7 @@ def combine(reports: list[SweepReport]) -> SweepReport:
         for o in checker.outcomes:
             mine = best.get(o.task.key)
             if mine is not None and o.is_default and not mine.is_default:  # reverted by the whole-workload check
-                best[o.task.key] = dataclasses.replace(mine, winner=o.winner, is_default=True, best_ms=mine.default_ms)
+                best[o.task.key] = mine.reverted(o.winner)
         base = dataclasses.replace(base, default_ms=checker.default_ms, tuned_ms=checker.tuned_ms, whole_checked=True)
     order = [o.task.key for o in base.outcomes] + [k for k in best if k not in {o.task.key for o in base.outcomes}]
     merged = dataclasses.replace(base, outcomes=[best[k] for k in order])

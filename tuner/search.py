@@ -8,6 +8,7 @@ median over the baseline's median *timed in the same run*, which cancels drift b
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import warnings
@@ -45,6 +46,10 @@ class TaskOutcome:
         if not self.default_ms or not self.best_ms:
             return None
         return self.default_ms / self.best_ms
+
+    def reverted(self, default: dict[str, Any]) -> TaskOutcome:
+        """This outcome with its winner put back to the task's ``default`` (by the whole-workload check)."""
+        return dataclasses.replace(self, winner=default, is_default=True, best_ms=self.default_ms)
 
 
 @dataclass

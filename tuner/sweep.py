@@ -205,13 +205,11 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
                 report.default_ms, report.tuned_ms = m.baseline_ms, m.median_ms
             else:
                 progress.note(f"the whole-workload check failed: {m.status.value}: {m.error}")
-            reverted = revert_to_defaults(db, ctx.device_id, [(t, r) for t, r in zip(tasks, records) if r.id in set(dropped)])
+            drop = set(dropped)
+            reverted = revert_to_defaults(db, ctx.device_id, [(t, r) for t, r in zip(tasks, records) if r.id in drop])
             if reverted:
                 progress.note(f"{len(reverted)} winner(s) went back to Inductor's defaults: with them the workload was slower")
-                report.outcomes = [
-                    dataclasses.replace(o, winner=reverted[o.task.id], is_default=True, best_ms=o.default_ms) if o.task.id in reverted else o
-                    for o in report.outcomes
-                ]
+                report.outcomes = [o.reverted(reverted[o.task.id]) if o.task.id in reverted else o for o in report.outcomes]
             if reverted and opts.spec.device == "cuda":  # the kept set compiles to other kernels: store their configs too
                 tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "of the set the whole-workload check kept", 1.0)
         else:
