@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
+from typing import Any
 
 from sqlalchemy import and_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -107,14 +108,15 @@ def finish(db: Database, task_id: int, device_id: int, worker: str, target: int)
         )
 
 
+def _expire(db: Database, *where: Any) -> None:
+    """Expire the unfinished claims matching ``where``: whoever asks next may take them."""
+    with db.session() as s:
+        s.execute(update(Claim).where(Claim.done_target.is_(None), *where).values(expires_at=utcnow() - dt.timedelta(seconds=1)))
+
+
 def release(db: Database, task_id: int, device_id: int, worker: str) -> None:
     """Give a claim up unfinished (the time budget ran out): the next run (or another worker) continues the task."""
-    with db.session() as s:
-        s.execute(
-            update(Claim)
-            .where(Claim.task_id == task_id, Claim.device_id == device_id, Claim.worker == worker, Claim.done_target.is_(None))
-            .values(expires_at=utcnow() - dt.timedelta(seconds=1))
-        )
+    _expire(db, Claim.task_id == task_id, Claim.device_id == device_id, Claim.worker == worker)
 
 
 def pending(db: Database, task_ids: list[int], device_id: int, target: int) -> int:
@@ -126,9 +128,6 @@ def pending(db: Database, task_ids: list[int], device_id: int, target: int) -> i
             )
         ).all()
     return len(set(task_ids) - set(done))
-
-
-__all__ = ["claim_next", "finish", "pending", "release", "renew", "worker_id"]
 
 
 def held_by_others(db: Database, task_ids: list[int], device_id: int, worker: str) -> list[int]:
@@ -146,7 +145,7 @@ def held_by_others(db: Database, task_ids: list[int], device_id: int, worker: st
 def release_all(db: Database, worker: str) -> None:
     """Give up every unfinished claim of ``worker`` (its sweep was interrupted): a rerun anywhere continues them now,
     not after the claims expire."""
-    with db.session() as s:
-        s.execute(
-            update(Claim).where(Claim.worker == worker, Claim.done_target.is_(None)).values(expires_at=utcnow() - dt.timedelta(seconds=1))
-        )
+    _expire(db, Claim.worker == worker)
+
+
+__all__ = ["claim_next", "finish", "held_by_others", "pending", "release", "release_all", "renew", "worker_id"]
