@@ -192,7 +192,8 @@ class Asker:
         self.invalid |= invalid
 
     def ask_batch(self, batch: int) -> Pending:
-        self.refresh()
+        if self.asks:  # a first batch counts what the Asker was made with, just read from the database
+            self.refresh()
         pending: Pending = {}
         while len(pending) < batch and self.open():
             self.asks += 1
