@@ -10,12 +10,11 @@ the H200): the device time of every kernel, summed over the profiled steps, per 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 from collections import defaultdict
 from typing import Any
 
-from tuner.compare import compile_mode, modes_for
+from tuner.compare import compile_mode, modes_for, provenance
 from tuner.steps import run_step, synchronizer
 from tuner.workload import WorkloadSpec, build_model, configure_process, make_inputs
 
@@ -74,12 +73,8 @@ def main() -> None:
         cells = [per_mode[n].get(k) for n in names]
         print(" | ".join(f"{c['ms']:9.4f} ms x{c['calls']:<3.0f}" if c else f"{'-':>16}" for c in cells) + f" | {k[:110]}")
     if a.out:
-        from tuner.compare import _command, _versions
-        from tuner.db import current_device
-
-        meta = {"device": current_device(spec.device).name, **_versions(), "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         with open(a.out, "w") as f:
-            json.dump({**meta, "command": _command(), "spec": spec.to_json(), "totals_ms": totals, "kernels": per_mode}, f, indent=1)
+            json.dump({**provenance(spec.device), "spec": spec.to_json(), "totals_ms": totals, "kernels": per_mode}, f, indent=1)
 
 
 if __name__ == "__main__":

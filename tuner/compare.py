@@ -105,6 +105,21 @@ def _versions() -> dict[str, Any]:
     return {"torch": torch.__version__, "triton": _triton_version()}
 
 
+def provenance(device_kind: str) -> dict[str, Any]:
+    """Where and how a result was measured: device, versions, date and command (what bench/results files carry)."""
+    from tuner.db import current_device
+
+    dev = current_device(device_kind)
+    return {
+        "device": dev.name,
+        "device_kind": device_kind,
+        "device_info": dev.info,
+        **_versions(),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": _command(),
+    }
+
+
 def run_bench(
     spec: WorkloadSpec, mode_names: list[str], db_url: str, *, rounds: int = 30, min_sample_ms: float = 25.0,
     progress: Any = None, extra_dbs: dict[str, str] | None = None,
@@ -112,7 +127,6 @@ def run_bench(
     import torch
 
     from tuner.backend import stats
-    from tuner.db import current_device
 
     table = modes_for(spec, db_url, extra_dbs)
     unknown = [m for m in mode_names if m not in table]
@@ -170,21 +184,15 @@ def run_bench(
     for r in results.values():
         if eager:
             r["speedup_vs_eager"] = round(eager / r["median_ms"], 3)
-    dev = current_device(spec.device)
     return {
         "model": spec.model,
-        "device": dev.name,
-        "device_kind": spec.device,
-        "device_info": dev.info,
-        **_versions(),
+        **provenance(spec.device),
         "dtype": spec.dtype,
         "batch": batch,
         "input_shape": list(spec.shape),
         "mode": spec.mode,
         "channels_last": spec.channels_last,
         "threads": torch.get_num_threads(),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": _command(),
         "rounds": rounds,
         "results": results,
     }
