@@ -73,6 +73,21 @@ def tune_site_groups(
     return outcomes, measured_total
 
 
+def _study_to_join(ctx: StudyContext, ids: list[int], wid: str, joined: set[int], target: int, wait_s: float = 5.0) -> int | None:
+    """A task another worker is tuning now, not joined before. A claim being made at this moment (its row locked,
+    so ``claim_next`` skipped it, its insert not yet committed) shows up in a moment: while unfinished tasks are
+    unaccounted for, look again for up to ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        held = [t for t in held_by_others(ctx.db, ids, ctx.device_id, wid) if t not in joined]
+        if held:
+            return held[0]
+        rest = [t for t in ids if t not in joined]
+        if not rest or not pending(ctx.db, rest, ctx.device_id, target) or time.monotonic() > deadline:
+            return None
+        time.sleep(0.1)
+
+
 def tune_tasks(
     ctx: StudyContext,
     tasks: list[TaskSpec],
@@ -101,7 +116,7 @@ def tune_tasks(
         tid = claim_next(db, ids, ctx.device_id, wid, target, ttl)
         joining = tid is None
         if joining and join:
-            tid = next((t for t in held_by_others(db, ids, ctx.device_id, wid) if t not in joined), None)
+            tid = _study_to_join(ctx, ids, wid, joined, target)
         if tid is None:
             break
         spec_t, rec = by_id[tid]

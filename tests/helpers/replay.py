@@ -54,8 +54,10 @@ def work(url: str, trials: int, out: "mp.Queue") -> None:
     db.close()
 
 
-def work_joined(url: str, trials: int, out: "mp.Queue") -> None:
-    """One graph task for several workers: the first claims it, the others join its study (``join=True``)."""
+def work_joined(url: str, trials: int, out: "mp.Queue", start: "mp.Barrier") -> None:
+    """One graph task for several workers: the first claims it, the others join its study (``join=True``). They
+    pass ``start`` together, so none can finish the study before another has come up (spawned processes start
+    seconds apart on a loaded machine)."""
     import os
     import time
 
@@ -69,6 +71,7 @@ def work_joined(url: str, trials: int, out: "mp.Queue") -> None:
     specs = tasks(1)[:1]
     records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
     ctx = _context(url, db, trials)
+    start.wait(120)
     outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: slow, join=True)
     out.put((os.getpid(), [o.task.key for o in outcomes], measured))
     db.close()

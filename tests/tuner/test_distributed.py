@@ -15,11 +15,13 @@ from tuner.db import Database
 from tuner.db.models import Task, Trial, Winner
 
 
-def _run_workers(url: str, n: int, trials: int = 5, work=replay.work):
+def _run_workers(url: str, n: int, trials: int = 5, work=replay.work, together: bool = False):
+    """``together``: the workers start tuning at one moment (a barrier), not as each process happens to come up."""
     Database.open(url).close()  # create the schema once, before the race
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=work, args=(url, trials, q)) for _ in range(n)]
+    extra = (ctx.Barrier(n),) if together else ()
+    procs = [ctx.Process(target=work, args=(url, trials, q, *extra)) for _ in range(n)]
     for p in procs:
         p.start()
     results = [q.get(timeout=300) for _ in procs]
@@ -168,7 +170,7 @@ def test_merged_progress_counts_a_phase_once_and_labels_each_workers_lines():
 @pytest.mark.parametrize("backend", ["postgres", "sqlite"])
 def test_workers_with_nothing_to_claim_join_a_running_study(backend, request, tmp_path):
     url = request.getfixturevalue("pg_url") if backend == "postgres" else f"sqlite:///{tmp_path / 'joined.db'}"
-    results = _run_workers(url, 2, 24, replay.work_joined)
+    results = _run_workers(url, 2, 24, replay.work_joined, together=True)
     holders = [r for r in results if r[1]]
     assert len(holders) == 1, "one worker holds the task and picks its winner"
     assert all(measured > 0 for _, _, measured in results), "the other joined its study and measured too"
