@@ -24,9 +24,9 @@ def main() -> None:
 
     info["autotune_lookup_table"] = hasattr(ic, "autotune_lookup_table")
     try:
-        from torch._inductor.runtime.triton_heuristics import generate_lookup_hash_from_source_code  # noqa: F401
+        from torch._inductor.runtime.triton_heuristics import generate_lookup_hash_from_source_code
 
-        info["lookup_hash_fn"] = "runtime.triton_heuristics"
+        info["lookup_hash_fn"] = generate_lookup_hash_from_source_code.__module__
     except ImportError as e:
         info["lookup_hash_fn"] = f"missing: {e}"
     if not torch.cuda.is_available():
@@ -44,7 +44,6 @@ def main() -> None:
     m = torchvision.models.get_model(model_name).cuda().to(torch.bfloat16).eval().to(memory_format=torch.channels_last)
     x = torch.randn(32, 3, 224, 224, device="cuda", dtype=torch.bfloat16).contiguous(memory_format=torch.channels_last)
     rec = Recorder()
-    before = set(PyCodeCache.modules) if isinstance(PyCodeCache.modules, dict) else None
     mods_before = list(getattr(PyCodeCache, "modules", []) or [])
 
     def backend(gm, ex, **_):
