@@ -281,9 +281,12 @@ class TemplateSpace(Space):
     def _generated_ids(self) -> list[str]:
         return [self.gen.make_id(v) for v in self.gen.all_values()] if self.gen else []
 
+    @cached_property
+    def _all_ids(self) -> list[str]:
+        return list(dict.fromkeys(self.offered + self._generated_ids))
+
     def configs(self) -> list[dict[str, Any]]:
-        ids = list(dict.fromkeys(self.offered + self._generated_ids))
-        return [{"choice": c} for c in ids]
+        return [{"choice": c} for c in self._all_ids]
 
     def optuna_grid(self) -> dict[str, list[Any]]:
         grid: dict[str, list[Any]] = {"choice": list(self.categories)}
@@ -294,7 +297,7 @@ class TemplateSpace(Space):
         return grid
 
     def size(self) -> int | None:
-        return len(set(self.offered) | set(self._generated_ids))
+        return len(self._all_ids)
 
 
 def space(context: dict[str, Any]) -> Space:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from tuner.backend.forcing import GRAPH_KINDS, SITE_KIND, Forcing
@@ -96,8 +97,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
 
         # 1. Template sites, in rounds (one compile benchmarks a batch of choices at every site).
         if sites:
-            planned = sum(min(site_target(opts.budget.site_target, t), t.space.size() or 10**9) for t, _ in sites)
-            progress.start(planned, [t.name for t, _ in sites])
+            progress.start(_planned(lambda t: site_target(opts.budget.site_target, t), [t for t, _ in sites]), [t.name for t, _ in sites])
             base = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
 
             def measure_round(request: dict[str, tuple[str, ...]], rounds: int) -> Any:
@@ -244,8 +244,10 @@ def within(ctx: StudyContext, share: float) -> StudyContext:
     return dataclasses.replace(ctx, deadline=now + share * max(0.0, ctx.deadline - now))
 
 
-def _planned(trials: int, tasks: list[TaskSpec]) -> int:
-    return sum(min(trials, t.space.size() or trials) for t in tasks)
+def _planned(target: int | Callable[[TaskSpec], int], tasks: list[TaskSpec]) -> int:
+    """The trials a phase plans: each task's target (a number, or one per task), capped by its space's size."""
+    per = target if callable(target) else (lambda t: target)
+    return sum(min(per(t), t.space.size() or per(t)) for t in tasks)
 
 
 def measure_kernel(worker: Worker, task: TaskSpec, configs: list[dict[str, Any]], rounds: int) -> list[Measurement]:
