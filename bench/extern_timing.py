@@ -105,12 +105,16 @@ def main() -> None:
         rows.append(r)
         print(f"{name:12} M={m:5} K={k:4} N={n:4}  site {r['site_ms']:.4f}  graph {r['graph_ms'] or float('nan'):.4f}"
               f"  loop {r['loop_ms']:.4f} ms  host {r['cpu_us']:.1f} us")
+    import inspect
+
     from torch._inductor import config as ic
+    from torch._inductor import ir
     from torch._inductor.runtime.benchmarking import benchmarker
 
-    hooks = {  # the two ways to time candidates without their Python launch, if this torch has them
+    hooks = {  # the ways to time candidates without their Python launch, where this torch has them
         "config.autotune_cudagraph_benchmarking": hasattr(ic, "autotune_cudagraph_benchmarking"),
         "benchmarker.benchmark_gpu_with_cuda_graph": hasattr(benchmarker, "benchmark_gpu_with_cuda_graph"),
+        "ChoiceCaller._benchmark_with_cudagraphs": "_benchmark_with_cudagraphs" in inspect.getsource(ir.ChoiceCaller.__init__),
     }
     print(hooks)
     with open(args.out, "w") as f:
