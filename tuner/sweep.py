@@ -208,7 +208,9 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             drop = set(dropped)
             reverted = revert_to_defaults(db, ctx.device_id, [(t, r) for t, r in zip(tasks, records) if r.id in drop])
             if reverted:
-                progress.note(f"{len(reverted)} winner(s) went back to Inductor's defaults: with them the workload was slower")
+                names = [t.name for t, r in zip(tasks, records) if r.id in reverted]
+                shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+                progress.note(f"{len(reverted)} winner(s) went back to Inductor's defaults, as the workload was slower with them: {shown}")
                 report.outcomes = [o.reverted(reverted[o.task.id]) if o.task.id in reverted else o for o in report.outcomes]
             if reverted and opts.spec.device == "cuda":  # the kept set compiles to other kernels: store their configs too
                 tune_kernels(winners_forcing(db, tasks, records, ctx.device_id), "of the set the whole-workload check kept", 1.0)
