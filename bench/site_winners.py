@@ -1,0 +1,97 @@
+"""Where a sweep's template-site winners came from: Inductor's own list of choices, or configs beyond it.
+
+Reads an export (``tuner db export``) and, per template site, compares the best choice Inductor offered (the
+site's seeds, every one measured: what max-autotune measures too) with the best generated config, and says at
+which trial the sweep first came within 2% of its best. No device needed: it reads stored measurements.
+
+    python bench/site_winners.py bench/results/h200-resnet50-bf16-b32.jsonl.gz --out site-winners.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from collections import defaultdict
+from typing import Any
+
+
+def _rows(path: str) -> list[dict[str, Any]]:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def site_report(rows: list[dict[str, Any]], within: float = 0.02) -> list[dict[str, Any]]:
+    """One row per template site with measured trials: the best ratio (to the site's default, timed in the same
+    round) among Inductor's choices and among generated configs, and when the sweep first got within ``within``."""
+    tasks = {r["key"]: r for r in rows if r.get("type") == "task" and r.get("kind") == "template_choice"}
+    trials: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in sorted((r for r in rows if r.get("type") == "trial" and r.get("task") in tasks), key=lambda r: r["created_at"]):
+        trials[r["task"]].append(r)
+    out = []
+    for key, trs in trials.items():
+        offered = set(tasks[key]["signature"]["space"]["choices"])
+
+        def ratio(r: dict[str, Any]) -> float | None:
+            ok = r["status"] == "ok" and r.get("median_ms") and r.get("baseline_ms")
+            return r["median_ms"] / r["baseline_ms"] if ok else None
+
+        ratios = [(r["config"]["choice"] in offered, ratio(r)) for r in trs]
+        measured = [x for _, x in ratios if x is not None]
+        if not measured:
+            continue
+        best = min(measured)
+        seeds = [x for s, x in ratios if s and x is not None]
+        generated = [x for s, x in ratios if not s and x is not None]
+        out.append({
+            "site": tasks[key]["name"],
+            "trials": len(trs),
+            "offered_trials": sum(1 for s, _ in ratios if s),
+            "generated_trials": sum(1 for s, _ in ratios if not s),
+            "best_ratio": round(best, 4),
+            "best_offered_ratio": round(min(seeds), 4) if seeds else None,
+            "best_generated_ratio": round(min(generated), 4) if generated else None,
+            "first_within_trial": next(i + 1 for i, (_, x) in enumerate(ratios) if x is not None and x <= best * (1 + within)),
+        })
+    return out
+
+
+def summary(sites: list[dict[str, Any]]) -> dict[str, Any]:
+    wins = [s for s in sites if s["best_generated_ratio"] is not None and s["best_offered_ratio"] is not None
+            and s["best_generated_ratio"] < s["best_offered_ratio"]]
+    return {
+        "sites": len(sites),
+        "trials": sum(s["trials"] for s in sites),
+        "offered_trials": sum(s["offered_trials"] for s in sites),
+        "generated_trials": sum(s["generated_trials"] for s in sites),
+        "generated_best": len(wins),
+        "generated_gain_over_best_offered": [round(1 - s["best_generated_ratio"] / s["best_offered_ratio"], 3) for s in wins],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("export", help="a file written by `tuner db export`")
+    p.add_argument("--out", help="write the report here as JSON")
+    args = p.parse_args()
+    sites = site_report(_rows(args.export))
+    import datetime as dt
+    import sys
+
+    report = {
+        "source": args.export, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["python", *sys.argv]), "summary": summary(sites), "sites": sites,
+    }
+    for s in sites:
+        print(f"{s['site'][:42]:42} trials {s['trials']:3} (offered {s['offered_trials']:2}, generated {s['generated_trials']:2})"
+              f"  best {s['best_ratio']:.3f}  offered {s['best_offered_ratio'] or float('nan'):.3f}"
+              f"  generated {s['best_generated_ratio'] or float('nan'):.3f}  within 2% at trial {s['first_within_trial']}")
+    print(json.dumps(report["summary"]))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
