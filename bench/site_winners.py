@@ -2,7 +2,9 @@
 
 Reads an export (``tuner db export``) and, per template site, compares the best choice Inductor offered (the
 site's seeds, every one measured: what max-autotune measures too) with the best generated config, and says at
-which trial the sweep first came within 2% of its best. No device needed: it reads stored measurements.
+which trial the sweep first came within 2% of its best. Then a replay: had a site measured only K of the
+choices the sweep measured there (the default and K-1 drawn at random, or the first K in the sweep's order),
+how much slower would its best have been? No device needed: it reads stored measurements.
 
     python bench/site_winners.py bench/results/h200-resnet50-bf16-b32.jsonl.gz --out site-winners.json
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import random
+import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -57,6 +61,38 @@ def site_report(rows: list[dict[str, Any]], within: float = 0.02) -> list[dict[s
     return out
 
 
+def _site_ratios(rows: list[dict[str, Any]]) -> dict[str, tuple[str, dict[str, float], list[str]]]:
+    """{site: (default, {choice: median ratio over its measurements}, choices in the order first measured)}."""
+    tasks = {r["key"]: r for r in rows if r.get("type") == "task" and r.get("kind") == "template_choice"}
+    seen: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in sorted((r for r in rows if r.get("type") == "trial" and r.get("task") in tasks), key=lambda r: r["created_at"]):
+        if r["status"] == "ok" and r.get("median_ms") and r.get("baseline_ms"):
+            seen[r["task"]][r["config"]["choice"]].append(r["median_ms"] / r["baseline_ms"])
+    return {
+        tasks[k]["name"]: (tasks[k]["signature"]["space"]["default"], {c: statistics.median(v) for c, v in d.items()}, list(d))
+        for k, d in seen.items()
+    }
+
+
+def subset_replay(rows: list[dict[str, Any]], ks: tuple[int, ...] = (4, 8, 12, 16), draws: int = 200, within: float = 0.02) -> dict[str, Any]:
+    """{K: mean over sites of (best among K measured / best of all measured), for random draws and for the
+    sweep's own order, and the share of random draws within ``within`` of the best}."""
+    out = {}
+    for k in ks:
+        rand, hit, ordered = [], [], []
+        for default, ratios, order in _site_ratios(rows).values():
+            best = min(ratios.values())
+            others = [c for c in ratios if c != default]
+            base = [ratios[default]] if default in ratios else []
+            found = [min(base + [ratios[c] for c in random.Random(i).sample(others, min(k - 1, len(others)))]) / best for i in range(draws)]
+            rand.append(statistics.mean(found))
+            hit.append(sum(x <= 1 + within for x in found) / draws)
+            ordered.append(min(ratios[c] for c in order[:k]) / best)
+        out[str(k)] = {"random": round(statistics.mean(rand), 3), "random_within": round(statistics.mean(hit), 3),
+                       "sweep_order": round(statistics.mean(ordered), 3)}
+    return out
+
+
 def summary(sites: list[dict[str, Any]]) -> dict[str, Any]:
     wins = [s for s in sites if s["best_generated_ratio"] is not None and s["best_offered_ratio"] is not None
             and s["best_generated_ratio"] < s["best_offered_ratio"]]
@@ -75,19 +111,21 @@ def main() -> None:
     p.add_argument("export", help="a file written by `tuner db export`")
     p.add_argument("--out", help="write the report here as JSON")
     args = p.parse_args()
-    sites = site_report(_rows(args.export))
+    rows = _rows(args.export)
+    sites = site_report(rows)
     import datetime as dt
     import sys
 
     report = {
         "source": args.export, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(["python", *sys.argv]), "summary": summary(sites), "sites": sites,
+        "command": " ".join(["python", *sys.argv]), "summary": summary(sites), "subset_replay": subset_replay(rows), "sites": sites,
     }
     for s in sites:
         print(f"{s['site'][:42]:42} trials {s['trials']:3} (offered {s['offered_trials']:2}, generated {s['generated_trials']:2})"
               f"  best {s['best_ratio']:.3f}  offered {s['best_offered_ratio'] or float('nan'):.3f}"
               f"  generated {s['best_generated_ratio'] or float('nan'):.3f}  within 2% at trial {s['first_within_trial']}")
     print(json.dumps(report["summary"]))
+    print("best of K measured / best of all, per site on average:", json.dumps(report["subset_replay"]))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(report, f, indent=2)
