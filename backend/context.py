@@ -78,7 +78,8 @@ class Recorder:
 class CompileContext:
     """``benchmark``: {site key: choice ids} to time side by side at each of those sites with Inductor's
     own benchmarker, in one compile; the timings land in :attr:`timings` ({site key: {choice id: ms}}).
-    ``kernel_sink``: a list that collects the Triton kernels each graph's compile produced."""
+    ``kernel_sink``: a list that collects the Triton kernels each graph's compile produced. ``site_timing``:
+    ``cudagraph`` times the benchmarked choices of a CUDA site as CUDA-graph replays (``hooks/site_timing``)."""
 
     def __init__(
         self,
@@ -87,12 +88,14 @@ class CompileContext:
         recorder: Recorder | None = None,
         benchmark: dict[str, tuple[str, ...]] | None = None,
         kernel_sink: list[Any] | None = None,
+        site_timing: str = "launch",
     ):
         self.forcing = forcing
         self.device_type = device_type
         self.recorder = recorder
         self.benchmark = benchmark or {}
         self.kernel_sink = kernel_sink
+        self.site_timing = site_timing
         self.timings: dict[str, dict[str, float]] = {}
         self.vetoes: frozenset[str] = frozenset()  # fusion pairs vetoed in the graph being lowered
 
@@ -147,6 +150,10 @@ class CompileContext:
         counters.bump("misses")
         log.info("miss: %s site %s -> %s (Inductor's default)", payload["op"], key[:12], ids[default])
         return [default]
+
+    @property
+    def times_sites_as_graphs(self) -> bool:
+        return self.site_timing == "cudagraph" and self.device_type == "cuda" and bool(self.benchmark)
 
     def fusion_allowed(self, pid: str, score: int) -> bool:
         """Asked by the fusion hook for every fusion Inductor is about to allow."""

@@ -20,6 +20,12 @@ def stats() -> dict[str, int]:
         return {"hits": _counts["hits"], "misses": _counts["misses"], "benchmarks": _counts["benchmarks"]}
 
 
+def count(name: str) -> int:
+    """Any counter by name (e.g. ``graph_timed``: site choices timed as CUDA-graph replays)."""
+    with _lock:
+        return _counts[name]
+
+
 def reset_stats() -> None:
     with _lock:
         _counts.clear()

@@ -4,6 +4,8 @@
 ``TUNER_SHARED_DB`` a team's shared database, read after the local one at compile time
 ``TUNER_LOG``       log level of the ``tuner`` logger (e.g. ``info``)
 ``TUNER_CACHE_DIR`` where the default database and scratch files live
+``TUNER_SITE_TIMING`` how a sweep times template-site choices on CUDA: ``launch`` (Inductor's way, the default)
+                    or ``cudagraph`` (replays of each choice captured in a CUDA graph; experimental)
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuner.errors import TunerError
+
+SITE_TIMINGS = ("launch", "cudagraph")
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -21,6 +27,7 @@ class Settings:
     db_url: str
     log_level: str | None
     shared_db_url: str | None = None
+    site_timing: str = "launch"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -30,8 +37,11 @@ class Settings:
         )
         cache_dir = Path(base)
         db_url = env.get("TUNER_DB") or f"sqlite:///{cache_dir / 'tuning.db'}"
+        site_timing = env.get("TUNER_SITE_TIMING") or "launch"
+        if site_timing not in SITE_TIMINGS:
+            raise TunerError(f"TUNER_SITE_TIMING must be one of {', '.join(SITE_TIMINGS)}, not {site_timing!r}")
         return cls(cache_dir=cache_dir, db_url=db_url, log_level=env.get("TUNER_LOG") or None,
-                   shared_db_url=env.get("TUNER_SHARED_DB") or None)
+                   shared_db_url=env.get("TUNER_SHARED_DB") or None, site_timing=site_timing)
 
 
 @functools.lru_cache(maxsize=1)
@@ -48,5 +58,8 @@ def configure_logging() -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("[tuner] %(levelname)s %(message)s"))
     handler._tuner = True  # type: ignore[attr-defined]
+    try:
+        log.setLevel(level.upper())
+    except ValueError:
+        raise TunerError(f"TUNER_LOG must be a logging level (debug, info, warning or error), not {level!r}") from None
     log.addHandler(handler)
-    log.setLevel(level.upper())

@@ -98,6 +98,8 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         # 1. Template sites, in rounds (one compile benchmarks a batch of choices at every site).
         if sites:
             progress.start(_planned(lambda t: site_target(opts.budget.site_target, t), [t for t, _ in sites]), [t.name for t, _ in sites])
+            if opts.spec.device == "cuda" and settings().site_timing == "cudagraph":
+                progress.note("template-site choices are timed as CUDA-graph replays (TUNER_SITE_TIMING=cudagraph, experimental)")
             base = winners_forcing(db, [t for t, _ in sites], [r for _, r in sites], ctx.device_id)
 
             def measure_round(request: dict[str, tuple[str, ...]], rounds: int) -> Any:

@@ -14,7 +14,7 @@ from tuner.backend import counters
 from tuner.backend.context import active
 from tuner.backend.errors import HookUnavailable
 from tuner.backend.forcing import SITE_KIND
-from tuner.backend.hooks import templates
+from tuner.backend.hooks import site_timing, templates
 from tuner.keys import task_key
 
 try:
@@ -123,8 +123,11 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
             ids = [choice_id(c) for c in choices]
         if len(choices) < 2:
             return choices
-        picks = ctx.select_site(payload, ids, default_index(choices), scalars_of(choices))
-        return [choices[i] for i in picks]
+        picks = [choices[i] for i in ctx.select_site(payload, ids, default_index(choices), scalars_of(choices))]
+        if len(picks) > 1 and ctx.times_sites_as_graphs:
+            for c in picks:
+                site_timing.time_as_graph(c)
+        return picks
 
 
 def install() -> None:

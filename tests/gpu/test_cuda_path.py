@@ -77,6 +77,31 @@ def test_site_round_times_choices_side_by_side(session):
     assert site["default"] in t and all(c in t for c in triton)
 
 
+def test_site_round_timed_as_cuda_graph_replays(session, monkeypatch):
+    """TUNER_SITE_TIMING=cudagraph: every benchmarked choice at the site is timed as replays of a CUDA graph."""
+    import math
+
+    from tuner.backend import counters
+    from tuner.measure.result import Status, TrialRequest
+    from tuner.settings import settings
+
+    cap = session.capture()
+    site = next(s for s in cap.sites if s["op"].startswith("addmm") or s["op"].startswith("convolution"))
+    choices = (site["default"], *[c for c in site["choices"] if c != site["default"]][:3])
+    monkeypatch.setenv("TUNER_SITE_TIMING", "cudagraph")
+    settings.cache_clear()
+    before = counters.count("graph_timed")
+    try:
+        r = session.measure(TrialRequest({}, {}, sites={site["key"]: choices}))
+    finally:
+        monkeypatch.delenv("TUNER_SITE_TIMING")
+        settings.cache_clear()
+    assert r.status is Status.OK, r.error
+    t = r.timings[site["key"]]
+    assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t
+    assert counters.count("graph_timed") - before >= len(choices)
+
+
 def _generated(session):
     """Per template site with a Triton template: (task, a generated config Inductor did not offer)."""
     from tuner.search_spaces.template import GEN

@@ -92,6 +92,21 @@ def test_bad_input_is_one_line_and_exit_1(args, message, db_url, cwd_root):
     assert "Traceback" not in result.output
 
 
+def test_unknown_site_timing_is_one_line_and_exit_1(monkeypatch, db_url):
+    from tuner.settings import settings
+
+    monkeypatch.setenv("TUNER_SITE_TIMING", "graphs")
+    settings.cache_clear()
+    try:
+        result = runner.invoke(app, ["sweep", *MLP, "--db", db_url])
+    finally:
+        monkeypatch.delenv("TUNER_SITE_TIMING")
+        settings.cache_clear()
+    assert result.exit_code == 1, result.output
+    assert "TUNER_SITE_TIMING must be one of launch, cudagraph, not 'graphs'" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
 @pytest.mark.parametrize("url", ["sqlite:////proc/no/tuning.db", "postgresql+psycopg://nobody@127.0.0.1:1/x?connect_timeout=2"])
 def test_unusable_database_is_one_line_and_exit_1(url):
     result = runner.invoke(app, ["sweep", "--model", "resnet18", "--device", "cpu", "--db", url])

@@ -9,6 +9,7 @@ import typer
 from tuner import __version__
 from tuner.cli import db_cmd
 from tuner.cli.bench_cmd import bench
+from tuner.cli.common import friendly
 from tuner.cli.sweep_cmd import sweep
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
+@friendly
 def root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:

@@ -65,7 +65,9 @@ class Session:
         from tuner.backend.context import CompileContext
         from tuner.backend.forcing import Forcing
 
-        ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink)
+        from tuner.settings import settings
+
+        ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing)
         # Sweep compiles neither read nor fill Inductor's caches: a user's later compile must do its own lowering.
         # Site benchmarks happen at the site, not deferred to the scheduler.
         sweep_patches = {"fx_graph_cache": False, "autotune_local_cache": False, "benchmark_epilogue_fusion": False}

@@ -1,0 +1,71 @@
+"""Hook (b'): how a template site's choices are timed when a sweep benchmarks them.
+
+Inductor times each choice by launching it from Python between two events, L2 flushed before each run. A choice
+whose Python launch outlasts the flush (ATen's ``addmm``, called through its wrapper) then carries host time in
+its device time: on the H200, vit_b_16's sites timed cuBLAS 2-3x slower than it runs inside the compiled graph,
+and Triton configs won sites they lose in the model. With ``TUNER_SITE_TIMING=cudagraph`` each benchmarked choice
+is captured once in a CUDA graph and the graph's replays are timed instead (the same benchmarker, L2 flushed),
+so no choice's launch is in its time. Experimental: not yet measured on a GPU (``bench/extern_timing.py``).
+
+Uses only ``choice.benchmark``, ``choice.bmreq.make_run_fn`` or ``choice.to_callable`` (ChoiceCaller's API on
+torch 2.11 through 2.14); a choice that cannot be captured is timed as Inductor would, with a warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from tuner.backend import counters
+
+log = logging.getLogger("tuner.backend")
+
+
+def run_fn(choice: Any, args: tuple[Any, ...], out: Any) -> Callable[[], Any]:
+    """A no-argument function that runs ``choice`` on ``args`` into ``out``, as Inductor's benchmark would."""
+    bmreq = getattr(choice, "bmreq", None)
+    if bmreq is not None and hasattr(bmreq, "make_run_fn"):
+        return bmreq.make_run_fn(*args, out=out)
+    algo = choice.to_callable()
+    return functools.partial(algo, *args, out=out) if getattr(choice, "has_out_variant", True) else functools.partial(algo, *args)
+
+
+def _graph_of(fn: Callable[[], Any]) -> Any:
+    """``fn`` captured in a CUDA graph, after a run on a side stream (what capture needs first)."""
+    import torch
+
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    return graph
+
+
+def time_as_graph(choice: Any) -> None:
+    """Make ``choice.benchmark`` time replays of a CUDA graph of one run (idempotent)."""
+    if getattr(choice, "_tuner_graph_timed", False):
+        return
+    launched = choice.benchmark
+
+    def benchmark(*args: Any, out: Any) -> float:
+        from torch._inductor.runtime.benchmarking import benchmarker
+
+        try:
+            graph = _graph_of(run_fn(choice, args, out))
+        except Exception as e:  # noqa: BLE001 - any capture failure: time it as Inductor would
+            log.warning("cannot time %s as a CUDA graph (%s: %s); timing its launches", choice, type(e).__name__, e)
+            return launched(*args, out=out)
+        counters.bump("graph_timed")
+        return benchmarker.benchmark_gpu(graph.replay)
+
+    choice.benchmark = benchmark
+    choice._tuner_graph_timed = True
