@@ -19,3 +19,33 @@ from tuner.backend.forcing import Forcing
 def test_only_cuda_site_benchmarks_are_timed_as_graphs(device, timing, rounds, expect):
     ctx = CompileContext(Forcing(), device, benchmark=rounds, site_timing=timing)
     assert ctx.times_sites_as_graphs is expect
+
+
+def test_a_choice_that_cannot_be_captured_is_timed_as_inductor_would(monkeypatch, caplog):
+    """On the CPU no choice can be captured in a CUDA graph: forced on anyway, every choice of a real site round
+    (ATen's and a CPP GEMM template behind its input-preparing wrapper) falls back to its own timing, with a
+    warning, and the round's timings are complete."""
+    import logging
+    import math
+
+    from tuner.backend import counters
+    from tuner.measure.result import Status, TrialRequest
+    from tuner.measure.session import Session
+    from tuner.workload import WorkloadSpec
+
+    session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
+    site = next(s for s in session.capture().sites if len(s["choices"]) >= 2)
+    choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
+    monkeypatch.setattr(CompileContext, "times_sites_as_graphs", property(lambda self: bool(self.benchmark)))
+    before = counters.count("graph_timed")
+    with caplog.at_level(logging.WARNING, logger="tuner.backend"):
+        r = session.measure(TrialRequest({}, {}, sites={site["key"]: choices}))
+    assert r.status is Status.OK, r.error
+    t = r.timings[site["key"]]
+    assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t
+    assert counters.count("graph_timed") == before
+    reasons = [m.split(" as a CUDA graph (", 1)[1] for m in caplog.messages if m.startswith("cannot time")]
+    assert len(reasons) >= len(choices)
+    # each run function was built (for a wrapper choice, from its wrapped one's prepared inputs): the capture
+    # itself is what failed, for want of a GPU
+    assert all("NVIDIA" in r or "CUDA" in r for r in reasons), reasons
