@@ -64,7 +64,6 @@ class Session:
         from tuner.backend.compiler import compile_with_context
         from tuner.backend.context import CompileContext
         from tuner.backend.forcing import Forcing
-
         from tuner.settings import settings
 
         ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing)
