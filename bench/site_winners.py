@@ -26,22 +26,28 @@ def _rows(path: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def site_report(rows: list[dict[str, Any]], within: float = 0.02) -> list[dict[str, Any]]:
-    """One row per template site with measured trials: the best ratio (to the site's default, timed in the same
-    round) among Inductor's choices and among generated configs, and when the sweep first got within ``within``."""
+def _site_trials(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(template-site task, its trials in the order they were stored) for every site with trials."""
     tasks = {r["key"]: r for r in rows if r.get("type") == "task" and r.get("kind") == "template_choice"}
     trials: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in sorted((r for r in rows if r.get("type") == "trial" and r.get("task") in tasks), key=lambda r: r["created_at"]):
         trials[r["task"]].append(r)
+    return [(tasks[key], trs) for key, trs in trials.items()]
+
+
+def _ratio(trial: dict[str, Any]) -> float | None:
+    """A measured trial's time over its default's, timed in the same round; None for one that did not run."""
+    ok = trial["status"] == "ok" and trial.get("median_ms") and trial.get("baseline_ms")
+    return trial["median_ms"] / trial["baseline_ms"] if ok else None
+
+
+def site_report(rows: list[dict[str, Any]], within: float = 0.02) -> list[dict[str, Any]]:
+    """One row per template site with measured trials: the best ratio (to the site's default, timed in the same
+    round) among Inductor's choices and among generated configs, and when the sweep first got within ``within``."""
     out = []
-    for key, trs in trials.items():
-        offered = set(tasks[key]["signature"]["space"]["choices"])
-
-        def ratio(r: dict[str, Any]) -> float | None:
-            ok = r["status"] == "ok" and r.get("median_ms") and r.get("baseline_ms")
-            return r["median_ms"] / r["baseline_ms"] if ok else None
-
-        ratios = [(r["config"]["choice"] in offered, ratio(r)) for r in trs]
+    for task, trs in _site_trials(rows):
+        offered = set(task["signature"]["space"]["choices"])
+        ratios = [(r["config"]["choice"] in offered, _ratio(r)) for r in trs]
         measured = [x for _, x in ratios if x is not None]
         if not measured:
             continue
@@ -49,7 +55,7 @@ def site_report(rows: list[dict[str, Any]], within: float = 0.02) -> list[dict[s
         seeds = [x for s, x in ratios if s and x is not None]
         generated = [x for s, x in ratios if not s and x is not None]
         out.append({
-            "site": tasks[key]["name"],
+            "site": task["name"],
             "trials": len(trs),
             "offered_trials": sum(1 for s, _ in ratios if s),
             "generated_trials": sum(1 for s, _ in ratios if not s),
@@ -63,24 +69,25 @@ def site_report(rows: list[dict[str, Any]], within: float = 0.02) -> list[dict[s
 
 def _site_ratios(rows: list[dict[str, Any]]) -> dict[str, tuple[str, dict[str, float], list[str]]]:
     """{site: (default, {choice: median ratio over its measurements}, choices in the order first measured)}."""
-    tasks = {r["key"]: r for r in rows if r.get("type") == "task" and r.get("kind") == "template_choice"}
-    seen: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in sorted((r for r in rows if r.get("type") == "trial" and r.get("task") in tasks), key=lambda r: r["created_at"]):
-        if r["status"] == "ok" and r.get("median_ms") and r.get("baseline_ms"):
-            seen[r["task"]][r["config"]["choice"]].append(r["median_ms"] / r["baseline_ms"])
-    return {
-        tasks[k]["name"]: (tasks[k]["signature"]["space"]["default"], {c: statistics.median(v) for c, v in d.items()}, list(d))
-        for k, d in seen.items()
-    }
+    out = {}
+    for task, trs in _site_trials(rows):
+        seen: dict[str, list[float]] = defaultdict(list)
+        for r in trs:
+            if (x := _ratio(r)) is not None:
+                seen[r["config"]["choice"]].append(x)
+        if seen:
+            out[task["name"]] = (task["signature"]["space"]["default"], {c: statistics.median(v) for c, v in seen.items()}, list(seen))
+    return out
 
 
 def subset_replay(rows: list[dict[str, Any]], ks: tuple[int, ...] = (4, 8, 12, 16), draws: int = 200, within: float = 0.02) -> dict[str, Any]:
     """{K: mean over sites of (best among K measured / best of all measured), for random draws and for the
     sweep's own order, and the share of random draws within ``within`` of the best}."""
+    sites = _site_ratios(rows)
     out = {}
     for k in ks:
         rand, hit, ordered = [], [], []
-        for default, ratios, order in _site_ratios(rows).values():
+        for default, ratios, order in sites.values():
             best = min(ratios.values())
             others = [c for c in ratios if c != default]
             base = [ratios[default]] if default in ratios else []
