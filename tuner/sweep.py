@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.backend.forcing import GRAPH_KINDS, SITE_KIND, Forcing

@@ -7,6 +7,7 @@ from typing import Any
 
 from tuner.backend.forcing import Forcing
 from tuner.db import Database
+from tuner.measure.result import Status
 from tuner.search import StudyContext, TaskOutcome
 from tuner.tasks import TaskSpec
 
@@ -46,7 +47,7 @@ def stored_outcome(db: Database, ctx: StudyContext, rec: Any, task: TaskSpec) ->
     if winner is None or not task.space.is_valid(winner):
         return None
     trials = db.trials(rec.id, ctx.device_id)
-    ok = [t for t in trials if t.status == "ok"]
+    ok = [t for t in trials if t.status == Status.OK.value]
     match = [t for t in ok if t.config == winner]
     best = match[-1] if match else None
     is_default = winner == task.space.default
