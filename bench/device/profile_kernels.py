@@ -3,7 +3,7 @@
 Used to find why winners that are each faster at their own site can make a whole model slower (vit_b_16 on
 the H200): the device time of every kernel, summed over the profiled steps, per mode, side by side.
 
-    python bench/profile_kernels.py --model vit_b_16 --device cuda --dtype bf16 --batch 32 \
+    python bench/device/profile_kernels.py --model vit_b_16 --device cuda --dtype bf16 --batch 32 \
         --db sqlite:///vit.db --modes default,tuned --out profile.json
 """
 
@@ -14,9 +14,9 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from tuner.compare import compile_mode, modes_for, provenance
+from tuner.benchmark import compile_mode, modes_for, provenance
 from tuner.steps import run_step, synchronizer
-from tuner.workload import WorkloadSpec, build_model, configure_process, make_inputs
+from tuner.workload import WorkloadSpec, build_model, make_inputs
 
 
 def profile(fn: Any, spec: WorkloadSpec, inputs: list[Any], steps: int) -> dict[str, dict[str, float]]:
@@ -57,7 +57,9 @@ def main() -> None:
     ap.add_argument("--out")
     a = ap.parse_args()
     spec = WorkloadSpec(a.model, a.device, a.mode, a.batch, a.dtype, channels_last=a.channels_last)
-    configure_process(spec)
+    from tuner.backend.process import configure_measuring
+
+    configure_measuring(spec.threads, spec.uses_freezing, sweep=False)
     model, inputs = build_model(spec), make_inputs(spec)
     table = modes_for(spec, a.db)
     per_mode = {}

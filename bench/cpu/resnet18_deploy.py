@@ -1,7 +1,7 @@
 """Issue-2 acceptance 2: after `tuner sweep --model resnet18 --device cpu --batch 1 --image-size 64 --budget quick
 --db sqlite:///x.db`, a fresh process compiles resnet18 with backend="tuned" and reports hits, misses and benchmarks.
 
-Usage: python bench/cpu_resnet18_deploy.py DB_URL [OUT.json]
+Usage: python bench/cpu/resnet18_deploy.py DB_URL [OUT.json]
 """
 
 import datetime as dt

@@ -4,12 +4,12 @@ Two steps, so the device time goes only to measuring:
 
   measure (on the GPU): every valid config of N Triton kernels' spaces, at the kernel, each against the
           default in the same run (as a sweep measures them) -> one JSON table.
-      python bench/sample_efficiency.py measure --model resnet50 --dtype bf16 --batch 32 --channels-last \
-          --kernels 10 --out bench/results/sample-efficiency-resnet50.json
+      python bench/device/sample_efficiency.py measure --model resnet50 --dtype bf16 --batch 32 --channels-last \
+          --kernels 10 --out bench/results/h200/sample-efficiency-resnet50.json
   replay  (anywhere): drive real Optuna studies (TPE, random; several seeds; Inductor's default enqueued
           first, as in a sweep) against the measured table, and count the measured trials until the best
           ratio found is within 2% of the exhaustive best.
-      python bench/sample_efficiency.py replay bench/results/sample-efficiency-resnet50.json
+      python bench/device/sample_efficiency.py replay bench/results/h200/sample-efficiency-resnet50.json
 """
 
 from __future__ import annotations

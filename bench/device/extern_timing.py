@@ -13,7 +13,7 @@ For each GEMM shape, bf16, 1-D bias, this times ``torch.addmm`` four ways in one
   cpu_us    the host time of one call (what the site timing may add)
 and writes ``$OUT/extern-timing.json`` with provenance. CUDA only.
 
-    python bench/extern_timing.py [--out extern-timing.json]
+    python bench/device/extern_timing.py [--out extern-timing.json]
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ def main() -> None:
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "extern-timing.json"))
     args = p.parse_args()
     if not torch.cuda.is_available():
-        raise SystemExit("error: bench/extern_timing.py needs a CUDA GPU")
-    from tuner.compare import provenance
+        raise SystemExit("error: bench/device/extern_timing.py needs a CUDA GPU")
+    from tuner.benchmark import provenance
 
     rows = []
     for name, m, k, n in SHAPES:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Does timing template-site choices as CUDA-graph replays (TUNER_SITE_TIMING=cudagraph) pick better winners?
 # One call on nvidia-h200-x2 (about 8 minutes; carry .whl). `pytest -m gpu` needs a call of its own
-# (bench/device_gpu_tests.sh, about 4 minutes):
-#   1. bench/extern_timing.py: torch.addmm at vit's and resnet50's GEMM shapes, timed as a site times it, as a
+# (bench/device/gpu_tests.sh, about 4 minutes):
+#   1. bench/device/extern_timing.py: torch.addmm at vit's and resnet50's GEMM shapes, timed as a site times it, as a
 #      CUDA graph, and back to back; which of the hooks this torch has
 #   2. the same vit_b_16 bf16 b32 sweep (template sites and kernels, no fusion groupings, SWEEP_S seconds) twice
 #      from empty databases, one per GPU: GPU 0 with Inductor's timing, GPU 1 with CUDA-graph replays
@@ -10,14 +10,14 @@
 #      whole-workload check may have reverted some, which the sweep logs say)
 # Results in $OUT: extern-timing.json, bench-vit-site-timing.json/.png and the sweep logs.
 set -uo pipefail
-source bench/device_setup.sh
+source bench/device/setup.sh
 export TUNER_CACHE_DIR=/tmp/tuner-cache
 D=$PWD/.devdata; mkdir -p "$D"
 VIT="--model vit_b_16 --device cuda --dtype bf16 --batch 32"
 SWEEP_S=${SWEEP_S:-180}
 quiet() { grep -v "^AUTOTUNE\|^  \|torch.__trace\|SingleProcess\|━━" ; }
 
-CUDA_VISIBLE_DEVICES=0 timeout 120 python3 bench/extern_timing.py --out "$OUT/extern-timing.json" 2>&1 | tail -n 12
+CUDA_VISIBLE_DEVICES=0 timeout 120 python3 bench/device/extern_timing.py --out "$OUT/extern-timing.json" 2>&1 | tail -n 12
 
 rm -f "$D/vit-launch.db" "$D/vit-graph.db"
 for t in launch graph; do
