@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.backend import counters
-from tuner.backend.forcing import FUSION_KIND, SITE_KIND, Forcing
+from tuner.core import Forcing, Kind
 from tuner.keys import task_key
 
 log = logging.getLogger("tuner.backend")
@@ -23,10 +23,6 @@ _ACTIVE: ContextVar["CompileContext | None"] = ContextVar("tuner_compile_context
 
 def active() -> "CompileContext | None":
     return _ACTIVE.get()
-
-
-def graph_kind(device_type: str) -> str:
-    return "cpp_graph" if device_type == "cpu" else f"{device_type}_graph"
 
 
 @dataclass
@@ -100,7 +96,7 @@ class CompileContext:
         self.vetoes: frozenset[str] = frozenset()  # fusion pairs vetoed in the graph being lowered
 
     def record_timings(self, payload: dict[str, Any], timings: dict[str, float]) -> None:
-        self.timings.setdefault(task_key(SITE_KIND, payload), {}).update(timings)
+        self.timings.setdefault(task_key(Kind.SITE, payload), {}).update(timings)
 
     @contextlib.contextmanager
     def activated(self) -> Iterator["CompileContext"]:
@@ -132,7 +128,7 @@ class CompileContext:
 
     def select_site(self, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> list[int]:
         """Indices of the choices to hand Inductor: one (nothing is benchmarked), or the benchmarked set."""
-        key = task_key(SITE_KIND, payload)
+        key = task_key(Kind.SITE, payload)
         if self.recorder is not None:
             self.recorder.site(key, payload, ids, default, scalars)
         if key in self.benchmark:
@@ -167,16 +163,16 @@ class CompileContext:
     def graph_knobs(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The Inductor config patches for this graph: its codegen knobs and its fusion grouping's knobs
         (the grouping's pair vetoes go to :attr:`vetoes`)."""
-        kind = graph_kind(self.device_type)
+        kind = Kind.graph_for(self.device_type)
         key = task_key(kind, payload)
-        fkey = task_key(FUSION_KIND, payload)
+        fkey = task_key(Kind.FUSION, payload)
         if self.recorder is not None:
             self.recorder.graph(key, kind, payload, fkey, self.device_type)
         which = "backward" if payload["backward"] else "forward"
         out: dict[str, Any] = {}
         for k, answer, what in ((key, self.forcing.graphs.get(key), "graph"), (fkey, self.forcing.fusion.get(fkey), "grouping")):
             if answer is None:
-                if what == "graph" and kind != "cpp_graph":
+                if what == "graph" and not kind.is_graph:
                     continue  # no codegen knobs are tuned per graph on this device
                 counters.bump("misses")
                 log.info("miss: %s %s %s (Inductor's defaults)", which, what, k[:12])

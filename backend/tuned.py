@@ -21,7 +21,7 @@ from tuner.backend import counters
 from tuner.backend.compiler import compile_with_context, device_type_of
 from tuner.backend.context import CompileContext
 from tuner.backend.errors import HookUnavailable
-from tuner.backend.forcing import Forcing
+from tuner.core import Forcing
 from tuner.errors import StorageError, TunerError
 from tuner.settings import configure_logging, settings
 
@@ -36,27 +36,33 @@ def _warn_once(msg: str) -> None:
         log.warning(msg)
 
 
-def load_forcing(url: str, device_type: str, device_index: int = 0) -> Forcing:
-    """The winners stored for this device model, validated; empty (with one warning) when unavailable."""
-    from tuner.db import Database, current_device
+def _open(url: str) -> Any:
+    """The database at ``url`` opened read-only, or None (with one warning) when it is missing or unusable."""
+    from tuner.db import Database
     from tuner.db.engine import sqlite_path
 
     path = sqlite_path(url)
     if path is not None and not path.exists():
         _warn_once(f"no tuning database at {path}; compiling with Inductor's defaults (run `tuner sweep` first)")
-        return Forcing()
+        return None
     try:
-        db = Database.open(url, create=False)
+        return Database.open(url, create=False)
     except StorageError as e:
         _warn_once(f"{e}; compiling with Inductor's defaults")
-        return Forcing()
+        return None
+
+
+def load_forcing(urls: list[str], device_type: str, device_index: int = 0) -> Forcing:
+    """The winners stored for this device model in the ordered union of ``urls`` (the first database that has a
+    task's winner answers it), validated; what is unavailable is skipped with one warning."""
+    from tuner.db import current_device
+    from tuner.db.storage import OrderedUnion
+
+    union = OrderedUnion([db for db in map(_open, urls) if db is not None], on_error=lambda e: _warn_once(f"{e}; compiling with Inductor's defaults"))
     try:
-        return Forcing.from_winners(db.winners_for_device(current_device(device_type, device_index).fingerprint))
-    except StorageError as e:
-        _warn_once(f"{e}; compiling with Inductor's defaults")
-        return Forcing()
+        return Forcing.from_winners(union.winners_for_device(current_device(device_type, device_index).fingerprint))
     finally:
-        db.close()
+        union.close()
 
 
 def _parse_options(options: dict[str, Any] | None) -> tuple[list[str], bool]:
@@ -79,9 +85,7 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
 
     device_type = device_type_of(example_inputs)
     index = next((x.device.index or 0 for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == device_type), 0)
-    forcing = Forcing()
-    for url in reversed(urls):  # the shared answer first, so the local one overrides it
-        forcing = forcing.merged(load_forcing(url, device_type, index))
+    forcing = load_forcing(urls, device_type, index)  # local first, then shared
     if not fusion:
         forcing = forcing.without_fusion()
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}

@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from tuner.core import InputRow, Kind
 from tuner.db.models import Device, Task, Winner
 from tuner.db.repository import Database
 from tuner.search_spaces.template import parse_ktc_id
@@ -33,14 +34,10 @@ _DEFAULT_SCALARS = {"addmm": {"alpha": 1, "beta": 1}, "baddbmm": {"alpha": 1, "b
 def _input_key(rows: list[list[Any]]) -> str:
     """``key_of`` rows are (device, dtype, *sizes, *strides, offset); Inductor's key wants (dtype, sizes, strides)."""
     parts = []
-    for row in rows:
-        n = (len(row) - 3) // 2
-        if n < 0 or len(row) != 2 * n + 3:
-            raise ValueError(f"unexpected input row {row!r}")
-        dtype = str(row[1])
-        if not re.fullmatch(r"torch\.[a-z0-9_]+", dtype):
-            raise ValueError(f"unexpected dtype {dtype!r}")
-        parts.append(f"({dtype}, {[int(v) for v in row[2:2 + n]]}, {[int(v) for v in row[2 + n:2 + 2 * n]]})")
+    for row in map(InputRow.parse, rows):
+        if not re.fullmatch(r"torch\.[a-z0-9_]+", row.dtype):
+            raise ValueError(f"unexpected dtype {row.dtype!r}")
+        parts.append(f"({row.dtype}, {list(row.sizes)}, {list(row.strides)})")
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
@@ -71,7 +68,7 @@ def export_lut(db: Database, device: str | None = None) -> tuple[dict[str, list[
             select(Task.signature, Winner.config, Device.name, Device.fingerprint)
             .join(Winner, Winner.task_id == Task.id)
             .join(Device, Device.id == Winner.device_id)
-            .where(Task.kind == "template_choice", Device.kind == "cuda")
+            .where(Task.kind == Kind.SITE.value, Device.kind == "cuda")
         ).all()
     rows = [r for r in rows if device is None or device in r.fingerprint or device.lower() in r.name.lower()]
     models = sorted({r.name for r in rows})

@@ -18,7 +18,7 @@ from tuner.db.engine import _first_line, _safe, check_schema, make_engine
 from tuner.db.fingerprint import DeviceInfo, EnvironmentInfo
 from tuner.db.models import Device, Environment, Task, Trial, Winner, WorkloadTask
 from tuner.errors import StorageError
-from tuner.keys import config_hash, digest
+from tuner.keys import config_hash
 
 
 @dataclass(frozen=True)
@@ -192,6 +192,14 @@ class Database:
         with self.session() as s:
             return s.scalar(select(Winner.config).where(Winner.task_id == task_id, Winner.device_id == device_id))
 
+    def winner_configs(self, task_ids: list[int], device_id: int) -> dict[int, dict[str, Any]]:
+        """{task id: winner config} for those of ``task_ids`` with a winner on this device, in one query."""
+        if not task_ids:
+            return {}
+        with self.session() as s:
+            rows = s.execute(select(Winner.task_id, Winner.config).where(Winner.task_id.in_(task_ids), Winner.device_id == device_id))
+            return {tid: config for tid, config in rows}
+
     def winners_elsewhere(self, task_id: int, device_id: int) -> list[dict[str, Any]]:
         """This task's winners on other device models, best verified speedup first (seeds for --from-similar)."""
         with self.session() as s:
@@ -235,6 +243,11 @@ class Database:
         out.sort(key=lambda r: -(r["speedup"] or 0.0))
         return out[:limit]
 
+    def count(self) -> dict[str, int]:
+        """How many tasks, trials and winners the database holds."""
+        with self.session() as s:
+            return {name: int(s.scalar(select(func.count()).select_from(m)) or 0) for name, m in (("tasks", Task), ("trials", Trial), ("winners", Winner))}
+
     def stats(self) -> dict[str, Any]:
         with self.session() as s:
             count = lambda q: int(s.scalar(q) or 0)  # noqa: E731
@@ -250,10 +263,6 @@ class Database:
                 "trials_by_status": {k: int(v) for k, v in by_status.items()},
                 "tasks_by_kind": {k: int(v) for k, v in by_kind.items()},
             }
-
-    def winners_digest(self, device_fingerprint: str) -> str:
-        """Changes whenever this device's answers change: used to key Inductor's caches."""
-        return digest(sorted((k, v[1]) for k, v in self.winners_for_device(device_fingerprint).items()))[:16]
 
 
 def _trial_record(t: Trial) -> TrialRecord:

@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from tuner.core import Status
 from tuner.db.fingerprint import DeviceInfo, EnvironmentInfo
 from tuner.db.models import Device, Environment, Task, Trial, Winner, WorkloadTask
 from tuner.db.repository import Database
@@ -29,7 +30,7 @@ from tuner.keys import config_hash
 FORMAT = "tuner-export"
 SCHEMA = 1
 MAX_LINE = 1 << 20  # bytes; a longer line is refused before it is parsed
-STATUSES = {"ok", "compile_error", "runtime_error", "timeout", "invalid", "inaccurate", "worker_died"}
+STATUSES = {s.value for s in Status}
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 

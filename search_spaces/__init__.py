@@ -1,9 +1,11 @@
-"""Search spaces, one module per kernel family. :func:`space_for` rebuilds a task's space from its signature."""
+"""Search spaces, one module per kernel family, registered by task kind. :func:`space_for` rebuilds a task's space
+from its signature."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from tuner.core import Kind
 from tuner.search_spaces import cpp, fusion, template, triton
 from tuner.search_spaces.base import Bool, Choice, IntRange, InvalidConfig, Param, PowerOfTwo, Space
 
@@ -13,8 +15,8 @@ FAMILIES = {cpp.FAMILY: cpp.space, template.FAMILY: template.space, fusion.FAMIL
 def space_for(kind: str, signature: dict[str, Any]) -> Space:
     """The search space of a task, from what its signature stores (never from executable data)."""
     try:
-        build = FAMILIES[kind]
-    except KeyError:
+        build = FAMILIES[Kind(kind)]
+    except (KeyError, ValueError):
         raise InvalidConfig(f"unknown task kind {kind!r}") from None
     try:
         return build(signature["space"])

@@ -210,5 +210,15 @@ class Space:
         return digest(self.describe())
 
 
+def pow2_ceil(n: int) -> int:
+    """The smallest power of two ≥ ``n`` (1 for n ≤ 1)."""
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def with_default(options: list[Any], default: Any) -> list[Any]:
+    """``options``, with ``default`` first when it is not among them (compared by type and value)."""
+    return options if any(type(o) is type(default) and o == default for o in options) else [default, *options]
+
+
 def choice(name: str, options: Sequence[JSONScalar]) -> Choice:
     return Choice(name, tuple(options))

@@ -1,7 +1,7 @@
 """CPU graph-level space: Inductor's C++/OpenMP codegen knobs, and CPP GEMM blocking where that template is in play.
 
-Config keys are Inductor config names (``cpp.simdlen``), so a config is applied as
-``torch._inductor.config.patch(config)`` with nothing to translate. The default is
+Config keys are Inductor config names (``cpp.simdlen``), so a config is applied as one Inductor config patch
+with nothing to translate. The default is
 read from the installed Inductor, so trial one is exactly what Inductor would do.
 """
 
@@ -10,14 +10,12 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from tuner.search_spaces.base import Bool, Space, choice
+from tuner.core import Kind
+from tuner.search_spaces.base import Bool, Space, choice, with_default
 
-FAMILY = "cpp_graph"
+FAMILY = Kind.CPP_GRAPH
 _CACHE_BLOCKINGS = (None, "1,1,4", "2,4,8", "4,8,16", "8,16,32")
 
-
-def _with(options: list[Any], default: Any) -> list[Any]:
-    return options if any(type(o) is type(default) and o == default for o in options) else [default, *options]
 
 
 def _thread_factors(threads: int, limit: int = 12) -> list[str]:
@@ -28,20 +26,17 @@ def _thread_factors(threads: int, limit: int = 12) -> list[str]:
     return out[:limit]
 
 
-def inductor_defaults() -> dict[str, Any]:
-    from torch._inductor import config
+KNOBS = (
+    "cpp.simdlen", "cpp.min_chunk_size", "cpp.max_horizontal_fusion_size", "cpp.enable_tiling_heuristics",
+    "cpp.enable_loop_tail_vec", "cpp.gemm_max_k_slices", "cpp.gemm_thread_factors", "cpp.gemm_cache_blocking",
+)
 
-    c = config.cpp
-    return {
-        "cpp.simdlen": c.simdlen,
-        "cpp.min_chunk_size": c.min_chunk_size,
-        "cpp.max_horizontal_fusion_size": c.max_horizontal_fusion_size,
-        "cpp.enable_tiling_heuristics": c.enable_tiling_heuristics,
-        "cpp.enable_loop_tail_vec": c.enable_loop_tail_vec,
-        "cpp.gemm_max_k_slices": c.gemm_max_k_slices,
-        "cpp.gemm_thread_factors": c.gemm_thread_factors,
-        "cpp.gemm_cache_blocking": c.gemm_cache_blocking,
-    }
+
+def inductor_defaults() -> dict[str, Any]:
+    """This Inductor's own values of the knobs."""
+    from tuner.backend.process import inductor_flag
+
+    return {name: inductor_flag(name) for name in KNOBS}
 
 
 def space(context: dict[str, Any], defaults: dict[str, Any] | None = None) -> Space:
@@ -51,18 +46,18 @@ def space(context: dict[str, Any], defaults: dict[str, Any] | None = None) -> Sp
     threads = int(context.get("threads", 1))
     simd = [None, 0, 256] + ([512] if "AVX512" in isa else [])
     params = [
-        choice("cpp.simdlen", _with(simd, d["cpp.simdlen"])),
-        choice("cpp.min_chunk_size", _with([1, 64, 256, 512, 1024, 4096], d["cpp.min_chunk_size"])),
-        choice("cpp.max_horizontal_fusion_size", _with([0, 4, 16, 64], d["cpp.max_horizontal_fusion_size"])),
+        choice("cpp.simdlen", with_default(simd, d["cpp.simdlen"])),
+        choice("cpp.min_chunk_size", with_default([1, 64, 256, 512, 1024, 4096], d["cpp.min_chunk_size"])),
+        choice("cpp.max_horizontal_fusion_size", with_default([0, 4, 16, 64], d["cpp.max_horizontal_fusion_size"])),
         Bool("cpp.enable_tiling_heuristics"),
         Bool("cpp.enable_loop_tail_vec"),
     ]
     keep = [p.name for p in params]
     if context.get("has_cpp_gemm"):
         params += [
-            choice("cpp.gemm_max_k_slices", _with([1, 2, 4], d["cpp.gemm_max_k_slices"])),
-            choice("cpp.gemm_thread_factors", _with([None, *_thread_factors(threads)], d["cpp.gemm_thread_factors"])),
-            choice("cpp.gemm_cache_blocking", _with(list(_CACHE_BLOCKINGS), d["cpp.gemm_cache_blocking"])),
+            choice("cpp.gemm_max_k_slices", with_default([1, 2, 4], d["cpp.gemm_max_k_slices"])),
+            choice("cpp.gemm_thread_factors", with_default([None, *_thread_factors(threads)], d["cpp.gemm_thread_factors"])),
+            choice("cpp.gemm_cache_blocking", with_default(list(_CACHE_BLOCKINGS), d["cpp.gemm_cache_blocking"])),
         ]
         keep = [p.name for p in params]
     default = {k: d[k] for k in keep}

@@ -14,39 +14,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.search_spaces.base import Bool, Param, Space, choice
+from tuner.core import Kind
+from tuner.search_spaces.base import Bool, Param, Space, choice, with_default
 
-FAMILY = "fusion_graph"
+FAMILY = Kind.FUSION
 MAX_PAIRS = 12
 _CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion")
 
 
 def inductor_defaults(device: str) -> dict[str, Any]:
     """This Inductor's own values, with the per-device thresholds resolved as 2.14 would resolve them."""
-    from torch._inductor import config as c
+    from tuner.backend.process import inductor_flag as flag
 
     cpu = device == "cpu"
     d: dict[str, Any] = {
-        "max_fusion_size": int(c.max_fusion_size),
-        "aggressive_fusion": bool(c.aggressive_fusion),
-        "epilogue_fusion": bool(c.epilogue_fusion),
-        "prologue_fusion": bool(c.prologue_fusion),
-        "score_fusion_memory_threshold": int(c.score_fusion_memory_threshold),
-        "realize_reads_threshold": int(c.realize_reads_threshold),
-        "realize_opcount_threshold": int(c.realize_opcount_threshold or (50 if cpu else 30)),
-        "realize_acc_reads_threshold": int(c.realize_acc_reads_threshold or (12 if cpu else 8)),
-        "split_reductions": bool(c.split_reductions),
-        "loop_ordering_after_fusion": bool(c.loop_ordering_after_fusion),
+        "max_fusion_size": int(flag("max_fusion_size")),
+        "aggressive_fusion": bool(flag("aggressive_fusion")),
+        "epilogue_fusion": bool(flag("epilogue_fusion")),
+        "prologue_fusion": bool(flag("prologue_fusion")),
+        "score_fusion_memory_threshold": int(flag("score_fusion_memory_threshold")),
+        "realize_reads_threshold": int(flag("realize_reads_threshold")),
+        "realize_opcount_threshold": int(flag("realize_opcount_threshold") or (50 if cpu else 30)),
+        "realize_acc_reads_threshold": int(flag("realize_acc_reads_threshold") or (12 if cpu else 8)),
+        "split_reductions": bool(flag("split_reductions")),
+        "loop_ordering_after_fusion": bool(flag("loop_ordering_after_fusion")),
     }
     if not cpu:
-        d["combo_kernels"] = bool(c.combo_kernels)
-        d["triton.tiling_prevents_pointwise_fusion"] = bool(c.triton.tiling_prevents_pointwise_fusion)
-        d["triton.tiling_prevents_reduction_fusion"] = bool(c.triton.tiling_prevents_reduction_fusion)
+        for name in _CUDA_ONLY:
+            d[name] = bool(flag(name))
     return d
 
-
-def _with(options: list[Any], default: Any) -> list[Any]:
-    return options if default in options else [default, *options]
 
 
 def space(context: dict[str, Any]) -> Space:
@@ -62,7 +59,7 @@ def space(context: dict[str, Any]) -> Space:
     params: list[Param] = []
     for name in sorted(d):
         if name in ints:
-            params.append(choice(name, _with(ints[name], int(d[name]))))
+            params.append(choice(name, with_default(ints[name], int(d[name]))))
         elif name in _CUDA_ONLY and context.get("device") == "cpu":
             continue
         else:

@@ -29,15 +29,15 @@ from functools import cached_property
 from typing import Any
 
 from tuner.keys import canonical_json
-from tuner.search_spaces.base import Choice, InvalidConfig, IntRange, Param, PowerOfTwo, Space, choice
+from tuner.core import InputRow, Kind
+from tuner.search_spaces.base import Choice, InvalidConfig, IntRange, Param, PowerOfTwo, Space, choice, pow2_ceil
 
-FAMILY = "template_choice"
+FAMILY = Kind.SITE
 GEN = "triton"  # the ``choice`` category of a generated Triton template config
 # Generated ids: a KernelTemplateChoice's template uid plus its JSON params (mm family) or Inductor's
 # description of a TritonTemplateCaller (conv, which has no KernelTemplateChoice).
 KTC_PREFIXES = ("triton::mm:", "triton::bmm:")
 CONV_PREFIX = "TritonTemplateCaller:triton_convolution2d:"
-TUNED = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps")
 SMEM_BYTES = 227 * 1024  # the largest shared memory one block may use on sm_90 (H100/H200)
 MAX_ACC_PER_THREAD = 128
 DTYPE_BYTES = {"torch.float32": 4, "torch.bfloat16": 2, "torch.float16": 2}
@@ -50,9 +50,6 @@ def _params(conv: bool) -> tuple[Param, ...]:
     out += [IntRange("num_stages", 1, 6), Choice("num_warps", (2, 4, 8))]
     return tuple(out)
 
-
-def _pow2_ceil(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
 
 
 def _desc_value(text: str) -> bool | int:
@@ -146,7 +143,7 @@ class Generated:
 
     def check(self, v: dict[str, int]) -> str | None:
         for name, dim in (("BLOCK_M", self.m), ("BLOCK_N", self.n), ("BLOCK_K", self.k)):
-            if v[name] > max(16, _pow2_ceil(dim)):
+            if v[name] > max(16, pow2_ceil(dim)):
                 return f"{name}={v[name]} exceeds its dimension {dim}"
         smem = v["num_stages"] * (v["BLOCK_M"] * v["BLOCK_K"] + v["BLOCK_K"] * v["BLOCK_N"]) * self.dtype_bytes
         if smem > SMEM_BYTES:
@@ -168,8 +165,7 @@ class Generated:
 
 
 def _sizes(row: list[Any]) -> list[int]:
-    mid = row[2:-1]  # key_of rows: device, dtype, sizes..., strides..., offset
-    return [int(x) for x in mid[: len(mid) // 2]]
+    return list(InputRow.parse(row).sizes)
 
 
 def generator_context(op: str, inputs: list[list[Any]], choices: list[str]) -> dict[str, Any] | None:

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.search_spaces.base import Choice, IntRange, Param, PowerOfTwo, Space
+from tuner.core import KERNEL_KINDS, Kind
+from tuner.search_spaces.base import Choice, IntRange, Param, PowerOfTwo, Space, pow2_ceil
 
-FAMILIES = ("triton_pointwise", "triton_reduction", "triton_persistent_reduction")
+FAMILIES = KERNEL_KINDS
 MAX_BLOCK = {"X": 4096, "Y": 1024, "Z": 1024, "R0_": 4096, "R1_": 2048}  # Inductor's TRITON_MAX_BLOCK (CUDA)
 MAX_NUMEL = 1 << 20  # Triton's largest tensor
 MAX_PER_THREAD = 256
 WARPS = (1, 32)
 STAGES = (1, 5)
 
-
-def _pow2_ceil(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
 
 
 def _hint(size_hints: Any, prefix: str) -> int | None:
@@ -42,22 +40,23 @@ def _block_param(name: str, size_hints: Any, default: int, tunable: bool) -> Par
         return Choice(name, (int(default),))
     if hint <= 1:
         return Choice(name, (1,))
-    high = max(min(MAX_BLOCK[prefix], _pow2_ceil(hint)), int(default))
+    high = max(min(MAX_BLOCK[prefix], pow2_ceil(hint)), int(default))
     low = min(4 if prefix.startswith("R") else 1, int(default), high)
     return PowerOfTwo(name, low, high)
 
 
-def space(family: str, context: dict[str, Any]) -> Space:
+def space(family: Kind | str, context: dict[str, Any]) -> Space:
     """``context``: ``size_hints`` ({"x": …, "r0_": …}) and ``default`` (Inductor's chosen config)."""
     if family not in FAMILIES:
         raise ValueError(f"not a Triton kernel family: {family}")
+    family = Kind(family)
     default = {str(k): int(v) for k, v in dict(context["default"]).items()}
     size_hints = context.get("size_hints")
-    persistent = family == "triton_persistent_reduction"
+    persistent = family is Kind.TRITON_PERSISTENT_REDUCTION
     blocks = sorted(k for k in default if k.endswith("BLOCK"))
     params: list[Param] = [_block_param(b, size_hints, default[b], not (persistent and b.startswith("R"))) for b in blocks]
     params.append(PowerOfTwo("num_warps", min(WARPS[0], default["num_warps"]), max(WARPS[1], default["num_warps"])))
-    if family == "triton_reduction":  # only a looped reduction has a loop to pipeline
+    if family is Kind.TRITON_REDUCTION:  # only a looped reduction has a loop to pipeline
         params.append(IntRange("num_stages", min(STAGES[0], default["num_stages"]), max(STAGES[1], default["num_stages"])))
     else:
         params.append(Choice("num_stages", (default["num_stages"],)))
@@ -70,7 +69,7 @@ def space(family: str, context: dict[str, Any]) -> Space:
         for b in blocks:
             numel *= int(config[b])
         if persistent and rnumel and not any(b.startswith("R") for b in blocks):
-            numel *= _pow2_ceil(rnumel)  # the whole reduction lives in registers
+            numel *= pow2_ceil(rnumel)  # the whole reduction lives in registers
         if numel > MAX_NUMEL:
             return f"a block of {numel} elements exceeds Triton's {MAX_NUMEL}"
         per_thread = numel / (32 * int(config["num_warps"]))

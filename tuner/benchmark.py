@@ -7,14 +7,10 @@ interleaved rounds (A B C … then … C B A) with rotated inputs; every mode's 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import datetime as dt
-import os
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +18,7 @@ from tuner.errors import TunerError
 from tuner.measure.numerics import eager_error, relative_error, tolerance_for, widened_by_default
 from tuner.measure.timing import interleaved
 from tuner.steps import run_step, synchronizer
-from tuner.workload import WorkloadSpec, build_model, check_device, configure_process, make_inputs
+from tuner.workload import WorkloadSpec, build_model, check_device, make_inputs
 
 
 @dataclass(frozen=True)
@@ -48,36 +44,14 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
     }
 
 
-DEFAULT_MODES = ("eager", "default", "freezing-max-autotune", "tuned")
-
-
-@contextlib.contextmanager
-def _isolated_compile(freezing: bool) -> Iterator[None]:
-    """A fresh Inductor cache folder and code cache, and freezing set the way Dynamo reads it (at trace time)."""
-    import torch._inductor.config as inductor_config
-
-    from tuner.backend.hooks.kernels import forget_loaded_kernels
-
-    old_dir, old_freezing = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), inductor_config.freezing
-    with tempfile.TemporaryDirectory(prefix="tuner-bench-") as d:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = d
-        inductor_config.freezing = freezing
-        forget_loaded_kernels()  # Inductor's in-memory code and kernel caches
-        try:
-            yield
-        finally:
-            inductor_config.freezing = old_freezing
-            if old_dir is None:
-                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-            else:
-                os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_dir
-
 
 def compile_mode(spec: WorkloadSpec, m: Mode, model: Any, example: Any) -> tuple[Any, Any, float]:
     """(the compiled copy of ``model``, its first step's output, the seconds that step took: the compile)."""
     import torch
 
-    with _isolated_compile(m.freezing):
+    from tuner.backend.process import isolated_compile
+
+    with isolated_compile(m.freezing):
         kw: dict[str, Any] = {"backend": m.backend}
         if m.inductor_mode:
             kw["mode"] = m.inductor_mode
@@ -133,7 +107,9 @@ def run_bench(
     if unknown:
         raise TunerError(f"unknown mode(s) {unknown}; choose from {', '.join(table)}")
     check_device(spec)
-    configure_process(spec)
+    from tuner.backend.process import configure_measuring
+
+    configure_measuring(spec.threads, spec.uses_freezing, sweep=False)
     model = build_model(spec)
     inputs = make_inputs(spec)
     sync = synchronizer(spec.device)

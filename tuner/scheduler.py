@@ -1,6 +1,6 @@
-"""Claim-driven tuning loops: any number of these, in any processes on any machines, share one database. Each
-claims a task (or a group of template sites), tunes it, stores its winner and marks it finished, or releases it
-when the time budget cuts it short, so a rerun continues it."""
+"""The claim scheduler: tuning loops that any number of workers, in any processes on any machines, run against one
+database. Each claims a task (or a group of template sites), tunes it, stores its winner and marks it finished, or
+releases it when its deadline cuts it short, so a rerun continues it."""
 
 from __future__ import annotations
 
@@ -9,20 +9,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tuner.backend.forcing import Forcing
+from tuner.core import Forcing, TaskOutcome, TaskSpec
 from tuner.db import Database
 from tuner.db.claims import claim_next, finish, held_by_others, pending, release, renew, worker_id
 from tuner.progress import Progress
-from tuner.search import StudyContext, TaskOutcome, choose_winner, run_study
-from tuner.site_rounds import tune_sites
-from tuner.tasks import TaskSpec
-from tuner.winners import stored_outcome, winners_forcing
+from tuner.search import StudyContext, choose_winner, run_study
+from tuner.site_batches import MeasureSites, tune_sites
+from tuner.winners import Winners, stored_outcome
 
 
-def wait_for_others(db: Database, ctx: StudyContext, ids: list[int], progress: Progress, poll_s: float = 2.0) -> None:
+def wait_for_others(db: Database, tuning: StudyContext, ids: list[int], progress: Progress, poll_s: float = 2.0) -> None:
     """Later phases build on the template winners: wait while other workers still tune sites."""
     noted = False
-    while ctx.time_left() and pending(db, ids, ctx.device_id, ctx.budget.site_target):
+    while tuning.time_left() and pending(db, ids, tuning.device_id, tuning.budget.site_target):
         if not noted:
             progress.note("waiting for other workers to finish the template sites")
             noted = True
@@ -30,25 +29,25 @@ def wait_for_others(db: Database, ctx: StudyContext, ids: list[int], progress: P
 
 
 def tune_site_groups(
-    ctx: StudyContext,
+    tuning: StudyContext,
     sites: list[tuple[TaskSpec, Any]],
-    measure_round: Callable[..., Any],
+    measure: MeasureSites,
     batch: int,
     workers: int,
     progress: Progress,
 ) -> tuple[dict[int, TaskOutcome], int]:
     """Claim sites a group at a time (a share of them per worker) and tune each group in rounds."""
     wid = worker_id()
-    ttl = ctx.budget.trial_timeout_s + 600.0
+    ttl = tuning.budget.trial_timeout_s + 600.0
     by_id = {r.id: (t, r) for t, r in sites}
     ids = [r.id for _, r in sites]
     size = max(1, -(-len(sites) // max(1, workers)))
     outcomes: dict[int, TaskOutcome] = {}
     measured_total = 0
-    while ctx.time_left():
+    while tuning.time_left():
         group = []
         while len(group) < size:
-            tid = claim_next(ctx.db, [i for i in ids if i not in {r.id for _, r in group}], ctx.device_id, wid, ctx.budget.site_target, ttl)
+            tid = claim_next(tuning.db, [i for i in ids if i not in {r.id for _, r in group}], tuning.device_id, wid, tuning.budget.site_target, ttl)
             if tid is None:
                 break
             group.append(by_id[tid])
@@ -59,85 +58,88 @@ def tune_site_groups(
         def on_trial(t: Any) -> None:
             progress.trial(t.status)
             for _, r in group:
-                renew(ctx.db, r.id, ctx.device_id, wid, ttl)
+                renew(tuning.db, r.id, tuning.device_id, wid, ttl)
 
-        got, measured = tune_sites(ctx, group, measure_round, batch, on_trial)
+        got, measured = tune_sites(tuning, group, measure, batch, on_trial)
         measured_total += measured
         for o in got:
             outcomes[o.task.id] = dataclasses.replace(o, measured=measured)
         for _, r in group:  # cut short by the time budget: released, so a rerun continues the group
-            if ctx.time_left():
-                finish(ctx.db, r.id, ctx.device_id, wid, ctx.budget.site_target)
+            if tuning.time_left():
+                finish(tuning.db, r.id, tuning.device_id, wid, tuning.budget.site_target)
             else:
-                release(ctx.db, r.id, ctx.device_id, wid)
+                release(tuning.db, r.id, tuning.device_id, wid)
     return outcomes, measured_total
 
 
-def _study_to_join(ctx: StudyContext, ids: list[int], wid: str, joined: set[int], target: int, wait_s: float = 5.0) -> int | None:
+def _study_to_join(tuning: StudyContext, ids: list[int], wid: str, joined: set[int], target: int, wait_s: float = 5.0) -> int | None:
     """A task another worker is tuning now, not joined before. A claim being made at this moment (its row locked,
     so ``claim_next`` skipped it, its insert not yet committed) shows up in a moment: while unfinished tasks are
     unaccounted for, look again for up to ``wait_s``."""
     deadline = time.monotonic() + wait_s
     while True:
-        held = [t for t in held_by_others(ctx.db, ids, ctx.device_id, wid) if t not in joined]
+        held = [t for t in held_by_others(tuning.db, ids, tuning.device_id, wid) if t not in joined]
         if held:
             return held[0]
         rest = [t for t in ids if t not in joined]
-        if not rest or not pending(ctx.db, rest, ctx.device_id, target) or time.monotonic() > deadline:
+        if not rest or not pending(tuning.db, rest, tuning.device_id, target) or time.monotonic() > deadline:
             return None
         time.sleep(0.1)
 
 
 def tune_tasks(
-    ctx: StudyContext,
+    tuning: StudyContext,
     tasks: list[TaskSpec],
     records: list[Any],
     measure_for: Callable[[TaskSpec, Forcing], Any],
+    winners: Winners,
     progress: Progress | None = None,
     batch: int = 1,
     target: int | None = None,
     join: bool = False,
 ) -> tuple[list[TaskOutcome], int]:
     """Claim tasks one at a time (in order) until none is left for this worker; tune each and store its winner.
-    Any number of these loops, in any processes on any machines, can share one database. With ``batch`` > 1,
+    Any number of these loops, in any processes on any machines, can share one database. Each task is measured with
+    the ``winners`` of the tasks before it forced (a winner this loop settles joins them). With ``batch`` > 1,
     ``measure_for`` gives a function of a list of configs. ``join``: with nothing left to claim, add trials to
     the studies other workers are running (each joined once); their holders pick the winners. Meant for
     phases of few, costly tasks (a graph's grouping), where a worker would otherwise wait idle."""
     progress = progress or Progress()
-    db, wid = ctx.db, worker_id()
-    target = target or ctx.budget.trials
-    ttl = ctx.budget.trial_timeout_s + 300.0
+    db, wid = tuning.db, worker_id()
+    target = target or tuning.budget.trials
+    ttl = tuning.budget.trial_timeout_s + 300.0
     by_id = {r.id: (t, r) for t, r in zip(tasks, records)}
     ids = [r.id for r in records]
     outcomes: list[TaskOutcome] = []
     measured_total = 0
     joined: set[int] = set()
-    while ctx.time_left():
-        tid = claim_next(db, ids, ctx.device_id, wid, target, ttl)
+    while tuning.time_left():
+        tid = claim_next(db, ids, tuning.device_id, wid, target, ttl)
         joining = tid is None
         if joining and join:
-            tid = _study_to_join(ctx, ids, wid, joined, target)
+            tid = _study_to_join(tuning, ids, wid, joined, target)
         if tid is None:
             break
         spec_t, rec = by_id[tid]
         progress.task(spec_t.name + (" (joined)" if joining else ""))
-        measure = measure_for(spec_t, winners_forcing(db, tasks, records, ctx.device_id, before=tid))
+        measure = measure_for(spec_t, winners.forcing(zip(tasks, records), before=tid))
 
         def on_trial(t: Any, _tid: int = tid, _holder: bool = not joining) -> None:
             progress.trial(t.status)
             if _holder:
-                renew(db, _tid, ctx.device_id, wid, ttl)
+                renew(db, _tid, tuning.device_id, wid, ttl)
 
-        measured = run_study(ctx, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target, join=joining)
+        measured = run_study(tuning, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target, join=joining)
         measured_total += measured
         if joining:
             joined.add(tid)
             continue
         single = measure if batch == 1 else (lambda c, r, _m=measure: _m([c], r)[0])
-        stored = stored_outcome(db, ctx, rec, spec_t) if measured == 0 else None
-        outcomes.append(stored or dataclasses.replace(choose_winner(ctx, rec, spec_t.space, single), measured=measured))
-        if ctx.time_left():
-            finish(db, tid, ctx.device_id, wid, target)
+        stored = stored_outcome(db, tuning.device_id, rec, spec_t) if measured == 0 else None
+        outcomes.append(stored or dataclasses.replace(choose_winner(tuning, rec, spec_t.space, single), measured=measured))
+        winners.settled(tid, outcomes[-1].winner)
+        if tuning.time_left():
+            finish(db, tid, tuning.device_id, wid, target)
         else:  # cut short by the time budget: a rerun continues the study
-            release(db, tid, ctx.device_id, wid)
+            release(db, tid, tuning.device_id, wid)
     return outcomes, measured_total

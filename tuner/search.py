@@ -8,7 +8,6 @@ median over the baseline's median *timed in the same run*, which cancels drift b
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 import warnings
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.budget import Budget
+from tuner.core import TaskOutcome
 from tuner.db import Database, TaskRecord, TrialRecord
 from tuner.keys import config_hash
 from tuner.measure.result import Measurement, Status
@@ -29,27 +29,6 @@ MeasureMany = Callable[[list[dict[str, Any]], int], list[Measurement]]  # severa
 
 def one_by_one(measure: Measure) -> MeasureMany:
     return lambda configs, rounds: [measure(c, rounds) for c in configs]
-
-
-@dataclass(frozen=True)
-class TaskOutcome:
-    task: TaskRecord
-    winner: dict[str, Any]
-    is_default: bool
-    default_ms: float | None
-    best_ms: float | None
-    measured: int  # trials measured by this run
-    total: int  # trials stored for this task and device
-
-    @property
-    def speedup(self) -> float | None:
-        if not self.default_ms or not self.best_ms:
-            return None
-        return self.default_ms / self.best_ms
-
-    def reverted(self, default: dict[str, Any]) -> TaskOutcome:
-        """This outcome with its winner put back to the task's ``default`` (by the whole-workload check)."""
-        return dataclasses.replace(self, winner=default, is_default=True, best_ms=self.default_ms)
 
 
 @dataclass
@@ -86,26 +65,26 @@ def open_storage(url: str, attempts: int = 5) -> Any:
     raise AssertionError("unreachable")
 
 
-def record(ctx: StudyContext, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
-    return ctx.db.record_trial(
-        task.id, ctx.device_id, ctx.environment_id, config, m.status.value,
+def record(tuning: StudyContext, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
+    return tuning.db.record_trial(
+        task.id, tuning.device_id, tuning.environment_id, config, m.status.value,
         median_ms=m.median_ms, min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error,
     )
 
 
-def open_study(ctx: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False) -> Any:
+def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False) -> Any:
     """The task's study (resumed when it exists), with Inductor's default, the space's seeds and, with
     ``from_similar``, other device models' winners enqueued unless already measured. ``join``: another worker
     holds the task and is tuning it now; this one only adds trials (its running trials are not stale, and it
     enqueued what the study needs)."""
-    study = _load_study(ctx, task, space, joining=join)
+    study = _load_study(tuning, task, space, joining=join)
     if join:
         return study
     for config in [space.default, *space.seeds()]:
         if config_hash(config) not in seen:
             study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
-    if ctx.from_similar:  # enqueued, so each is measured here before it can win
-        for config in ctx.db.winners_elsewhere(task.id, ctx.device_id):
+    if tuning.from_similar:  # enqueued, so each is measured here before it can win
+        for config in tuning.db.winners_elsewhere(task.id, tuning.device_id):
             if space.is_valid(config) and config_hash(config) not in seen:
                 study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
     return study
@@ -131,7 +110,7 @@ def _running_elsewhere(study: Any, ot: Any) -> bool:
 
 
 def ask_new(
-    ctx: StudyContext, task: TaskRecord, space: Space, study: Any, seen: set[str], invalid: set[str], on_trial: Callable[[TrialRecord], None]
+    tuning: StudyContext, task: TaskRecord, space: Space, study: Any, seen: set[str], invalid: set[str], on_trial: Callable[[TrialRecord], None]
 ) -> tuple[Any, dict[str, Any]] | None:
     """Ask the study for one config; a config measured before is told its stored result and an invalid one is
     stored as such (both return None; invalid ones also join ``invalid``); else (trial, config) to measure."""
@@ -142,12 +121,12 @@ def ask_new(
     if _running_elsewhere(study, ot):  # not measured twice: the sampler is asked again
         study.tell(ot, state=optuna.trial.TrialState.FAIL)
         return None
-    prev = ctx.db.find_trial(task.id, ctx.device_id, config)
+    prev = tuning.db.find_trial(task.id, tuning.device_id, config)
     if prev is None:
         try:
             space.validate(config)
         except InvalidConfig as e:
-            prev = record(ctx, task, config, Measurement(Status.INVALID, error=str(e)))
+            prev = record(tuning, task, config, Measurement(Status.INVALID, error=str(e)))
             on_trial(prev)
     seen.add(config_hash(config))
     if prev is not None and prev.status == Status.INVALID.value:
@@ -158,9 +137,9 @@ def ask_new(
     return ot, config
 
 
-def measured_before(ctx: StudyContext, task: TaskRecord) -> tuple[set[str], set[str]]:
+def measured_before(tuning: StudyContext, task: TaskRecord) -> tuple[set[str], set[str]]:
     """Hashes of the task's configs tried on this device, and of those among them its space rejected."""
-    trials = ctx.db.trials(task.id, ctx.device_id)
+    trials = tuning.db.trials(task.id, tuning.device_id)
     return {config_hash(t.config) for t in trials}, {config_hash(t.config) for t in trials if t.status == Status.INVALID.value}
 
 
@@ -171,7 +150,7 @@ Pending = dict[str, tuple[dict[str, Any], list[Any]]]  # config hash -> (config,
 class Asker:
     """One study's asking: new configs in batches, each measured once, every asking trial told its result."""
 
-    ctx: StudyContext
+    tuning: StudyContext
     task: TaskRecord
     space: Space
     study: Any
@@ -187,7 +166,7 @@ class Asker:
 
     def refresh(self) -> None:
         """Count what other workers sharing this study have measured since."""
-        seen, invalid = measured_before(self.ctx, self.task)
+        seen, invalid = measured_before(self.tuning, self.task)
         self.seen |= seen
         self.invalid |= invalid
 
@@ -197,7 +176,7 @@ class Asker:
         pending: Pending = {}
         while len(pending) < batch and self.open():
             self.asks += 1
-            fresh = ask_new(self.ctx, self.task, self.space, self.study, self.seen, self.invalid, self.on_trial)
+            fresh = ask_new(self.tuning, self.task, self.space, self.study, self.seen, self.invalid, self.on_trial)
             if fresh is not None:
                 ot, config = fresh
                 pending.setdefault(config_hash(config), (config, []))[1].append(ot)  # the sampler may repeat itself
@@ -205,13 +184,13 @@ class Asker:
 
     def tell_batch(self, pending: Pending, results: list[Measurement]) -> None:
         for (config, ots), m in zip(pending.values(), results):
-            rec = record(self.ctx, self.task, config, m)
+            rec = record(self.tuning, self.task, config, m)
             self.on_trial(rec)
             for ot in ots:
                 tell(self.study, ot, rec)
 
 
-def _load_study(ctx: StudyContext, task: TaskRecord, space: Space, *, joining: bool = False) -> Any:
+def _load_study(tuning: StudyContext, task: TaskRecord, space: Space, *, joining: bool = False) -> Any:
     """The task's Optuna study. Its holder fails the running trials a killed run left; a joining worker leaves
     them (they are the holder's) and samples with a seed of its own, so it does not retrace the holder's steps."""
     import optuna
@@ -219,9 +198,9 @@ def _load_study(ctx: StudyContext, task: TaskRecord, space: Space, *, joining: b
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     study = optuna.create_study(
-        study_name=f"tuner:{task.key}:{ctx.device_fingerprint[:16]}",
-        storage=ctx.storage,
-        sampler=make_sampler(ctx.sampler, space, ctx.seed + (1 + os.getpid() % 9973 if joining else 0)),
+        study_name=f"tuner:{task.key}:{tuning.device_fingerprint[:16]}",
+        storage=tuning.storage,
+        sampler=make_sampler(tuning.sampler, space, tuning.seed + (1 + os.getpid() % 9973 if joining else 0)),
         direction="minimize",
         load_if_exists=True,
     )
@@ -231,7 +210,7 @@ def _load_study(ctx: StudyContext, task: TaskRecord, space: Space, *, joining: b
 
 
 def run_study(
-    ctx: StudyContext,
+    tuning: StudyContext,
     task: TaskRecord,
     space: Space,
     measure: Measure | MeasureMany,
@@ -243,36 +222,36 @@ def run_study(
     """Measure up to ``budget.trials`` distinct configs for ``task`` (counting earlier runs and other workers'
     trials in the same study), ``batch`` at a time (``measure`` then takes a list of configs). ``join``: another
     worker holds the task; this one helps. Returns how many this call measured."""
-    seen, invalid = measured_before(ctx, task)
-    asker = Asker(ctx, task, space, None, seen, target or ctx.budget.trials, on_trial, invalid=invalid)
+    seen, invalid = measured_before(tuning, task)
+    asker = Asker(tuning, task, space, None, seen, target or tuning.budget.trials, on_trial, invalid=invalid)
     if not asker.open():
         return 0
     many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]
-    asker.study = open_study(ctx, task, space, seen, join=join)
+    asker.study = open_study(tuning, task, space, seen, join=join)
     measured = 0
-    while asker.open() and ctx.time_left():
+    while asker.open() and tuning.time_left():
         pending = asker.ask_batch(batch)
         if not pending:
             continue
         configs = [c for c, _ in pending.values()]
-        asker.tell_batch(pending, many(configs, ctx.budget.rounds))
+        asker.tell_batch(pending, many(configs, tuning.budget.rounds))
         measured += len(configs)
     return measured
 
 
-def finalist(ctx: StudyContext, task: TaskRecord, space: Space) -> tuple[list[TrialRecord], TrialRecord | None, TrialRecord | None]:
+def finalist(tuning: StudyContext, task: TaskRecord, space: Space) -> tuple[list[TrialRecord], TrialRecord | None, TrialRecord | None]:
     """The task's measured trials on this device, its latest trial of the default, and its best other config
     when that beats the default by the budget's gain (else None)."""
-    ok = [t for t in ctx.db.trials(task.id, ctx.device_id) if t.status == Status.OK.value and t.ratio is not None]
+    ok = [t for t in tuning.db.trials(task.id, tuning.device_id) if t.status == Status.OK.value and t.ratio is not None]
     default_hash = config_hash(space.default)
     default = next((t for t in reversed(ok) if config_hash(t.config) == default_hash), None)
     candidates = sorted((t for t in ok if config_hash(t.config) != default_hash), key=lambda t: t.ratio or 9e9)
-    top = candidates[0] if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - ctx.budget.min_gain else None
+    top = candidates[0] if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - tuning.budget.min_gain else None
     return ok, default, top
 
 
 def settle(
-    ctx: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, default_ms: float | None,
+    tuning: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, default_ms: float | None,
     top: TrialRecord | None, m: Measurement | None,
 ) -> TaskOutcome:
     """Store the task's winner: ``top`` when ``m``, its re-measurement against the default, shows the gain again;
@@ -280,19 +259,19 @@ def settle(
     winner, best_ms, is_default = space.default, default_ms, True
     trial_id = default.id if default else None
     if top is not None and m is not None:
-        rec = record(ctx, task, top.config, m)
-        if m.ok and m.ratio is not None and m.ratio < 1 - ctx.budget.min_gain:
+        rec = record(tuning, task, top.config, m)
+        if m.ok and m.ratio is not None and m.ratio < 1 - tuning.budget.min_gain:
             winner, best_ms, default_ms, is_default, trial_id = top.config, m.median_ms, m.baseline_ms, False, rec.id
         elif m.ok:
             default_ms = best_ms = m.baseline_ms
-    ctx.db.set_winner(task.id, ctx.device_id, trial_id, winner, best_ms, default_ms)
-    total = len(ctx.db.trials(task.id, ctx.device_id))
+    tuning.db.set_winner(task.id, tuning.device_id, trial_id, winner, best_ms, default_ms)
+    total = len(tuning.db.trials(task.id, tuning.device_id))
     return TaskOutcome(task, winner, is_default, default_ms, best_ms, 0, total)
 
 
-def choose_winner(ctx: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:
+def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:
     """Re-measure the best candidate against the default in one run; it wins only with a real gain."""
-    ok, default, top = finalist(ctx, task, space)
+    ok, default, top = finalist(tuning, task, space)
     default_ms = default.median_ms if default else (ok[0].baseline_ms if ok else None)
-    m = measure(top.config, ctx.budget.verify_rounds) if top is not None else None
-    return settle(ctx, task, space, default, default_ms, top, m)
+    m = measure(top.config, tuning.budget.verify_rounds) if top is not None else None
+    return settle(tuning, task, space, default, default_ms, top, m)

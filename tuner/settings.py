@@ -6,6 +6,7 @@
 ``TUNER_CACHE_DIR`` where the default database and scratch files live
 ``TUNER_SITE_TIMING`` how a sweep times template-site choices on CUDA: ``launch`` (Inductor's way, the default)
                     or ``cudagraph`` (replays of each choice captured in a CUDA graph; experimental)
+``TUNER_COMPILE_THREADS`` threads that compile a batch of Triton kernel configs in parallel (default 8)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Settings:
     log_level: str | None
     shared_db_url: str | None = None
     site_timing: str = "launch"
+    compile_threads: int = 8
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -40,8 +42,11 @@ class Settings:
         site_timing = env.get("TUNER_SITE_TIMING") or "launch"
         if site_timing not in SITE_TIMINGS:
             raise TunerError(f"TUNER_SITE_TIMING must be one of {', '.join(SITE_TIMINGS)}, not {site_timing!r}")
+        threads = env.get("TUNER_COMPILE_THREADS") or "8"
+        if not threads.isdigit() or int(threads) < 1:
+            raise TunerError(f"TUNER_COMPILE_THREADS must be a positive whole number, not {threads!r}")
         return cls(cache_dir=cache_dir, db_url=db_url, log_level=env.get("TUNER_LOG") or None,
-                   shared_db_url=env.get("TUNER_SHARED_DB") or None, site_timing=site_timing)
+                   shared_db_url=env.get("TUNER_SHARED_DB") or None, site_timing=site_timing, compile_threads=int(threads))
 
 
 @functools.lru_cache(maxsize=1)

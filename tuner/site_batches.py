@@ -1,12 +1,11 @@
-"""Template sites, tuned together in rounds: one compile benchmarks a batch of choices at every site.
+"""Template sites, tuned together in site batches: one compile benchmarks a batch of choices at every site.
 
-Inductor times a site's choices only while it lowers the graph, so one trial per compile would
-cost a whole-model compile per trial. Instead each round asks every site's study for up to
-``batch`` choices, compiles once with each site offered its default plus those choices, and
-reads back Inductor's timings (its own benchmarker, choices precompiled in parallel, timed one
-at a time on the device). Each candidate's ratio is against the default *timed in the same
-round*. A round that fails (a crash, a compile error, wrong numerics) is split and retried in
-halves, so one bad choice costs only itself.
+Inductor times a site's choices only while it lowers the graph, so one trial per compile would cost a whole-model
+compile per trial. Instead each batch asks every site's study for up to ``batch`` choices, compiles once with each
+site offered its default plus those choices, and reads back Inductor's timings (its own benchmarker, choices
+precompiled in parallel, timed one at a time on the device). Each candidate's ratio is against the default *timed in
+the same compile*. A batch that fails (a crash, a compile error, wrong numerics) is split and retried in halves, so
+one bad choice costs only itself.
 """
 
 from __future__ import annotations
@@ -16,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuner.db import TaskRecord, TrialRecord
-from tuner.measure.result import Measurement, SiteRound, Status
-from tuner.search import Asker, Pending, StudyContext, TaskOutcome, finalist, measured_before, open_study, settle
-from tuner.tasks import TaskSpec
+from tuner.core import TaskOutcome, TaskSpec
+from tuner.measure.result import Measurement, SiteTimings, Status
+from tuner.search import Asker, Pending, StudyContext, finalist, measured_before, open_study, settle
 
-MeasureRound = Callable[[dict[str, tuple[str, ...]], int], SiteRound]
-Request = dict[str, tuple[str, ...]]
+Request = dict[str, tuple[str, ...]]  # {site key: choice ids, the default first}
+MeasureSites = Callable[[Request], SiteTimings]
 
 
 @dataclass
@@ -49,11 +48,9 @@ def _request_for(site: _Site, choices: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def measure_split(measure_round: MeasureRound, request: Request, rounds: int) -> dict[str, dict[str, Measurement]]:
-    """{site: {choice: measurement}}: the round as asked, or, when it fails, its halves (recursively)."""
-    r = measure_round(request, rounds)
-    if isinstance(r, Measurement):  # the worker died or timed out
-        r = SiteRound(r.status, error=r.error)
+def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str, Measurement]]:
+    """{site: {choice: measurement}}: the batch as asked, or, when it fails, its halves (recursively)."""
+    r = measure(request)
     if r.status is Status.OK:
         out: dict[str, dict[str, Measurement]] = {}
         for key, choices in request.items():
@@ -74,35 +71,35 @@ def measure_split(measure_round: MeasureRound, request: Request, rounds: int) ->
         keys = list(request)
         half = len(keys) // 2
         return {
-            **measure_split(measure_round, {k: request[k] for k in keys[:half]}, rounds),
-            **measure_split(measure_round, {k: request[k] for k in keys[half:]}, rounds),
+            **measure_split(measure, {k: request[k] for k in keys[:half]}),
+            **measure_split(measure, {k: request[k] for k in keys[half:]}),
         }
     (key, choices), = request.items()
     if len(choices) > 2:
         cands = list(choices[1:])
         half = len(cands) // 2
-        a = measure_split(measure_round, {key: (choices[0], *cands[:half])}, rounds)[key]
-        b = measure_split(measure_round, {key: (choices[0], *cands[half:])}, rounds)[key]
+        a = measure_split(measure, {key: (choices[0], *cands[:half])})[key]
+        b = measure_split(measure, {key: (choices[0], *cands[half:])})[key]
         return {key: {**a, **b}}
     failed = Measurement(r.status, error=r.error)
     return {key: {c: failed for c in choices}}
 
 
 def tune_sites(
-    ctx: StudyContext,
+    tuning: StudyContext,
     group: list[tuple[TaskSpec, TaskRecord]],
-    measure_round: MeasureRound,
+    measure: MeasureSites,
     batch: int,
     on_trial: Callable[[TrialRecord], None] = lambda t: None,
 ) -> tuple[list[TaskOutcome], int]:
     """Tune ``group``'s sites together; store each one's verified winner. Returns (outcomes, measured)."""
     sites: list[_Site] = []
     for task, rec in group:
-        seen, invalid = measured_before(ctx, rec)
-        study = open_study(ctx, rec, task.space, seen)
-        sites.append(_Site(task, rec, Asker(ctx, rec, task.space, study, seen, site_target(ctx.budget.site_target, task), on_trial, invalid=invalid)))
+        seen, invalid = measured_before(tuning, rec)
+        study = open_study(tuning, rec, task.space, seen)
+        sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning.budget.site_target, task), on_trial, invalid=invalid)))
     measured = 0
-    while ctx.time_left():
+    while tuning.time_left():
         for s in sites:
             s.todo = s.asker.ask_batch(batch)
         asked = [s for s in sites if s.todo]
@@ -111,22 +108,22 @@ def tune_sites(
                 break
             continue
         request = {s.task.key: _request_for(s, [c["choice"] for c, _ in s.todo.values()]) for s in asked}
-        results = measure_split(measure_round, request, ctx.budget.rounds)
+        results = measure_split(measure, request)
         no_timing = Measurement(Status.RUNTIME_ERROR, error="no timing")
         for s in asked:
             s.asker.tell_batch(s.todo, [results[s.task.key].get(c["choice"]) or no_timing for c, _ in s.todo.values()])
             measured += len(s.todo)
-    return _verify(ctx, sites, measure_round), measured
+    return _verify(tuning, sites, measure), measured
 
 
-def _verify(ctx: StudyContext, sites: list[_Site], measure_round: MeasureRound) -> list[TaskOutcome]:
-    """Re-measure each site's best candidate against its default, all in one round; a winner needs a real gain."""
-    best = {s.task.key: (s, *finalist(ctx, s.rec, s.task.space)[1:]) for s in sites}
+def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites) -> list[TaskOutcome]:
+    """Re-measure each site's best candidate against its default, all in one compile; a winner needs a real gain."""
+    best = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)[1:]) for s in sites}
     request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None}
-    # Not bounded by the time budget: it is one round, and without it no site could win.
-    results = measure_split(measure_round, request, ctx.budget.verify_rounds) if request else {}
+    # Not bounded by the time budget: it is one compile, and without it no site could win.
+    results = measure_split(measure, request) if request else {}
     outcomes = []
     for key, (s, default, top) in best.items():
         m = results.get(key, {}).get(top.config["choice"]) if top is not None else None
-        outcomes.append(settle(ctx, s.rec, s.task.space, default, default.median_ms if default else None, top, m))
+        outcomes.append(settle(tuning, s.rec, s.task.space, default, default.median_ms if default else None, top, m))
     return outcomes

@@ -2,35 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, SITE_KIND, Forcing
+from tuner.core import GRAPH_KINDS, InputRow, Kind, TaskSpec
 from tuner.measure.result import CaptureResult
-from tuner.search_spaces import Space, space_for
+from tuner.search_spaces import space_for
 from tuner.search_spaces.template import generator_context
 
 
-@dataclass(frozen=True)
-class TaskSpec:
-    key: str
-    kind: str
-    name: str
-    signature: dict[str, Any]
-    space: Space
-
-    def forcing(self, config: dict[str, Any]) -> Forcing:
-        """The forcing that applies ``config`` to this task alone."""
-        return Forcing.of(self.kind, self.key, config, self.signature)
-
-
 def _dims(inputs: list[list[Any]]) -> str:
-    # key_of rows: device, dtype, sizes..., strides..., offset; sizes are the first half of the middle.
-    parts = []
+    """The sizes of a site's inputs, for its readable name ("?" for an input with symbolic sizes)."""
+    out = []
     for row in inputs:
-        mid = row[2:-1]
-        parts.append("x".join(str(v) for v in mid[: len(mid) // 2]))
-    return ",".join(parts)
+        try:
+            out.append("x".join(map(str, InputRow.parse(row).sizes)))
+        except ValueError:
+            out.append("?")
+    return ",".join(out)
 
 
 def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
@@ -44,14 +32,14 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
         sig = {"op": s["op"], "inputs": s["inputs"], "space": space}
         if s.get("scalars") is not None:
             sig["scalars"] = s["scalars"]
-        out.append(TaskSpec(s["key"], SITE_KIND, f"{s['op']} {_dims(s['inputs'])}", sig, space_for(SITE_KIND, sig)))
+        out.append(TaskSpec(s["key"], Kind.SITE, f"{s['op']} {_dims(s['inputs'])}", sig, space_for(Kind.SITE, sig)))
     info = capture.device.get("info", {})
     for g in capture.graphs:
         if g["kind"] not in GRAPH_KINDS:
             continue  # no graph-level space for this device yet
         has_gemm = any(s.get("graph") == g["key"] and any(c.startswith("cpp:") for c in s["choices"]) for s in capture.sites)
-        ctx = {"isa": info.get("isa", ""), "threads": info.get("threads", 1), "has_cpp_gemm": has_gemm}
-        sig = {"backward": g["backward"], "lines": g["lines"], "space": ctx}
+        space = {"isa": info.get("isa", ""), "threads": info.get("threads", 1), "has_cpp_gemm": has_gemm}
+        sig = {"backward": g["backward"], "lines": g["lines"], "space": space}
         which = "backward" if g["backward"] else "forward"
         out.append(TaskSpec(g["key"], g["kind"], f"{model} {which} graph {g['index']}", sig, space_for(g["kind"], sig)))
     return out
@@ -78,8 +66,8 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
         if not g.get("fusion_key"):
             continue
         pairs = [p for p, _ in sorted(g.get("pairs", {}).items(), key=lambda kv: (-kv[1], kv[0]))][:MAX_PAIRS]
-        ctx = {"device": g.get("device", "cpu"), "defaults": inductor_defaults(g.get("device", "cpu")), "pairs": pairs}
-        sig = {"backward": g["backward"], "lines": g["lines"], "space": ctx}
+        space = {"device": g.get("device", "cpu"), "defaults": inductor_defaults(g.get("device", "cpu")), "pairs": pairs}
+        sig = {"backward": g["backward"], "lines": g["lines"], "space": space}
         which = "backward" if g["backward"] else "forward"
-        out.append(TaskSpec(g["fusion_key"], FUSION_KIND, f"{model} {which} graph {g['index']} fusion", sig, space_for(FUSION_KIND, sig)))
+        out.append(TaskSpec(g["fusion_key"], Kind.FUSION, f"{model} {which} graph {g['index']} fusion", sig, space_for(Kind.FUSION, sig)))
     return out

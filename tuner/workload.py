@@ -130,16 +130,3 @@ def make_inputs(spec: WorkloadSpec, sets: int = 3) -> list[Any]:
             x = x.contiguous(memory_format=torch.channels_last)
         out.append(x)
     return out
-
-
-def configure_process(spec: WorkloadSpec) -> None:
-    """Process-wide settings the workload needs before anything is traced."""
-    import torch
-    import torch._inductor.config as inductor_config
-
-    if spec.threads:
-        torch.set_num_threads(spec.threads)
-    # Dynamo decides at trace time whether parameters become constants: freezing must be global.
-    inductor_config.freezing = spec.uses_freezing
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 512)
-    torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit, 4096)

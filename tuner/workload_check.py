@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tuner.backend.forcing import FUSION_KIND, GRAPH_KINDS, KERNEL_KINDS, SITE_KIND, Forcing
+from tuner.core import Forcing
 from tuner.measure.result import Measurement
 
-KINDS = {"template-site": (SITE_KIND,), "Triton-kernel": KERNEL_KINDS, "graph-knob": GRAPH_KINDS, "fusion-grouping": (FUSION_KIND,)}
 REFINE_MEASUREMENTS = 12  # at most this many whole-workload measurements to add a dropped kind's winners back
 
 MeasureForcing = Callable[[Forcing], Measurement]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.backend import counters
+from tuner.backend import counters, process
 from tuner.backend.errors import HookUnavailable
 
 try:
@@ -147,7 +147,7 @@ def capture_first_call(kernels: list[Any]) -> list[Captured]:
                 _cap.kwargs = {n: clone_preserving_strides(v) for n, v in kwargs.items() if n != "stream"}
             return _orig(*args, **kwargs)
 
-        k.run = run
+        process.rebind(k, "run", run)
         out.append(cap)
     return out
 
@@ -206,13 +206,9 @@ def forget_loaded_kernels() -> None:
         pass
 
 
-_counting_installed = False
-
-
 def count_runtime_autotuning() -> None:
     """Count Inductor's runtime autotuning of kernels with several configs as benchmarks (honest stats)."""
-    global _counting_installed
-    if _counting_installed or _th is None or not hasattr(_th.CachingAutotuner, "benchmark_all_configs"):
+    if process.applied("count runtime autotuning") or _th is None or not hasattr(_th.CachingAutotuner, "benchmark_all_configs"):
         return
     original = _th.CachingAutotuner.benchmark_all_configs
 
@@ -220,5 +216,4 @@ def count_runtime_autotuning() -> None:
         counters.bump("benchmarks")
         return original(self, *args, **kwargs)
 
-    _th.CachingAutotuner.benchmark_all_configs = benchmark_all_configs
-    _counting_installed = True
+    process.patch("count runtime autotuning", _th.CachingAutotuner, "benchmark_all_configs", benchmark_all_configs)

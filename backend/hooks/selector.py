@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tuner.backend import counters
+from tuner.backend import counters, process
 from tuner.backend.context import active
 from tuner.backend.errors import HookUnavailable
-from tuner.backend.forcing import SITE_KIND
+from tuner.core import Kind
 from tuner.backend.hooks import site_timing, templates
 from tuner.keys import task_key
 
@@ -47,7 +47,7 @@ def site_payload(name: str, input_nodes: list[Any]) -> dict[str, Any]:
 
 
 def site_key(name: str, input_nodes: list[Any]) -> str:
-    return task_key(SITE_KIND, site_payload(name, input_nodes))
+    return task_key(Kind.SITE, site_payload(name, input_nodes))
 
 
 def choice_id(choice: Any) -> str:
@@ -117,7 +117,7 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         except Exception:  # noqa: BLE001 - a one-choice site's inputs may be unrealized (INDUCTOR_HOOKS): leave it
             return choices
         ids = [choice_id(c) for c in choices]
-        missing = [c for c in ctx.site_wants(task_key(SITE_KIND, payload)) if c not in ids]
+        missing = [c for c in ctx.site_wants(task_key(Kind.SITE, payload)) if c not in ids]
         if missing and name == "convolution":
             choices = [*choices, *templates.conv_choices(missing, input_nodes, layout)]
             ids = [choice_id(c) for c in choices]
@@ -138,4 +138,4 @@ def install() -> None:
             "template choices cannot be forced"
         )
     if not isinstance(_sa._ALGORITHM_SELECTOR_CACHE, TunedSelector):
-        _sa._ALGORITHM_SELECTOR_CACHE = TunedSelector()
+        process.patch("template selector", _sa, "_ALGORITHM_SELECTOR_CACHE", TunedSelector())

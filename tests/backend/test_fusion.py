@@ -7,7 +7,7 @@ from torch._inductor.utils import run_and_get_code
 import tuner.backend as tb
 from tuner.backend.compiler import compile_with_context
 from tuner.backend.context import CompileContext, Recorder
-from tuner.backend.forcing import Forcing
+from tuner.core import Forcing
 from tuner.db import Database, EnvironmentInfo, current_device
 from tuner.search_spaces import space_for
 from tuner.search_spaces.fusion import inductor_defaults, to_patches

@@ -4,7 +4,7 @@ themselves are tested on the GPU (tests/gpu)."""
 import pytest
 
 from tuner.backend.context import CompileContext
-from tuner.backend.forcing import Forcing
+from tuner.core import Forcing
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,8 @@ def test_a_choice_that_cannot_be_captured_is_timed_as_inductor_would(monkeypatch
     import math
 
     from tuner.backend import counters
-    from tuner.measure.result import Status, TrialRequest
+    from tuner.measure.jobs import SiteBatch
+    from tuner.measure.result import Status
     from tuner.measure.session import Session
     from tuner.workload import WorkloadSpec
 
@@ -39,7 +40,7 @@ def test_a_choice_that_cannot_be_captured_is_timed_as_inductor_would(monkeypatch
     monkeypatch.setattr(CompileContext, "times_sites_as_graphs", property(lambda self: bool(self.benchmark)))
     before = counters.count("graph_timed")
     with caplog.at_level(logging.WARNING, logger="tuner.backend"):
-        r = session.measure(TrialRequest({}, {}, sites={site["key"]: choices}))
+        r = SiteBatch({}, {site["key"]: choices}).run(session)
     assert r.status is Status.OK, r.error
     t = r.timings[site["key"]]
     assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t

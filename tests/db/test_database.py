@@ -47,9 +47,9 @@ def test_trials_winners_and_stats(any_db_url):
     assert ok.ratio == 0.5
     assert db.find_trial(t.id, d, {"choice": "b"}).id == ok.id
     assert db.find_trial(t.id, d, {"choice": "zzz"}) is None
-    before = db.winners_digest(DEV.fingerprint)
+    assert db.winner_configs([t.id], d) == {}
     db.set_winner(t.id, d, ok.id, {"choice": "b"}, 1.0, 2.0)
-    assert db.winners_digest(DEV.fingerprint) != before
+    assert db.winner_configs([t.id, t.id + 1], d) == {t.id: {"choice": "b"}}
     assert db.winners_for_device(DEV.fingerprint)["k" * 64][:2] == ("template_choice", {"choice": "b"})
     assert db.winners_for_device("another-device") == {}
     s = db.stats()

@@ -39,7 +39,7 @@ def test_capture_finds_sites_and_triton_kernels(session, cwd_root):
 
 
 def test_lookup_hash_matches_inductors(session):
-    from tuner.backend.forcing import kernel_lookup_hash
+    from tuner.core import kernel_lookup_hash
     from tuner.backend.hooks import kernels as kh
 
     session.capture_kernels({})
@@ -57,32 +57,34 @@ def test_kernel_configs_measured_checked_and_failures_stored(session):
     default = space.default
     other = dict(default, num_warps=8 if default["num_warps"] != 8 else 4)
     bad = dict(default, num_warps=64)  # beyond what a CUDA block can hold: Triton refuses it
-    from tuner.measure.result import TrialRequest
+    from tuner.measure.jobs import KernelBatch
 
-    ms = session.measure(TrialRequest({}, {}, kernel=rec["key"], configs=(default, other, bad)))
+    ms = list(KernelBatch(rec["key"], (default, other, bad)).run(session).measurements)
     assert ms[0].status is Status.OK and 0.5 < ms[0].ratio < 2.0
     assert ms[1].status is Status.OK and ms[1].median_ms > 0
     assert ms[2].status in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR), ms[2]
 
 
-def test_site_round_times_choices_side_by_side(session):
-    from tuner.measure.result import Status, TrialRequest
+def test_site_batch_times_choices_side_by_side(session):
+    from tuner.measure.jobs import SiteBatch
+    from tuner.measure.result import Status
 
     cap = session.capture()
     site = next(s for s in cap.sites if s["op"].startswith("convolution"))
     triton = [c for c in site["choices"] if c != site["default"]][:3]
-    r = session.measure(TrialRequest({}, {}, sites={site["key"]: (site["default"], *triton)}))
+    r = SiteBatch({}, {site["key"]: (site["default"], *triton)}).run(session)
     assert r.status is Status.OK, r.error
     t = r.timings[site["key"]]
     assert site["default"] in t and all(c in t for c in triton)
 
 
-def test_site_round_timed_as_cuda_graph_replays(session, monkeypatch):
+def test_site_batch_timed_as_cuda_graph_replays(session, monkeypatch):
     """TUNER_SITE_TIMING=cudagraph: every benchmarked choice at the site is timed as replays of a CUDA graph."""
     import math
 
     from tuner.backend import counters
-    from tuner.measure.result import Status, TrialRequest
+    from tuner.measure.jobs import SiteBatch
+    from tuner.measure.result import Status
     from tuner.settings import settings
 
     cap = session.capture()
@@ -92,7 +94,7 @@ def test_site_round_timed_as_cuda_graph_replays(session, monkeypatch):
     settings.cache_clear()
     before = counters.count("graph_timed")
     try:
-        r = session.measure(TrialRequest({}, {}, sites={site["key"]: choices}))
+        r = SiteBatch({}, {site["key"]: choices}).run(session)
     finally:
         monkeypatch.delenv("TUNER_SITE_TIMING")
         settings.cache_clear()
@@ -123,17 +125,18 @@ def test_generated_template_configs_are_benchmarked_and_forced(session):
     """Configs outside Inductor's list: built from their ids (conv at the site, mm-family as a
     KernelTemplateChoice), timed in a round, and forced with nothing benchmarked and the numerics kept."""
     import tuner.backend as tb
-    from tuner.backend.forcing import Forcing
-    from tuner.measure.result import Status, TrialRequest
+    from tuner.core import Forcing
+    from tuner.measure.jobs import GraphTrial, SiteBatch
+    from tuner.measure.result import Status
 
     gen = _generated(session)
-    r = session.measure(TrialRequest({}, {}, sites={t.key: (t.space.default["choice"], cid) for t, cid in gen}))
+    r = SiteBatch({}, {t.key: (t.space.default["choice"], cid) for t, cid in gen}).run(session)
     assert r.status is Status.OK, r.error
     for t, cid in gen:
         assert 0 < r.timings[t.key][cid] < float("inf"), (t.name, r.timings.get(t.key))
     forcing = Forcing(sites={t.key: cid for t, cid in gen})
     before = tb.stats()
-    m = session.measure(TrialRequest({}, forcing.to_json(), rounds=3))
+    m = GraphTrial({}, forcing.to_json(), rounds=3).run(session)
     after = tb.stats()
     assert m.status is Status.OK, m.error  # numerics checked against eager inside
     # Every site found its generated choice (a choice that is not built is a miss). Benchmarks are not compared:
@@ -198,7 +201,7 @@ def test_sweep_then_tuned_compile_forces_winners_and_benchmarks_nothing(db_url, 
 
 
 def test_worker_survives_an_illegal_memory_access(tmp_path):
-    from tuner.measure import TrialRequest, Worker
+    from tuner.measure import GraphTrial, Worker
     from tuner.measure.result import Status
 
     flag = tmp_path / "crash"
@@ -210,10 +213,10 @@ def test_worker_survives_an_illegal_memory_access(tmp_path):
     try:
         w.start()
         flag.write_text("1")
-        m = w.measure(TrialRequest({}, {"graphs": {}, "sites": {}, "kernels": {"0" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
+        m = w.run(GraphTrial({}, {"graphs": {}, "sites": {}, "kernels": {"0" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
         assert not m.ok and "illegal memory access" in (m.error or ""), m
         flag.unlink()
-        m = w.measure(TrialRequest({}, {"graphs": {}, "sites": {}, "kernels": {"1" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
+        m = w.run(GraphTrial({}, {"graphs": {}, "sites": {}, "kernels": {"1" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
         assert m.status is Status.OK, m
     finally:
         w.close()

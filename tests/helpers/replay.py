@@ -9,7 +9,8 @@ from tuner.keys import config_hash
 from tuner.measure import Measurement, Status
 from tuner.search import StudyContext
 from tuner.search_spaces import space_for
-from tuner.tasks import TaskSpec
+from tuner.core import Kind, TaskSpec
+from tuner.winners import Winners
 
 DEV = DeviceInfo("cpu", "Replay CPU", {"cores": 2, "threads": 2, "isa": "AVX512"})
 ENV = EnvironmentInfo("2.14.1", "3.8.0", None, "3.11.7", "0.1.0")
@@ -19,10 +20,10 @@ def tasks(n_graphs: int = 6) -> list[TaskSpec]:
     out = []
     for i in range(n_graphs):
         sig = {"backward": False, "lines": i, "space": {"isa": "AVX512", "threads": 2, "has_cpp_gemm": i % 2 == 0}}
-        out.append(TaskSpec(f"{i:064x}", "cpp_graph", f"replay graph {i}", sig, space_for("cpp_graph", sig)))
+        out.append(TaskSpec(f"{i:064x}", Kind.CPP_GRAPH, f"replay graph {i}", sig, space_for(Kind.CPP_GRAPH, sig)))
     for i in range(2):
         sig = {"op": "mm", "inputs": [], "space": {"choices": ["aten:mm", "cpp:A", "cpp:B", "cpp:C"], "default": "aten:mm"}}
-        out.append(TaskSpec(f"{i + 100:064x}", "template_choice", f"replay site {i}", sig, space_for("template_choice", sig)))
+        out.append(TaskSpec(f"{i + 100:064x}", Kind.SITE, f"replay site {i}", sig, space_for(Kind.SITE, sig)))
     return out
 
 
@@ -43,13 +44,13 @@ def _context(url: str, db: Database, trials: int) -> StudyContext:
 
 
 def work(url: str, trials: int, out: "mp.Queue") -> None:
-    from tuner.claimed import tune_tasks
+    from tuner.scheduler import tune_tasks
 
     db = Database.open(url)
     specs = tasks()
     records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
     ctx = _context(url, db, trials)
-    outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: replay_measure)
+    outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: replay_measure, Winners({}))
     out.put(([o.task.key for o in outcomes], measured))
     db.close()
 
@@ -61,7 +62,7 @@ def work_joined(url: str, trials: int, out: "mp.Queue", start: "mp.Barrier") -> 
     import os
     import time
 
-    from tuner.claimed import tune_tasks
+    from tuner.scheduler import tune_tasks
 
     def slow(config, rounds):  # long enough that the workers' trials overlap
         time.sleep(0.05)
@@ -72,6 +73,6 @@ def work_joined(url: str, trials: int, out: "mp.Queue", start: "mp.Barrier") -> 
     records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
     ctx = _context(url, db, trials)
     start.wait(120)
-    outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: slow, join=True)
+    outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: slow, Winners({}), join=True)
     out.put((os.getpid(), [o.task.key for o in outcomes], measured))
     db.close()

@@ -2,7 +2,8 @@ import optuna
 import pytest
 
 from tuner.search_spaces import InvalidConfig, space_for
-from tuner.search_spaces import cpp, template
+from tuner.core import KERNEL_KINDS, Kind
+from tuner.search_spaces import cpp
 
 CPU_CTX = {"isa": "AVX512", "threads": 2, "has_cpp_gemm": True}
 
@@ -48,7 +49,15 @@ def test_template_space_and_unknown_kind():
         space_for("pickle", {"space": {}})
     with pytest.raises(InvalidConfig, match="malformed"):
         space_for("template_choice", {"nope": 1})
-    assert template.FAMILY == "template_choice"
+    assert s.family is Kind.SITE  # the registry's kind and the space's agree
+
+
+def test_every_kind_with_a_space_is_registered_once():
+    from tuner.search_spaces import FAMILIES
+
+    assert set(FAMILIES) == {Kind.SITE, Kind.CPP_GRAPH, Kind.FUSION, *KERNEL_KINDS}
+    assert all(isinstance(k, Kind) for k in FAMILIES)
+    assert Kind("template_choice") is Kind.SITE and f"{Kind.SITE}" == "template_choice"  # stored as the plain string
 
 
 def test_fingerprint_stable_and_sensitive():

@@ -119,14 +119,14 @@ def test_from_similar_seeds_a_study_with_other_devices_winners(tmp_path):
 def test_combined_report_shows_what_the_checker_reverted_and_its_whole_workload_figures():
     from tuner.db.repository import TaskRecord
     from tuner.distributed import combine
-    from tuner.search import TaskOutcome
+    from tuner.core import TaskOutcome
     from tuner.sweep import SweepReport
 
     a, b = (TaskRecord(i, f"k{i}", "template_choice", f"site {i}", {}) for i in (1, 2))
     won = TaskOutcome(a, {"choice": "triton"}, False, 2.0, 1.0, 10, 10)
-    first = SweepReport("m", "H200", {}, 1.0, None, [won, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 0, 5)], wall_s=50)
+    first = SweepReport("m", "H200", {}, None, None, [won, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 0, 5)], wall_s=50)
     stored = TaskOutcome(a, {"choice": "aten"}, True, None, None, 0, 10)  # the checker reverted site 1, measured by the other
-    last = SweepReport("m", "H200", {}, 1.0, None, [stored, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 5, 5)], 3.0, 2.9, wall_s=80)
+    last = SweepReport("m", "H200", {}, None, None, [stored, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 5, 5)], 3.0, 2.9, wall_s=80)
     last.whole_checked = True
     merged = combine([first, last])
     one = next(o for o in merged.outcomes if o.task.id == 1)

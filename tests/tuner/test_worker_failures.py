@@ -4,7 +4,7 @@ import dataclasses
 
 from tuner.budget import make_budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
-from tuner.measure import Status, TrialRequest, Worker
+from tuner.measure import GraphTrial, Status, Worker
 from tuner.search import StudyContext, run_study
 from tuner.search_spaces import Space
 from tuner.search_spaces.base import choice
@@ -39,7 +39,7 @@ def test_compile_errors_are_stored_and_never_retried(db_url, tmp_path, cwd_root)
         calls.append(config)
         baseline = {"sites": {site["key"]: cpp_choice}}
         candidate = {**baseline, "graphs": {graph: config}}
-        return worker.measure(TrialRequest(baseline, candidate, rounds, 2.0))
+        return worker.run(GraphTrial(baseline, candidate, rounds, 2.0))
 
     ctx = _ctx(db, db_url)
     assert run_study(ctx, task, space, measure) == 2
@@ -57,9 +57,9 @@ def test_a_worker_killed_by_generated_code_is_a_stored_trial_not_a_dead_sweep(db
     worker = Worker(spec, tmp_path / "logs")
     worker.start()
     flag.touch()  # from now on the model segfaults when it runs
-    m = worker.measure(TrialRequest({}, {}, 3, 1.0))
+    m = worker.run(GraphTrial({}, {}, 3, 1.0))
     assert m.status is Status.WORKER_DIED and "SIGSEGV" in m.error
     flag.unlink()
-    m2 = worker.measure(TrialRequest({}, {}, 3, 1.0))  # a fresh worker takes over
+    m2 = worker.run(GraphTrial({}, {}, 3, 1.0))  # a fresh worker takes over
     assert m2.status is Status.OK and worker.restarts == 1
     worker.close()

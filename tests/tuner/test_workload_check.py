@@ -1,6 +1,6 @@
 """The whole-workload check's choice of which winners to keep, with measurements given as data."""
 
-from tuner.backend.forcing import Forcing
+from tuner.core import Forcing
 from tuner.measure.result import Measurement, Status
 from tuner.workload_check import check_whole
 

@@ -36,7 +36,7 @@ def bench(
         show_default=False)] = None,
 ) -> None:
     """Compile the workload in every mode (fresh caches each) and time them against each other in one process."""
-    from tuner.compare import plot, run_bench
+    from tuner.benchmark import plot, run_bench
 
     extra = {}
     for item in also_db or []:

@@ -87,6 +87,8 @@ def print_report(console: Console, report: SweepReport, defaults: dict[str, dict
             console.print(f"  {count} × {reason}", highlight=False)
     else:
         console.print("graph breaks: none")
+    if report.capture_compile_s is not None:
+        console.print(f"capture: the default compile took {report.capture_compile_s:.1f} s")
     t = Table(title=f"{report.workload} on {report.device}")
     for col in ("task", "trials", "default ms", "best ms", "speedup", "winner"):
         t.add_column(col, overflow="fold")

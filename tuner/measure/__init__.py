@@ -1,6 +1,10 @@
-"""Measurement knows nothing of search: a request in, a :class:`Measurement` out."""
+"""Measurement knows nothing of search: a job in (``tuner.measure.jobs``), its own result type out."""
 
-from tuner.measure.result import CaptureResult, Measurement, SiteRound, Status, TrialRequest
+from tuner.measure.jobs import CaptureGraphs, CaptureKernels, GraphTrial, Job, KernelBatch, SiteBatch
+from tuner.measure.result import CaptureResult, KernelResults, Measurement, SiteTimings, Status
 from tuner.measure.worker import Worker
 
-__all__ = ["CaptureResult", "Measurement", "SiteRound", "Status", "TrialRequest", "Worker"]
+__all__ = [
+    "CaptureGraphs", "CaptureKernels", "CaptureResult", "GraphTrial", "Job", "KernelBatch", "KernelResults",
+    "Measurement", "SiteBatch", "SiteTimings", "Status", "Worker",
+]

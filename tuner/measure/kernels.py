@@ -11,19 +11,22 @@ before it may be timed.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import os
+import logging
 import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.backend.hooks import kernels as kh
+from tuner.core import Kind
 from tuner.keys import config_hash, task_key
-from tuner.measure.classify import classify, describe
+from tuner.measure.classify import breaks_context, classify, describe
+from tuner.measure.numerics import relative_error
 from tuner.measure.result import Measurement, Status
+from tuner.settings import settings
 
+log = logging.getLogger("tuner.measure")
 _OUTPUT_ARG = re.compile(r"^(in_)?out_ptr\d+$")
-COMPILE_THREADS = int(os.environ.get("TUNER_COMPILE_THREADS", "8"))
 
 
 def _fresh(args: list[Any]) -> list[Any]:
@@ -36,21 +39,6 @@ def _outputs(k: Any, args: list[Any]) -> list[Any]:
     names = kh.arg_names(k)
     outs = [a for n, a in zip(names, args) if _OUTPUT_ARG.match(n) and isinstance(a, torch.Tensor)]
     return outs or [a for a in args if isinstance(a, torch.Tensor)]
-
-
-def _error(out: list[Any], ref: list[Any]) -> float:
-    """Largest relative norm error over the outputs, on the elements where the default's are finite."""
-    import torch
-
-    worst = 0.0
-    for x, y in zip(out, ref):
-        x64, y64 = x.detach().double(), y.detach().double()
-        mask = torch.isfinite(y64)
-        if not torch.isfinite(x64[mask]).all():
-            return float("inf")
-        d = (x64[mask] - y64[mask]).norm().item()
-        worst = max(worst, d / (y64[mask].norm().item() or 1.0))
-    return worst
 
 
 @dataclass
@@ -79,8 +67,10 @@ class KernelBench:
 
     # --- building the registry from a compile's kernels --------------------------------------------
     def register(self, captured: list[Any]) -> list[dict[str, Any]]:
-        """Turn the kernels a compile produced (and ran once) into tasks; identical kernels are one task."""
+        """Turn the kernels a compile produced (and ran once) into task records; identical kernels are one task.
+        A kernel that cannot be re-launched on its own is logged and recorded with ``status`` and ``error``."""
         self.entries.clear()
+        unmeasurable: dict[str, dict[str, Any]] = {}
         for cap in captured:
             k = cap.kernel
             family = kh.heuristic(k)
@@ -90,9 +80,9 @@ class KernelBench:
             payload = kh.payload(k)
             if payload["size_hints"] is None or any(p in payload["size_hints"] for p in ("z", "r1_")):
                 continue  # 3-D tilings and 2-D reductions are left to Inductor for now
-            kind = f"triton_{family}"
+            kind = Kind.triton(family)
             key = task_key(kind, payload)
-            if key in self.entries:
+            if key in self.entries or key in unmeasurable:
                 continue
             name = re.sub(r"_\d+$", "", str((getattr(k, "inductor_meta", {}) or {}).get("kernel_name", family)))
             sig = {**payload, "size_hints_str": str(k.size_hints), "space": {"size_hints": payload["size_hints"], "default": default}}
@@ -100,10 +90,13 @@ class KernelBench:
             try:
                 entry.reference = self._run_once(entry, self._launcher(entry, default))
                 entry.default_ms = self._time(entry, entry.launchers[config_hash(default)])
-            except Exception:  # noqa: BLE001 - a kernel we cannot re-launch is not tuned
+            except Exception as e:  # noqa: BLE001 - a kernel we cannot re-launch is not tuned, but stored with why
+                why = describe(e)
+                log.warning("kernel %s cannot be measured on its own: %s", name, why)
+                unmeasurable[key] = {**entry.record(), "status": classify(e).value, "error": why}
                 continue
             self.entries[key] = entry
-        return [e.record() for e in self.entries.values()]
+        return [e.record() for e in self.entries.values()] + list(unmeasurable.values())
 
     # --- one kernel ---------------------------------------------------------------------------------
     def _launcher(self, entry: KernelEntry, config: dict[str, Any]) -> Any:
@@ -149,7 +142,7 @@ class KernelBench:
         errors: dict[int, Measurement] = {}
         todo = [(i, c) for i, c in enumerate(configs) if config_hash(c) not in entry.launchers]
         if todo:  # compile in parallel; the GPU is used one config at a time below
-            with cf.ThreadPoolExecutor(max_workers=min(COMPILE_THREADS, len(todo))) as pool:
+            with cf.ThreadPoolExecutor(max_workers=min(settings().compile_threads, len(todo))) as pool:
                 futures = {pool.submit(kh.launcher, entry.captured.kernel, c): (i, c) for i, c in todo}
                 for f in cf.as_completed(futures):
                     i, c = futures[f]
@@ -164,7 +157,7 @@ class KernelBench:
                 out.append(errors[i])
                 continue
             out.append(self._measure_one(entry, entry.launchers[config_hash(c)], base))
-            if out[-1].error and fatal(out[-1].error):
+            if out[-1].error and breaks_context([out[-1].error]):
                 out.extend(Measurement(Status.WORKER_DIED, error="not measured: an earlier config broke the CUDA context") for _ in configs[i + 1 :])
                 break
         return out
@@ -172,19 +165,10 @@ class KernelBench:
     def _measure_one(self, entry: KernelEntry, launch: Any, base: Any) -> Measurement:
         try:
             out = self._run_once(entry, launch)
-            err = _error(out, entry.reference)
+            err = relative_error(out, entry.reference, where_finite=True)
             if not err <= self.tolerance:
-                return Measurement(Status.INACCURATE, error=f"outputs differ from the default config's (relative error {err:.3g})", rel_error=err)
+                return Measurement(Status.INACCURATE, error=f"outputs differ from the default config's (relative error {err:.3g})")
             med, lo, spread, base_ms = self._interleaved(entry, launch, base)
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e, compiling=False), error=describe(e))
-        return Measurement(Status.OK, med, lo, spread, base_ms, rel_error=err)
-
-
-_FATAL = ("illegal memory access", "unspecified launch failure", "misaligned address", "illegal instruction", "device-side assert")
-
-
-def fatal(error: str) -> bool:
-    """A CUDA error that leaves the context unusable: the worker must be replaced."""
-    text = error.lower()
-    return any(m in text for m in _FATAL)
+        return Measurement(Status.OK, med, lo, spread, base_ms)

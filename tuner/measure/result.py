@@ -1,38 +1,11 @@
-"""Picklable requests and results that cross the worker-process boundary. Plain data only."""
+"""Picklable results that cross the worker-process boundary. Plain data only."""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class Status(str, enum.Enum):
-    OK = "ok"
-    COMPILE_ERROR = "compile_error"
-    RUNTIME_ERROR = "runtime_error"
-    TIMEOUT = "timeout"
-    INVALID = "invalid"
-    INACCURATE = "inaccurate"
-    WORKER_DIED = "worker_died"
-
-
-@dataclass(frozen=True)
-class TrialRequest:
-    """Time ``candidate`` against ``baseline`` (forcings as JSON), interleaved, in one process."""
-
-    baseline: dict[str, Any]
-    candidate: dict[str, Any]
-    rounds: int = 15
-    min_sample_ms: float = 20.0
-    # Template sites instead: while compiling ``candidate``, Inductor's benchmarker times these choice ids
-    # side by side at each of these sites ({site key: choice ids}); the graph's numerics are still checked.
-    # The answer is a :class:`SiteRound`.
-    sites: dict[str, tuple[str, ...]] | None = None
-    # A Triton kernel instead: these configs of this kernel (task key), at the kernel, against its default.
-    # The answer is a list of :class:`Measurement`, one per config.
-    kernel: str | None = None
-    configs: tuple[dict[str, Any], ...] = ()
+from tuner.core import Status
 
 
 @dataclass(frozen=True)
@@ -44,7 +17,6 @@ class Measurement:
     baseline_ms: float | None = None
     error: str | None = None
     compile_s: float | None = None
-    rel_error: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -56,15 +28,36 @@ class Measurement:
             return None
         return self.median_ms / self.baseline_ms
 
+    @property
+    def errors(self) -> list[str]:
+        return [self.error] if self.error else []
+
 
 @dataclass(frozen=True)
-class SiteRound:
+class SiteTimings:
     """Inductor's timings (ms) of the choices at each benchmarked site, from one compile."""
 
     status: Status
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     error: str | None = None
     compile_s: float | None = None
+
+    @property
+    def errors(self) -> list[str]:
+        return [self.error] if self.error else []
+
+
+@dataclass(frozen=True)
+class KernelResults:
+    """One measurement per config of a kernel batch. ``lost``: the worker died or timed out on the batch as a
+    whole, so no config of it was measured on its own."""
+
+    measurements: tuple[Measurement, ...]
+    lost: bool = False
+
+    @property
+    def errors(self) -> list[str]:
+        return [m.error for m in self.measurements if m.error]
 
 
 @dataclass(frozen=True)
@@ -78,4 +71,3 @@ class CaptureResult:
     environment: dict[str, Any]
     compile_s: float
     eager_ms: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -9,19 +9,28 @@ from __future__ import annotations
 import collections
 import copy
 import time
-from dataclasses import asdict
+import dataclasses
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tuner.measure.classify import classify, describe
+from tuner.measure.classify import CompileFailed, Inaccurate, classify, describe
+from tuner.measure.jobs import GraphTrial, KernelBatch, SiteBatch
 from tuner.measure.numerics import TOLERANCE, eager_error, relative_error, tolerance_for, widened_by_default
-from tuner.measure.result import CaptureResult, Measurement, SiteRound, Status, TrialRequest
+from tuner.measure.result import CaptureResult, KernelResults, Measurement, SiteTimings, Status
 from tuner.measure.timing import interleaved
 from tuner.steps import run_step, synchronizer
-from tuner.workload import WorkloadSpec, build_model, check_device, configure_process, make_inputs
+from tuner.workload import WorkloadSpec, build_model, check_device, make_inputs
 
 
-class _Inaccurate(Exception):
-    pass
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled copy of the workload: its callable, the first call's time, its error against the reference, and
+    the site timings its compile took (when asked to benchmark sites)."""
+
+    fn: Any
+    compile_s: float
+    error: float
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class Session:
@@ -30,8 +39,9 @@ class Session:
 
         self.spec = spec
         check_device(spec)
-        configure_process(spec)
-        torch._functorch.config.enable_autograd_cache = False  # see _backend: sweeps leave no cache entries
+        from tuner.backend.process import configure_measuring
+
+        configure_measuring(spec.threads, spec.uses_freezing, sweep=True)  # see _backend: sweeps leave no cache entries
         self.torch = torch
         self.model = build_model(spec)
         self.inputs = make_inputs(spec)
@@ -40,7 +50,6 @@ class Session:
         self.eager_error = eager_error(spec.mode, self.model, self.inputs[0], self.reference)
         self.tolerance = tolerance_for(spec.dtype, self.eager_error)
         self.default_error = float("nan")  # set by capture()
-        self.last_error = float("nan")
         self._compiled: collections.OrderedDict[str, Any] = collections.OrderedDict()
         self._cache_size = cache_size
         self.kernels: Any = None
@@ -63,7 +72,7 @@ class Session:
     def _backend(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None) -> Any:
         from tuner.backend.compiler import compile_with_context
         from tuner.backend.context import CompileContext
-        from tuner.backend.forcing import Forcing
+        from tuner.core import Forcing
         from tuner.settings import settings
 
         ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing)
@@ -74,44 +83,39 @@ class Session:
         def backend(gm: Any, example_inputs: Any, **_: Any) -> Any:
             return compile_with_context(gm, example_inputs, ctx, sweep_patches)
 
-        backend.context = ctx  # type: ignore[attr-defined]
+        backend.context = ctx  # type: ignore[attr-defined]  # read back by compile() for the site timings
         return backend
 
-    def compile(
-        self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None, check: bool = True
-    ) -> tuple[Any, float]:
-        """Compile a fresh copy under ``forcing`` and check its numerics (unless ``check`` is off); raises on
-        failure. The error is left on ``self.last_error``; with ``benchmark``, the sites' timings on ``self.last_timings``."""
+    def compile(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None, check: bool = True) -> Compiled:
+        """Compile a fresh copy under ``forcing``, run it once and check its numerics (unless ``check`` is off).
+        Raises :class:`CompileFailed` when the compile or its first run fails, :class:`Inaccurate` when the
+        numerics are off. With ``benchmark``, the sites' timings come back on the result."""
         from tuner.keys import digest
 
         key = digest(forcing)
         fresh = recorder is not None or benchmark is not None or kernel_sink is not None
         if key in self._compiled and not fresh:
             self._compiled.move_to_end(key)
-            return self._compiled[key], 0.0
+            return dataclasses.replace(self._compiled[key], compile_s=0.0)
         backend = self._backend(forcing, recorder, benchmark, kernel_sink)
-        self.last_timings = backend.context.timings
         fn = self.torch.compile(copy.deepcopy(self.model), backend=backend)
         t0 = time.perf_counter()
         try:
             out = self._run(fn, 0, grads=True)
             self._sync()
         except Exception as e:
-            e._tuner_compiling = True  # type: ignore[attr-defined]
-            raise
-        compile_s = time.perf_counter() - t0
-        err = self.last_error = relative_error(out, self.reference)
-        if check and not err <= self.tolerance:
-            raise _Inaccurate(
-                f"relative error {err:.3g} exceeds {self.tolerance:.3g} for {self.spec.dtype} "
+            raise CompileFailed(describe(e)) from e
+        done = Compiled(fn, time.perf_counter() - t0, relative_error(out, self.reference), backend.context.timings)
+        if check and not done.error <= self.tolerance:
+            raise Inaccurate(
+                f"relative error {done.error:.3g} exceeds {self.tolerance:.3g} for {self.spec.dtype} "
                 f"(eager is {self.eager_error:.2g} from float64; Inductor's default {self.default_error:.2g} from eager)"
             )
-        if fresh:
-            return fn, compile_s
-        self._compiled[key] = fn
-        while len(self._compiled) > self._cache_size:
-            self._compiled.popitem(last=False)
-        return fn, compile_s
+        if not fresh:
+            self._compiled[key] = done
+            while len(self._compiled) > self._cache_size:
+                self._compiled.popitem(last=False)
+        return done
 
     # --- the two jobs -------------------------------------------------------------------------
     def capture(self) -> CaptureResult:
@@ -123,15 +127,15 @@ class Session:
 
         counters.clear()
         recorder = Recorder()
-        fn, compile_s = self.compile({}, recorder, check=False)
+        done = self.compile({}, recorder, check=False)
         # Candidates must be about as close to eager as Inductor's own default is: a training step's small
         # gradients (batch-norm biases, say) can differ from eager by more than the dtype's bound, by default.
-        if not self.last_error <= 1.0:
-            raise _Inaccurate(f"Inductor's default compile of this workload differs from eager by {self.last_error:.3g}")
-        self.default_error = self.last_error
+        if not done.error <= 1.0:
+            raise Inaccurate(f"Inductor's default compile of this workload differs from eager by {done.error:.3g}")
+        self.default_error = done.error
         self.tolerance = widened_by_default(self.tolerance, self.default_error)
         if self.spec.mode == "train":  # one whole training step, as a user would run it
-            self.torch.optim.SGD(fn.parameters(), lr=1e-3).step()
+            self.torch.optim.SGD(done.fn.parameters(), lr=1e-3).step()
         breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
         return CaptureResult(
             graphs=[asdict(g) for g in recorder.graphs.values()],
@@ -139,9 +143,8 @@ class Session:
             graph_breaks=breaks,
             device=asdict(current_device(self.spec.device)),
             environment=asdict(current_environment()),
-            compile_s=compile_s,
+            compile_s=done.compile_s,
             eager_ms=self.eager_ms(),
-            extra={"default_error": self.default_error, "eager_error": self.eager_error, "tolerance": self.tolerance},
         )
 
     def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
@@ -161,43 +164,37 @@ class Session:
         self.compile(forcing, recorder)
         return [asdict(g) for g in recorder.graphs.values()]
 
-    def measure(self, req: TrialRequest) -> Any:
-        if req.kernel is not None:
-            if self.kernels is None:
-                return [Measurement(Status.RUNTIME_ERROR, error="kernel tasks need a CUDA workload")] * len(req.configs)
-            return self.kernels.measure(req.kernel, list(req.configs), req.rounds)
-        if req.sites is not None:
-            return self._measure_sites(req)
+    def time_graph(self, job: GraphTrial) -> Measurement:
+        """The whole workload under the job's candidate against its baseline, interleaved."""
         try:
-            base, _ = self.compile(req.baseline)
-        except Exception as e:
-            status = classify(e, compiling=getattr(e, "_tuner_compiling", False))
-            return Measurement(status, error="the baseline itself failed: " + describe(e))
-        compile_s = 0.0
+            base = self.compile(job.baseline)
+        except Exception as e:  # noqa: BLE001 - classified and stored
+            return Measurement(classify(e), error="the baseline itself failed: " + describe(e))
         try:
-            cand, compile_s = self.compile(req.candidate)
-        except _Inaccurate as e:
-            return Measurement(Status.INACCURATE, error=str(e))
-        except Exception as e:
-            return Measurement(classify(e, compiling=getattr(e, "_tuner_compiling", False)), error=describe(e))
-        fns = {"candidate": self._step(cand)}
-        if cand is not base:
-            fns["baseline"] = self._step(base)
+            cand = self.compile(job.candidate)
+        except Exception as e:  # noqa: BLE001
+            return Measurement(classify(e), error=describe(e))
+        fns = {"candidate": self._step(cand.fn)}
+        if cand.fn is not base.fn:
+            fns["baseline"] = self._step(base.fn)
         try:
-            t = interleaved(fns, rounds=req.rounds, min_sample_ms=req.min_sample_ms, sync=self._sync)
-        except Exception as e:
-            return Measurement(classify(e, compiling=False), error=describe(e))
+            t = interleaved(fns, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
+        except Exception as e:  # noqa: BLE001
+            return Measurement(classify(e), error=describe(e))
         c = t["candidate"]
         b = t.get("baseline", c)
-        return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=compile_s)
+        return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=cand.compile_s)
 
-    def _measure_sites(self, req: TrialRequest) -> SiteRound:
+    def time_sites(self, job: SiteBatch) -> SiteTimings:
         """Kernel level: while one compile lowers the graph, Inductor's benchmarker times the requested
         choices side by side at every requested site."""
         try:
-            _, compile_s = self.compile(req.candidate, benchmark=dict(req.sites or {}))
-        except _Inaccurate as e:
-            return SiteRound(Status.INACCURATE, error=str(e))
-        except Exception as e:
-            return SiteRound(classify(e, compiling=getattr(e, "_tuner_compiling", False)), error=describe(e))
-        return SiteRound(Status.OK, {k: dict(v) for k, v in self.last_timings.items()}, compile_s=compile_s)
+            done = self.compile(job.forcing, benchmark=dict(job.sites))
+        except Exception as e:  # noqa: BLE001
+            return SiteTimings(classify(e), error=describe(e))
+        return SiteTimings(Status.OK, {k: dict(v) for k, v in done.timings.items()}, compile_s=done.compile_s)
+
+    def time_kernel(self, job: KernelBatch) -> KernelResults:
+        if self.kernels is None:
+            return KernelResults(tuple(Measurement(Status.RUNTIME_ERROR, error="kernel tasks need a CUDA workload") for _ in job.configs))
+        return KernelResults(tuple(self.kernels.measure(job.kernel, list(job.configs), job.rounds)))

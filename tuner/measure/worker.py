@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import TunerError, WorkloadError
-from tuner.measure.result import CaptureResult, Measurement, Status, TrialRequest
+from tuner.measure.classify import breaks_context
+from tuner.measure.jobs import CaptureKernels, Job
+from tuner.measure.result import CaptureResult, Status
 from tuner.workload import WorkloadSpec
 
 
@@ -40,29 +42,21 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str) -> None:
 
         conn.send(("error", f"the workload failed to run: {describe(e)}"))
         return
-    while True:
+    while True:  # one generic loop: every job runs itself against the session
         msg = conn.recv()
         if msg[0] == "stop":
             return
-        if msg[0] == "call" and msg[1] in ("capture_kernels", "capture_graphs"):
-            try:
-                conn.send(("result", getattr(session, msg[1])(msg[2])))
-            except Exception as e:  # noqa: BLE001
-                from tuner.measure.classify import describe
+        job = msg[1]
+        try:
+            result = job.run(session)
+        except Exception as e:  # noqa: BLE001 - a capture job's failure; measurement jobs answer with a status
+            from tuner.measure.classify import describe
 
-                conn.send(("error", f"{msg[1]} failed: {describe(e)}"))
+            conn.send(("error", f"{type(job).__name__} failed: {describe(e)}"))
             continue
-        result = session.measure(msg[1])
         conn.send(("result", result))
-        if _broke_context(result):
+        if breaks_context(result.errors if hasattr(result, "errors") else []):
             os._exit(3)  # the CUDA context is unusable now; the parent starts a fresh worker
-
-
-def _broke_context(result: Any) -> bool:
-    from tuner.measure.kernels import fatal
-
-    errors = [getattr(m, "error", None) for m in result] if isinstance(result, list) else [getattr(result, "error", None)]
-    return any(e and fatal(e) for e in errors)
 
 
 def _tail(path: Path, lines: int = 8) -> str:
@@ -84,7 +78,7 @@ def _death(proc: Any) -> str:
 
 
 class Worker:
-    """Parent-side handle. ``start()`` captures the workload; ``measure()`` runs one trial."""
+    """Parent-side handle. ``start()`` captures the workload; ``run(job)`` runs one job (``tuner.measure.jobs``)."""
 
     def __init__(
         self,
@@ -105,7 +99,7 @@ class Worker:
         self._served = 0
         self.log_path: Path | None = None
         self.restarts = -1
-        self._kernel_forcing: dict[str, Any] | None = None  # replayed into a restarted worker
+        self._kernel_capture: CaptureKernels | None = None  # replayed into a restarted worker
 
     @property
     def alive(self) -> bool:
@@ -147,60 +141,55 @@ class Worker:
                 return None
         return None
 
-    def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
-        """Compile under ``forcing`` in the worker and register its Triton kernels (kept across restarts)."""
-        if not self.alive:
-            self.start()
-        self._kernel_forcing = forcing
-        return self._call("capture_kernels", forcing)
-
-    def capture_graphs(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
-        """Compile under ``forcing`` in the worker and record its graphs (with the fusions Inductor made)."""
+    def run(self, job: Job) -> Any:
+        """Run ``job`` in the worker; its own result type comes back. A worker that dies or times out answers
+        with ``job.lost(...)`` (``worker_died`` or ``timeout``) and is replaced by the next job."""
+        if isinstance(job, CaptureKernels):
+            self._kernel_capture = None  # this job rebuilds the registry: no replay of the one before
         self._ensure()
-        return self._call("capture_graphs", forcing)
-
-    def _call(self, method: str, forcing: dict[str, Any]) -> Any:
-        self._conn.send(("call", method, forcing))
-        reply = self._receive(self.start_timeout_s)
-        if reply is None or reply[0] == "error":
-            why = reply[1] if reply else (_death(self._proc) if not self._proc.is_alive() else "timed out")
+        if isinstance(job, CaptureKernels):
+            self._kernel_capture = job
+        try:
+            self._conn.send(("job", job))
+        except (BrokenPipeError, OSError):
             self.close()
-            raise WorkloadError(f"{why}; log: {self.log_path}: {_tail(self.log_path) if self.log_path else ''}")
-        return reply[1]
+            return job.lost(Status.WORKER_DIED, "worker process was gone before the job")
+        started = time.monotonic()
+        reply = self._receive(self.start_timeout_s if job.capture else self.trial_timeout_s)
+        self._served += 0 if job.capture else 1
+        if reply is not None and reply[0] == "error":
+            self.close()
+            raise WorkloadError(f"{reply[1]}; log: {self.log_path}: {_tail(self.log_path) if self.log_path else ''}")
+        if reply is not None:
+            if breaks_context(getattr(reply[1], "errors", [])):
+                self.close()  # the child exits on its own; make sure the next job starts a fresh one
+            return reply[1]
+        status, why = self._lost(started, self.start_timeout_s if job.capture else self.trial_timeout_s)
+        return job.lost(status, why)
+
+    def _lost(self, started: float, timeout: float) -> tuple[Status, str]:
+        """Why no answer came, with the worker's log; the worker is closed."""
+        self._proc.join(10)  # the pipe can close before the dead process is reaped
+        if self._proc.is_alive() and time.monotonic() - started >= timeout:
+            self.close()
+            return Status.TIMEOUT, f"no result within {timeout:.0f} s"
+        if self._proc.is_alive():
+            self.close()
+            return Status.WORKER_DIED, "worker process closed its pipe without a result"
+        why, tail = _death(self._proc), _tail(self.log_path) if self.log_path else ""
+        self.close()
+        return Status.WORKER_DIED, f"{why}; log {self.log_path}: {tail}"[:2000]
 
     def _ensure(self) -> None:
         if not self.alive or self._served >= self.recycle_after:
             self.start()
-            if self._kernel_forcing is not None:
-                self._call("capture_kernels", self._kernel_forcing)
-
-    def measure(self, request: TrialRequest) -> Any:
-        """A :class:`Measurement`; for a kernel request a list of them; for a sites request a SiteRound.
-        A worker that dies answers as a single :class:`Measurement` (``worker_died`` or ``timeout``)."""
-        self._ensure()
-        try:
-            self._conn.send(("measure", request))
-        except (BrokenPipeError, OSError):
-            self.close()
-            return Measurement(Status.WORKER_DIED, error="worker process was gone before the trial")
-        started = time.monotonic()
-        reply = self._receive(self.trial_timeout_s)
-        self._served += 1
-        if reply is not None:
-            if _broke_context(reply[1]):
-                self.close()  # the child exits on its own; make sure the next request starts a fresh one
-            return reply[1]
-        self._proc.join(10)  # the pipe can close before the dead process is reaped
-        if self._proc.is_alive() and time.monotonic() - started >= self.trial_timeout_s:
-            self.close()
-            return Measurement(Status.TIMEOUT, error=f"no result within {self.trial_timeout_s:.0f} s")
-        if self._proc.is_alive():
-            self.close()
-            return Measurement(Status.WORKER_DIED, error="worker process closed its pipe without a result")
-        why = _death(self._proc)
-        tail = _tail(self.log_path) if self.log_path else ""
-        self.close()
-        return Measurement(Status.WORKER_DIED, error=f"{why}; log {self.log_path}: {tail}"[:2000])
+            if self._kernel_capture is not None:  # the kernel registry lives in the worker: rebuild it
+                self._conn.send(("job", self._kernel_capture))
+                reply = self._receive(self.start_timeout_s)
+                if reply is None or reply[0] == "error":
+                    why = reply[1] if reply else _death(self._proc)
+                    self.close()
+                    raise WorkloadError(f"{why}; log: {self.log_path}: {_tail(self.log_path) if self.log_path else ''}")
 
     def close(self) -> None:
         if self._proc is None:

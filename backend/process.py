@@ -1,0 +1,129 @@
+"""The one owner of process-wide state: every patch and flag tuner sets on torch goes through here, is recorded,
+and can be undone (:func:`restore`).
+
+- Hooks the ``tuned`` backend installs once per process (:func:`patch`): the template selector, the counter of
+  Inductor's runtime autotuning.
+- Per-object rebinds on objects a compile made (:func:`rebind`): a kernel's ``run`` to keep its first call's
+  arguments, a site choice's ``benchmark`` to time it as a CUDA graph.
+- Settings a measuring process needs before anything is traced (:func:`configure_measuring`): a sweep's spawned
+  worker or ``tuner bench``, never a user's compile.
+- A compile isolated from the ones before it (:func:`isolated_compile`), for ``tuner bench``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+_MISSING = object()
+
+
+@dataclass
+class _Patch:
+    target: Any  # an object, or a weak reference to one (rebinds)
+    attr: str
+    original: Any
+
+
+_patches: dict[str, _Patch] = {}  # process-wide patches by name (each applied once)
+_rebinds: list[_Patch] = []  # per-object rebinds, weakly held
+
+
+def patch(name: str, target: Any, attr: str, value: Any) -> None:
+    """Set ``target.attr = value`` process-wide under ``name``; setting it again keeps the first original."""
+    if name not in _patches:
+        _patches[name] = _Patch(target, attr, getattr(target, attr, _MISSING))
+    setattr(target, attr, value)
+
+
+def applied(name: str) -> bool:
+    return name in _patches
+
+
+def rebind(obj: Any, attr: str, value: Any) -> None:
+    """Shadow ``obj.attr`` with ``value`` on this instance only; :func:`restore` takes the shadow away."""
+    try:
+        target: Any = weakref.ref(obj)
+    except TypeError:
+        target = obj
+    _rebinds.append(_Patch(target, attr, obj.__dict__.get(attr, _MISSING)))
+    setattr(obj, attr, value)
+
+
+def restore() -> None:
+    """Undo every patch and rebind, newest first."""
+    for p in reversed(_rebinds):
+        obj = p.target() if isinstance(p.target, weakref.ref) else p.target
+        if obj is not None:
+            _reset(obj, p.attr, p.original, instance=True)
+    _rebinds.clear()
+    for p in reversed(list(_patches.values())):
+        _reset(p.target, p.attr, p.original, instance=False)
+    _patches.clear()
+
+
+def _reset(obj: Any, attr: str, original: Any, *, instance: bool) -> None:
+    if original is not _MISSING:
+        setattr(obj, attr, original)
+    elif instance:
+        obj.__dict__.pop(attr, None)
+    else:
+        with contextlib.suppress(AttributeError):
+            delattr(obj, attr)
+
+
+def configure_measuring(threads: int | None, freezing: bool, *, sweep: bool) -> None:
+    """Settings a measuring process (a sweep's spawned worker, ``tuner bench``; never a user's compile) needs before
+    anything is traced: its thread count, freezing as Dynamo reads it (at trace time, so it must be global) and
+    room for many recompiles. ``sweep``: no AOTAutograd cache entries are left behind by sweep compiles."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    if threads:
+        torch.set_num_threads(threads)
+    inductor_config.freezing = freezing
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 512)
+    torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit, 4096)
+    if sweep:
+        torch._functorch.config.enable_autograd_cache = False
+
+
+@contextlib.contextmanager
+def isolated_compile(freezing: bool) -> Iterator[None]:
+    """A fresh Inductor cache folder and code cache, and freezing set the way Dynamo reads it (at trace time);
+    both put back afterwards."""
+    import torch._inductor.config as inductor_config
+
+    from tuner.backend.hooks.kernels import forget_loaded_kernels
+
+    old_dir, old_freezing = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), inductor_config.freezing
+    with tempfile.TemporaryDirectory(prefix="tuner-bench-") as d:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = d
+        inductor_config.freezing = freezing
+        forget_loaded_kernels()  # Inductor's in-memory code and kernel caches
+        try:
+            yield
+        finally:
+            inductor_config.freezing = old_freezing
+            if old_dir is None:
+                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            else:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_dir
+
+
+def inductor_flag(name: str) -> Any:
+    """The current value of an Inductor config flag (dotted names reach sub-configs)."""
+    import torch._inductor.config as inductor_config
+
+    obj: Any = inductor_config
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+__all__ = ["applied", "configure_measuring", "inductor_flag", "isolated_compile", "patch", "rebind", "restore"]

@@ -1,0 +1,111 @@
+"""The ask/tell batch loop and winner settlement, directly: real Optuna studies on a real SQLite database, with
+scripted measurements."""
+
+import pytest
+
+from tests.helpers.replay import _context, replay_measure, tasks
+from tuner.db import Database
+from tuner.keys import config_hash
+from tuner.measure import Measurement, Status
+from tuner.search import Asker, choose_winner, finalist, measured_before, open_study, record, settle
+
+
+@pytest.fixture
+def site(db_url):
+    """(the tuning context, a template site with 4 choices, its record)."""
+    db = Database.open(db_url)
+    task = tasks()[-1]
+    rec = db.upsert_task(task.key, task.kind, task.name, task.signature, task.space.fingerprint())
+    yield _context(db_url, db, trials=4), task, rec
+    db.close()
+
+
+def _asker(tuning, task, rec, target=4):
+    seen, invalid = measured_before(tuning, rec)
+    told = []
+    study = open_study(tuning, rec, task.space, seen)
+    return Asker(tuning, rec, task.space, study, seen, target, told.append, invalid=invalid), told
+
+
+def test_a_batch_asks_each_config_once_and_the_default_first(site):
+    tuning, task, rec = site
+    asker, told = _asker(tuning, task, rec)
+    pending = asker.ask_batch(8)
+    configs = [c for c, _ in pending.values()]
+    assert configs[0] == task.space.default  # enqueued first: a winner is never worse than the baseline
+    assert len({config_hash(c) for c in configs}) == len(configs) == 4  # the whole space, each config once
+    asker.tell_batch(pending, [replay_measure(c, 1) for c in configs])
+    assert len(told) == 4 and all(t.status == Status.OK.value for t in told)
+    assert not asker.open() and asker.ask_batch(8) == {}  # the target is reached: nothing more is asked
+    trials = tuning.db.trials(rec.id, tuning.device_id)
+    assert sorted(config_hash(t.config) for t in trials) == sorted(config_hash(c) for c in configs)
+    done = asker.study.get_trials(deepcopy=False)
+    assert all(t.state.name == "COMPLETE" for t in done) and len(done) >= 4
+
+
+def test_a_rerun_tells_stored_results_instead_of_measuring_again(site):
+    tuning, task, rec = site
+    first, _ = _asker(tuning, task, rec, target=2)
+    pending = first.ask_batch(2)
+    first.tell_batch(pending, [replay_measure(c, 1) for c, _ in pending.values()])
+    again, _ = _asker(tuning, task, rec, target=4)
+    fresh = [c for c, _ in again.ask_batch(8).values()]
+    measured = {config_hash(c) for c, _ in pending.values()}
+    assert fresh and not measured & {config_hash(c) for c in fresh}  # only configs never measured before
+    assert len(fresh) == 2
+
+
+def _ok(ratio, baseline=1.0):
+    return Measurement(Status.OK, ratio * baseline, ratio * baseline, 0.0, baseline)
+
+
+def _store(tuning, rec, choice, m):
+    return record(tuning, rec, {"choice": choice}, m)
+
+
+def test_the_winner_needs_the_gain_again_when_re_measured(site):
+    tuning, task, rec = site
+    default = _store(tuning, rec, "aten:mm", _ok(1.0))
+    _store(tuning, rec, "cpp:A", _ok(0.90))
+    _store(tuning, rec, "cpp:B", _ok(0.99))  # inside the 2% minimum gain: never a finalist
+    _, d, top = finalist(tuning, rec, task.space)
+    assert d.id == default.id and top.config == {"choice": "cpp:A"}
+
+    won = settle(tuning, rec, task.space, d, 1.0, top, _ok(0.8, baseline=2.0))
+    assert won.winner == {"choice": "cpp:A"} and not won.is_default and won.speedup == pytest.approx(1.25)
+    assert tuning.db.winner_config(rec.id, tuning.device_id) == {"choice": "cpp:A"}
+
+    lost = settle(tuning, rec, task.space, d, 1.0, top, _ok(0.99, baseline=2.0))  # the gain did not hold
+    assert lost.is_default and lost.winner == task.space.default and lost.default_ms == lost.best_ms == 2.0
+    assert tuning.db.winner_config(rec.id, tuning.device_id) == task.space.default
+
+    failed = settle(tuning, rec, task.space, d, 1.0, top, Measurement(Status.RUNTIME_ERROR, error="boom"))
+    assert failed.is_default and failed.default_ms == 1.0
+
+
+def test_choose_winner_re_measures_only_the_best_candidate(site):
+    tuning, task, rec = site
+    _store(tuning, rec, "aten:mm", _ok(1.0))
+    _store(tuning, rec, "cpp:A", _ok(0.95))
+    _store(tuning, rec, "cpp:C", _ok(0.70))
+    asked = []
+
+    def measure(config, rounds):
+        asked.append((config["choice"], rounds))
+        return _ok(0.75)
+
+    out = choose_winner(tuning, rec, task.space, measure)
+    assert asked == [("cpp:C", tuning.budget.verify_rounds)]
+    assert out.winner == {"choice": "cpp:C"}
+
+
+def test_no_candidate_beats_the_default_so_nothing_is_re_measured(site):
+    tuning, task, rec = site
+    _store(tuning, rec, "aten:mm", _ok(1.0))
+    _store(tuning, rec, "cpp:A", _ok(1.3))
+
+    def measure(config, rounds):
+        raise AssertionError("nothing should be re-measured")
+
+    out = choose_winner(tuning, rec, task.space, measure)
+    assert out.is_default and out.winner == task.space.default

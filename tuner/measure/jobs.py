@@ -1,0 +1,100 @@
+"""Measurement jobs: each request is its own type with its own result type, and crosses the process boundary as
+plain data. ``job.run(session)`` does the work inside the worker (one generic loop runs every job);
+``job.lost(status, error)`` is the job's answer when the worker dies or times out on it. A capture job has no
+such answer: losing the worker there fails the sweep with the worker's log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tuner.errors import WorkloadError
+from tuner.measure.result import KernelResults, Measurement, SiteTimings, Status
+
+if TYPE_CHECKING:
+    from tuner.measure.session import Session
+
+Forcing = dict[str, Any]  # a :class:`tuner.core.Forcing` as JSON
+
+
+@dataclass(frozen=True)
+class GraphTrial:
+    """The whole workload compiled under ``candidate``, timed against ``baseline``, interleaved in one process."""
+
+    baseline: Forcing
+    candidate: Forcing
+    rounds: int = 15
+    min_sample_ms: float = 20.0
+    capture: ClassVar[bool] = False
+
+    def run(self, session: Session) -> Measurement:
+        return session.time_graph(self)
+
+    def lost(self, status: Status, error: str) -> Measurement:
+        return Measurement(status, error=error)
+
+
+@dataclass(frozen=True)
+class SiteBatch:
+    """One compile under ``forcing`` in which Inductor's benchmarker times these choice ids side by side at each
+    of these sites ({site key: choice ids}); the graph's numerics are still checked."""
+
+    forcing: Forcing
+    sites: dict[str, tuple[str, ...]]
+    capture: ClassVar[bool] = False
+
+    def run(self, session: Session) -> SiteTimings:
+        return session.time_sites(self)
+
+    def lost(self, status: Status, error: str) -> SiteTimings:
+        return SiteTimings(status, error=error)
+
+
+@dataclass(frozen=True)
+class KernelBatch:
+    """These configs of one Triton kernel (its task key), each timed at the kernel against its default."""
+
+    kernel: str
+    configs: tuple[dict[str, Any], ...]
+    rounds: int = 3
+    capture: ClassVar[bool] = False
+
+    def run(self, session: Session) -> KernelResults:
+        return session.time_kernel(self)
+
+    def lost(self, status: Status, error: str) -> KernelResults:
+        return KernelResults(tuple(Measurement(status, error=error) for _ in self.configs), lost=True)
+
+
+@dataclass(frozen=True)
+class CaptureKernels:
+    """Compile under ``forcing``, run once, and register every Triton kernel with the real arguments of its first
+    call; the answer is the kernels' task records. A restarted worker replays the latest one."""
+
+    forcing: Forcing
+    capture: ClassVar[bool] = True
+
+    def run(self, session: Session) -> list[dict[str, Any]]:
+        return session.capture_kernels(self.forcing)
+
+    def lost(self, status: Status, error: str) -> Any:
+        raise WorkloadError(f"capturing the Triton kernels failed: {error}")
+
+
+@dataclass(frozen=True)
+class CaptureGraphs:
+    """Compile under ``forcing`` in record mode; the answer is the graphs as recorded (keys, fusion pairs)."""
+
+    forcing: Forcing
+    capture: ClassVar[bool] = True
+
+    def run(self, session: Session) -> list[dict[str, Any]]:
+        return session.capture_graphs(self.forcing)
+
+    def lost(self, status: Status, error: str) -> Any:
+        raise WorkloadError(f"recording the graphs failed: {error}")
+
+
+Job = GraphTrial | SiteBatch | KernelBatch | CaptureKernels | CaptureGraphs
+
+__all__ = ["CaptureGraphs", "CaptureKernels", "GraphTrial", "Job", "KernelBatch", "SiteBatch"]

@@ -1,0 +1,138 @@
+"""What every sweep phase shares: the sweep's context (database, worker, the workload's tasks, the outcomes so far)
+and the phase contract. A phase plans (finds its tasks, says what they will cost), then runs until its deadline."""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner.core import Kind, TaskOutcome, TaskSpec
+from tuner.db import Database, TaskRecord
+from tuner.measure import Worker
+from tuner.progress import Progress
+from tuner.search import StudyContext
+from tuner.winners import Winners
+
+
+@dataclass
+class Workload:
+    """The workload's tasks in order, each with its database record; new tasks are stored and linked as found."""
+
+    db: Database
+    name: str
+    tasks: list[TaskSpec] = field(default_factory=list)
+    records: list[TaskRecord] = field(default_factory=list)
+
+    def register(self, new: list[TaskSpec]) -> list[TaskRecord]:
+        recs = [self.db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in new]
+        self.tasks, self.records = self.tasks + new, self.records + recs
+        self.db.link_workload(self.name, [r.id for r in self.records])
+        return recs
+
+    def pairs(self, kinds: tuple[Kind, ...] | None = None) -> list[tuple[TaskSpec, TaskRecord]]:
+        return [(t, r) for t, r in zip(self.tasks, self.records) if kinds is None or t.kind in kinds]
+
+    @property
+    def keys(self) -> set[str]:
+        return {t.key for t in self.tasks}
+
+
+@dataclass
+class SweepContext:
+    """One sweep, as every phase sees it."""
+
+    tuning: StudyContext  # database, Optuna storage, device, sampler, budget, the whole sweep's deadline
+    worker: Worker
+    progress: Progress
+    workload: Workload
+    device_type: str
+    model: str
+    workers: int = 1  # local workers sharing the sweep
+    outcomes: dict[int, TaskOutcome] = field(default_factory=dict)
+    measured: int = 0
+
+    @property
+    def db(self) -> Database:
+        return self.tuning.db
+
+    @property
+    def budget(self) -> Any:
+        return self.tuning.budget
+
+    def winners(self) -> Winners:
+        """One read of the stored winners of every task of the workload."""
+        return Winners.read(self.db, [r.id for r in self.workload.records], self.tuning.device_id)
+
+    def add(self, outcomes: list[TaskOutcome], measured: int) -> None:
+        self.outcomes.update({o.task.id: o for o in outcomes})
+        self.measured += measured
+
+    def time_left(self) -> bool:
+        return self.tuning.time_left()
+
+    def until(self, deadline: float | None) -> StudyContext:
+        """The tuning context with a phase's deadline."""
+        return dataclasses.replace(self.tuning, deadline=deadline)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a phase is about to do: its tasks and the trials it plans for them (its estimated cost). ``due``: the
+    phase runs although it tunes no task of its own (the whole-workload check); by default it runs when it has tasks."""
+
+    tasks: list[TaskSpec]
+    trials: int
+    due: bool | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.tasks) if self.due is None else self.due
+
+
+class Phase(abc.ABC):
+    """A step of the sweep. ``share``: the fraction of the time left when it starts that it may use (what it leaves
+    unused flows to the next). ``past_budget``: it still runs when the time budget is spent (its work keeps a
+    compile from autotuning, or settles what was measured)."""
+
+    name: str = "phase"
+    share: float = 1.0
+    past_budget: bool = False
+
+    @abc.abstractmethod
+    def plan(self, sweep: SweepContext) -> Plan:
+        """Find this phase's tasks (registering new ones) and what they will cost; an empty plan skips the phase."""
+
+    @abc.abstractmethod
+    def run(self, sweep: SweepContext, deadline: float | None) -> None:
+        """Tune the planned tasks until ``deadline`` (None: no time budget); outcomes go to ``sweep``."""
+
+
+def deadline_for(sweep: SweepContext, share: float) -> float | None:
+    """A deadline ``share`` of the way from now to the sweep's own (None without a time budget)."""
+    end = sweep.tuning.deadline
+    if end is None:
+        return None
+    now = time.monotonic()
+    return now + share * max(0.0, end - now)
+
+
+def planned(target: int | Callable[[TaskSpec], int], tasks: list[TaskSpec]) -> int:
+    """The trials a phase plans: each task's target (a number, or one per task), capped by its space's size."""
+    per = target if callable(target) else (lambda t: target)
+    return sum(min(per(t), t.space.size() or per(t)) for t in tasks)
+
+
+def run_phases(sweep: SweepContext, phases: Iterator[Phase]) -> None:
+    """The driver: plan each phase, show its plan, run it with its deadline; skip it once the budget is spent."""
+    for phase in phases:
+        if not (phase.past_budget or sweep.time_left()):
+            continue
+        plan = phase.plan(sweep)
+        if not plan:
+            continue
+        if plan.tasks:
+            sweep.progress.start(plan.trials, [t.name for t in plan.tasks])
+        phase.run(sweep, deadline_for(sweep, phase.share))

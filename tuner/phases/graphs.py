@@ -1,0 +1,73 @@
+"""The graph-level phases: each trial compiles and times the whole workload with every earlier winner forced.
+CPU codegen knobs per graph; then fusion groupings per graph (recorded from a compile with the winners so far)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core import GRAPH_KINDS, Forcing, Kind, TaskSpec
+from tuner.measure import CaptureGraphs, GraphTrial
+from tuner.phases.base import Phase, Plan, SweepContext, planned
+from tuner.scheduler import tune_tasks
+from tuner.search import Measure
+from tuner.tasks import fusion_tasks
+
+
+def graph_trial(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float) -> GraphTrial:
+    """The whole workload with ``config`` applied to ``task`` on top of ``base``, against ``base`` alone."""
+    return GraphTrial(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms)
+
+
+def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: Forcing, target: int | None = None) -> None:
+    """Claim and tune these graph-level tasks (joining other workers' studies when nothing is left to claim)."""
+
+    def measure_for(task: TaskSpec, base: Forcing) -> Measure:
+        both = under.merged(base)
+        return lambda config, rounds: sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms))
+
+    tasks, records = [t for t, _ in pairs], [r for _, r in pairs]
+    got, measured = tune_tasks(sweep.until(deadline), tasks, records, measure_for, sweep.winners(), sweep.progress, target=target, join=True)
+    sweep.add(got, measured)
+
+
+class GraphKnobPhase(Phase):
+    """The CPU codegen knobs of each compiled graph, with the template-site winners forced."""
+
+    name = "graph knobs"
+
+    def __init__(self, share: float = 1.0):
+        self.share = share
+        self.graphs: list[Any] = []
+
+    def plan(self, sweep: SweepContext) -> Plan:
+        self.graphs = sweep.workload.pairs(GRAPH_KINDS)
+        tasks = [t for t, _ in self.graphs]
+        return Plan(tasks, planned(sweep.budget.trials, tasks))
+
+    def run(self, sweep: SweepContext, deadline: float | None) -> None:
+        sites = sweep.winners().forcing(sweep.workload.pairs((Kind.SITE,)))
+        _tune(sweep, deadline, self.graphs, sites)
+
+
+class FusionPhase(Phase):
+    """Each graph's fusion grouping, measured end to end with every winner so far forced."""
+
+    name = "fusion groupings"
+
+    def __init__(self, share: float = 1.0):
+        self.share = share
+        self.pairs: list[Any] = []  # planned (task, record) pairs; none when the phase did not run
+
+    def plan(self, sweep: SweepContext) -> Plan:
+        self.everything = sweep.winners().forcing(sweep.workload.pairs())
+        sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
+        groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model)
+        self.pairs = list(zip(groupings, sweep.workload.register(groupings)))
+        return Plan(groupings, planned(sweep.budget.site_target, groupings))
+
+    def run(self, sweep: SweepContext, deadline: float | None) -> None:
+        _tune(sweep, deadline, self.pairs, self.everything, target=sweep.budget.site_target)
+
+    def changed_kernels(self, sweep: SweepContext) -> bool:
+        """Whether a grouping other than Inductor's won (its kernels then have new sources, to be tuned too)."""
+        return any(not sweep.outcomes[r.id].is_default for _, r in self.pairs if r.id in sweep.outcomes)

@@ -1,0 +1,75 @@
+"""The Triton-kernel phase (CUDA): capture the kernels of the graph that the winners so far produce, give each new
+one Inductor's own config as its stored answer (so a compile never autotunes it, even untuned), then tune them,
+slowest first. A kernel that cannot be measured on its own is stored with a failed trial that says why."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from tuner.core import TaskSpec
+from tuner.db import TaskRecord
+from tuner.measure import CaptureKernels, KernelBatch, Measurement, Status, Worker
+from tuner.phases.base import Phase, Plan, SweepContext, planned
+from tuner.scheduler import tune_tasks
+from tuner.search import MeasureMany, record
+from tuner.tasks import kernel_tasks
+
+KERNEL_BATCH = 8  # Triton configs compiled in parallel, then timed one at a time
+
+
+class KernelPhase(Phase):
+    """``why`` says which winners the captured graph was compiled with; ``when`` whether this phase is due now.
+    Captured even past the time budget: each new kernel keeps Inductor's config as its answer."""
+
+    name = "Triton kernels"
+    past_budget = True
+
+    def __init__(self, why: str, share: float = 1.0, when: Callable[[SweepContext], bool] = lambda sweep: True):
+        self.why, self.share, self.when = why, share, when
+        self.kernels: list[TaskSpec] = []
+        self.records: list[TaskRecord] = []
+
+    def plan(self, sweep: SweepContext) -> Plan:
+        self.kernels, self.records = [], []
+        if sweep.device_type != "cuda" or not self.when(sweep):
+            return Plan([], 0)
+        sweep.progress.note(f"capturing the Triton kernels ({self.why})")
+        forcing = sweep.winners().forcing(sweep.workload.pairs())
+        captured = sweep.worker.run(CaptureKernels(forcing.to_json()))
+        unmeasurable = {r["key"]: (Status(r["status"]), r["error"]) for r in captured if "error" in r}
+        known = sweep.workload.keys
+        found = [t for t in kernel_tasks(captured) if t.key not in known]
+        for t, r in zip(found, sweep.workload.register(found)):
+            self._store_default(sweep, t, r, unmeasurable.get(t.key))
+            if t.key not in unmeasurable:
+                self.kernels.append(t)
+                self.records.append(r)
+        return Plan(self.kernels, planned(sweep.budget.trials, self.kernels))
+
+    @staticmethod
+    def _store_default(sweep: SweepContext, task: TaskSpec, rec: TaskRecord, failure: tuple[Status, str] | None) -> None:
+        """Inductor's config as a new kernel's answer; for a kernel that cannot be measured, a trial saying why."""
+        tuning = sweep.tuning
+        if sweep.db.winner_config(rec.id, tuning.device_id) is None:
+            sweep.db.set_winner(rec.id, tuning.device_id, None, task.space.default, None, task.signature.get("default_ms"))
+        if failure is not None and sweep.db.find_trial(rec.id, tuning.device_id, task.space.default) is None:
+            record(tuning, rec, task.space.default, Measurement(failure[0], error=f"cannot be measured on its own: {failure[1]}"))
+
+    def run(self, sweep: SweepContext, deadline: float | None) -> None:
+        def measure_for(task: TaskSpec, _base: Any) -> MeasureMany:
+            return lambda configs, rounds: measure_kernel(sweep.worker, task, configs, rounds)
+
+        got, measured = tune_tasks(sweep.until(deadline), self.kernels, self.records, measure_for, sweep.winners(), sweep.progress, batch=KERNEL_BATCH)
+        sweep.add(got, measured)
+
+
+def measure_kernel(worker: Worker, task: TaskSpec, configs: list[dict[str, Any]], rounds: int) -> list[Measurement]:
+    """A batch of one kernel's configs; if the worker is lost on the batch, each config again alone, so only
+    the config that kills it is stored as ``worker_died``."""
+    job = KernelBatch(task.key, tuple(configs), rounds)
+    res = worker.run(job)
+    if not res.lost or len(configs) == 1:
+        return list(res.measurements)
+    return [worker.run(dataclasses.replace(job, configs=(c,))).measurements[0] for c in configs]

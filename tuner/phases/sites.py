@@ -1,0 +1,41 @@
+"""The template-site phase: every selection site of the workload, tuned in site batches (one compile benchmarks a
+batch of choices at every site of a claimed group), then the other workers' sites waited for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core import Kind
+from tuner.measure import SiteBatch, SiteTimings
+from tuner.phases.base import Phase, Plan, SweepContext, planned
+from tuner.scheduler import tune_site_groups, wait_for_others
+from tuner.settings import settings
+from tuner.site_batches import Request, site_target
+
+SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
+
+
+class SitePhase(Phase):
+    name = "template sites"
+
+    def __init__(self, share: float = 1.0):
+        self.share = share
+        self.sites: list[Any] = []
+
+    def plan(self, sweep: SweepContext) -> Plan:
+        self.sites = sweep.workload.pairs((Kind.SITE,))
+        tasks = [t for t, _ in self.sites]
+        return Plan(tasks, planned(lambda t: site_target(sweep.budget.site_target, t), tasks))
+
+    def run(self, sweep: SweepContext, deadline: float | None) -> None:
+        if sweep.device_type == "cuda" and settings().site_timing == "cudagraph":
+            sweep.progress.note("template-site choices are timed as CUDA-graph replays (TUNER_SITE_TIMING=cudagraph, experimental)")
+        base = sweep.winners().forcing(self.sites).to_json()
+
+        def measure(request: Request) -> SiteTimings:
+            return sweep.worker.run(SiteBatch(base, request))
+
+        batch = SITE_BATCH.get(sweep.device_type, SITE_BATCH["cpu"])
+        got, measured = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress)
+        sweep.add(list(got.values()), measured)
+        wait_for_others(sweep.db, sweep.tuning, [r.id for _, r in self.sites], sweep.progress)
