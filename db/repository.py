@@ -200,6 +200,16 @@ class Database:
             rows = s.execute(select(Winner.task_id, Winner.config).where(Winner.task_id.in_(task_ids), Winner.device_id == device_id))
             return {tid: config for tid, config in rows}
 
+    def winners_of_kind(self, kind: str, device_id: int, exclude_task_id: int) -> list[tuple[dict[str, Any], dict[str, Any], float | None]]:
+        """(signature, winner config, verified speedup) of every other task of ``kind`` with a winner on this device."""
+        with self.session() as s:
+            rows = s.execute(
+                select(Task.signature, Winner.config, Winner.median_ms, Winner.baseline_ms)
+                .join(Winner, Winner.task_id == Task.id)
+                .where(Task.kind == str(kind), Winner.device_id == device_id, Task.id != exclude_task_id)
+            ).all()
+        return [(sig, config, (base / med) if med and base else None) for sig, config, med, base in rows]
+
     def winners_elsewhere(self, task_id: int, device_id: int) -> list[dict[str, Any]]:
         """This task's winners on other device models, best verified speedup first (seeds for --from-similar)."""
         with self.session() as s:

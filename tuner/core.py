@@ -50,6 +50,7 @@ class Kind(str, enum.Enum):
 
     __str__ = str.__str__
     __format__ = str.__format__
+    __hash__ = str.__hash__  # a Kind and its stored string are the same dict key
 
     @property
     def is_kernel(self) -> bool:

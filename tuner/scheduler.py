@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tuner.core import Forcing, TaskOutcome, TaskSpec
+from tuner.core import Forcing, Kind, TaskOutcome, TaskSpec
 from tuner.db import Database
 from tuner.db.claims import claim_next, finish, held_by_others, pending, release, renew, worker_id
 from tuner.progress import Progress
@@ -18,10 +18,18 @@ from tuner.site_batches import MeasureSites, tune_sites
 from tuner.winners import Winners, stored_outcome
 
 
+# A claim expires this long after its last heartbeat beyond one trial's timeout (a site group's heartbeat comes once a
+# site batch, which can take several trials' time). A claim being made right now shows up within CLAIM_IN_FLIGHT_S.
+CLAIM_GRACE_S = 300.0
+SITE_CLAIM_GRACE_S = 600.0
+CLAIM_IN_FLIGHT_S = 5.0
+
+
 def wait_for_others(db: Database, tuning: StudyContext, ids: list[int], progress: Progress, poll_s: float = 2.0) -> None:
-    """Later phases build on the template winners: wait while other workers still tune sites."""
+    """Later phases build on the template winners: wait while other live workers still tune sites (not for sites
+    this worker released when the time budget cut them short)."""
     noted = False
-    while tuning.time_left() and pending(db, ids, tuning.device_id, tuning.budget.site_target):
+    while tuning.time_left() and held_by_others(db, ids, tuning.device_id, worker_id()):
         if not noted:
             progress.note("waiting for other workers to finish the template sites")
             noted = True
@@ -38,13 +46,13 @@ def tune_site_groups(
 ) -> tuple[dict[int, TaskOutcome], int]:
     """Claim sites a group at a time (a share of them per worker) and tune each group in rounds."""
     wid = worker_id()
-    ttl = tuning.budget.trial_timeout_s + 600.0
+    ttl = tuning.budget.trial_timeout_s + SITE_CLAIM_GRACE_S
     by_id = {r.id: (t, r) for t, r in sites}
     ids = [r.id for _, r in sites]
     size = max(1, -(-len(sites) // max(1, workers)))
     outcomes: dict[int, TaskOutcome] = {}
     measured_total = 0
-    while tuning.time_left():
+    while tuning.fits(Kind.SITE):
         group = []
         while len(group) < size:
             tid = claim_next(tuning.db, [i for i in ids if i not in {r.id for _, r in group}], tuning.device_id, wid, tuning.budget.site_target, ttl)
@@ -60,19 +68,19 @@ def tune_site_groups(
             for _, r in group:
                 renew(tuning.db, r.id, tuning.device_id, wid, ttl)
 
-        got, measured = tune_sites(tuning, group, measure, batch, on_trial)
+        got, measured, cut = tune_sites(tuning, group, measure, batch, on_trial)
         measured_total += measured
         for o in got:
             outcomes[o.task.id] = dataclasses.replace(o, measured=measured)
-        for _, r in group:  # cut short by the time budget: released, so a rerun continues the group
-            if tuning.time_left():
+        for _, r in group:  # cut short by the time budget: released, so a rerun continues the site
+            if r.id not in cut:
                 finish(tuning.db, r.id, tuning.device_id, wid, tuning.budget.site_target)
             else:
                 release(tuning.db, r.id, tuning.device_id, wid)
     return outcomes, measured_total
 
 
-def _study_to_join(tuning: StudyContext, ids: list[int], wid: str, joined: set[int], target: int, wait_s: float = 5.0) -> int | None:
+def _study_to_join(tuning: StudyContext, ids: list[int], wid: str, joined: set[int], target: int, wait_s: float = CLAIM_IN_FLIGHT_S) -> int | None:
     """A task another worker is tuning now, not joined before. A claim being made at this moment (its row locked,
     so ``claim_next`` skipped it, its insert not yet committed) shows up in a moment: while unfinished tasks are
     unaccounted for, look again for up to ``wait_s``."""
@@ -107,13 +115,14 @@ def tune_tasks(
     progress = progress or Progress()
     db, wid = tuning.db, worker_id()
     target = target or tuning.budget.trials
-    ttl = tuning.budget.trial_timeout_s + 300.0
+    ttl = tuning.budget.trial_timeout_s + CLAIM_GRACE_S
     by_id = {r.id: (t, r) for t, r in zip(tasks, records)}
     ids = [r.id for r in records]
     outcomes: list[TaskOutcome] = []
     measured_total = 0
     joined: set[int] = set()
-    while tuning.time_left():
+    kind = tasks[0].space.family if tasks else Kind.CPP_GRAPH  # one phase's tasks: one kind
+    while tuning.fits(kind):
         tid = claim_next(db, ids, tuning.device_id, wid, target, ttl)
         joining = tid is None
         if joining and join:
@@ -130,6 +139,7 @@ def tune_tasks(
                 renew(db, _tid, tuning.device_id, wid, ttl)
 
         measured = run_study(tuning, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target, join=joining)
+        cut = not tuning.fits(spec_t.space.family)  # the next trial would end past the deadline
         measured_total += measured
         if joining:
             joined.add(tid)
@@ -138,7 +148,7 @@ def tune_tasks(
         stored = stored_outcome(db, tuning.device_id, rec, spec_t) if measured == 0 else None
         outcomes.append(stored or dataclasses.replace(choose_winner(tuning, rec, spec_t.space, single), measured=measured))
         winners.settled(tid, outcomes[-1].winner)
-        if tuning.time_left():
+        if not cut:
             finish(db, tid, tuning.device_id, wid, target)
         else:  # cut short by the time budget: a rerun continues the study
             release(db, tid, tuning.device_id, wid)

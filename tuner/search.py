@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.budget import Budget
+from tuner.clock import Costs, fits
 from tuner.core import TaskOutcome
 from tuner.db import Database, TaskRecord, TrialRecord
 from tuner.keys import config_hash
 from tuner.measure.result import Measurement, Status
 from tuner.samplers import make_sampler
+from tuner.seeds import near_seeds
 from tuner.search_spaces import InvalidConfig, Space
 
 Measure = Callable[[dict[str, Any], int], Measurement]  # (config, rounds) -> measurement
@@ -41,11 +43,22 @@ class StudyContext:
     sampler: str
     seed: int
     budget: Budget
-    deadline: float | None = None
+    deadline: float | None = None  # no new trial may end after this (a phase's share of the time budget)
     from_similar: bool = False  # seed each study with this task's winners on other device models
+    settle_by: float | None = None  # verifications may run to this (the sweep's own deadline)
+    costs: Costs = field(default_factory=Costs)  # what measurements have cost lately, shared by every phase
 
     def time_left(self) -> bool:
-        return self.deadline is None or time.monotonic() < self.deadline
+        return fits(self.deadline, 0.0)
+
+    def fits(self, kind: str) -> bool:
+        """Whether one more measurement of ``kind`` (its recent cost) ends before the deadline."""
+        return fits(self.deadline, self.costs.expect(kind))
+
+    def can_verify(self, kind: str) -> bool:
+        """Whether re-measuring a finalist of ``kind`` against its default ends by ``settle_by``."""
+        scale = self.budget.verify_rounds / max(1, self.budget.rounds)
+        return fits(self.settle_by, self.costs.expect(f"{kind}:verify", fallback=kind, scale=scale))
 
 
 def open_storage(url: str, attempts: int = 5) -> Any:
@@ -73,14 +86,16 @@ def record(tuning: StudyContext, task: TaskRecord, config: dict[str, Any], m: Me
 
 
 def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False) -> Any:
-    """The task's study (resumed when it exists), with Inductor's default, the space's seeds and, with
-    ``from_similar``, other device models' winners enqueued unless already measured. ``join``: another worker
+    """The task's study (resumed when it exists), with Inductor's default, the space's seeds, the winners of near
+    tasks on this device (``tuner.seeds``) and, with ``from_similar``, other device models' winners enqueued unless
+    already measured. ``join``: another worker
     holds the task and is tuning it now; this one only adds trials (its running trials are not stale, and it
     enqueued what the study needs)."""
     study = _load_study(tuning, task, space, joining=join)
     if join:
         return study
-    for config in [space.default, *space.seeds()]:
+    near = near_seeds(task.kind, task.signature, space, tuning.db.winners_of_kind(task.kind, tuning.device_id, task.id))
+    for config in [space.default, *space.seeds(), *near]:
         if config_hash(config) not in seen:
             study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
     if tuning.from_similar:  # enqueued, so each is measured here before it can win
@@ -229,12 +244,14 @@ def run_study(
     many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]
     asker.study = open_study(tuning, task, space, seen, join=join)
     measured = 0
-    while asker.open() and tuning.time_left():
+    while asker.open() and tuning.fits(space.family):
         pending = asker.ask_batch(batch)
         if not pending:
             continue
         configs = [c for c, _ in pending.values()]
-        asker.tell_batch(pending, many(configs, tuning.budget.rounds))
+        with tuning.costs.timed(space.family):
+            results = many(configs, tuning.budget.rounds)
+        asker.tell_batch(pending, results)
         measured += len(configs)
     return measured
 
@@ -270,8 +287,25 @@ def settle(
 
 
 def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:
-    """Re-measure the best candidate against the default in one run; it wins only with a real gain."""
+    """Re-measure the best candidate against the default in one run; it wins only with a real gain. A verification
+    that would end past ``settle_by`` is not started: the default stays the answer until a rerun verifies."""
     ok, default, top = finalist(tuning, task, space)
     default_ms = default.median_ms if default else (ok[0].baseline_ms if ok else None)
-    m = measure(top.config, tuning.budget.verify_rounds) if top is not None else None
+    if top is not None and not tuning.can_verify(space.family):
+        return unverified(tuning, task, space, default_ms)
+    m = None
+    if top is not None:
+        with tuning.costs.timed(f"{space.family}:verify"):
+            m = measure(top.config, tuning.budget.verify_rounds)
     return settle(tuning, task, space, default, default_ms, top, m)
+
+
+def unverified(tuning: StudyContext, task: TaskRecord, space: Space, default_ms: float | None) -> TaskOutcome:
+    """The outcome of a task whose finalist had no time to be verified: its stored winner stays (Inductor's default
+    when it has none yet), and a rerun verifies."""
+    current = tuning.db.winner_config(task.id, tuning.device_id)
+    if current is None:
+        tuning.db.set_winner(task.id, tuning.device_id, None, space.default, default_ms, default_ms)
+        current = space.default
+    total = len(tuning.db.trials(task.id, tuning.device_id))
+    return TaskOutcome(task, current, current == space.default, default_ms, None, 0, total)

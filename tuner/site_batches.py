@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuner.db import TaskRecord, TrialRecord
-from tuner.core import TaskOutcome, TaskSpec
+from tuner.core import Kind, TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
-from tuner.search import Asker, Pending, StudyContext, finalist, measured_before, open_study, settle
+from tuner.search import Asker, Pending, StudyContext, finalist, measured_before, open_study, settle, unverified
 
 Request = dict[str, tuple[str, ...]]  # {site key: choice ids, the default first}
 MeasureSites = Callable[[Request], SiteTimings]
@@ -91,15 +91,16 @@ def tune_sites(
     measure: MeasureSites,
     batch: int,
     on_trial: Callable[[TrialRecord], None] = lambda t: None,
-) -> tuple[list[TaskOutcome], int]:
-    """Tune ``group``'s sites together; store each one's verified winner. Returns (outcomes, measured)."""
+) -> tuple[list[TaskOutcome], int, set[int]]:
+    """Tune ``group``'s sites together; store each one's verified winner. Returns (outcomes, measured, the ids of
+    the sites the deadline cut short)."""
     sites: list[_Site] = []
     for task, rec in group:
         seen, invalid = measured_before(tuning, rec)
         study = open_study(tuning, rec, task.space, seen)
         sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning.budget.site_target, task), on_trial, invalid=invalid)))
     measured = 0
-    while tuning.time_left():
+    while tuning.fits(Kind.SITE):
         for s in sites:
             s.todo = s.asker.ask_batch(batch)
         asked = [s for s in sites if s.todo]
@@ -108,20 +109,27 @@ def tune_sites(
                 break
             continue
         request = {s.task.key: _request_for(s, [c["choice"] for c, _ in s.todo.values()]) for s in asked}
-        results = measure_split(measure, request)
+        with tuning.costs.timed(Kind.SITE):
+            results = measure_split(measure, request)
         no_timing = Measurement(Status.RUNTIME_ERROR, error="no timing")
         for s in asked:
             s.asker.tell_batch(s.todo, [results[s.task.key].get(c["choice"]) or no_timing for c, _ in s.todo.values()])
             measured += len(s.todo)
-    return _verify(tuning, sites, measure), measured
+    cut = {s.rec.id for s in sites if s.asker.open()}
+    return _verify(tuning, sites, measure), measured, cut
 
 
 def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites) -> list[TaskOutcome]:
     """Re-measure each site's best candidate against its default, all in one compile; a winner needs a real gain."""
     best = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)[1:]) for s in sites}
     request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None}
-    # Not bounded by the time budget: it is one compile, and without it no site could win.
-    results = measure_split(measure, request) if request else {}
+    # One compile for every site; it may run past the phase's deadline, not past the sweep's (``settle_by``).
+    if request and not tuning.can_verify(Kind.SITE):
+        return [unverified(tuning, s.rec, s.task.space, d.median_ms if d else None) for s, d, _ in best.values()]
+    results = {}
+    if request:
+        with tuning.costs.timed(f"{Kind.SITE}:verify"):
+            results = measure_split(measure, request)
     outcomes = []
     for key, (s, default, top) in best.items():
         m = results.get(key, {}).get(top.config["choice"]) if top is not None else None

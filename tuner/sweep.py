@@ -56,6 +56,7 @@ class SweepReport:
 # unused flows to the next): template sites, then CUDA kernels or CPU graph knobs, then fusion groupings (on CUDA
 # the kernels those create get the rest). Without a share, the first phase could take the whole budget.
 PHASE_SHARE = {"sites": 0.4, "kernels": 0.6, "graphs": 0.5, "fusion": 0.7}
+WHOLE_SHARE = 0.15  # of a time budget, kept for verification and the whole-workload check at the end
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
@@ -68,9 +69,17 @@ def phases(opts: SweepOptions, whole: WholeCheckPhase) -> Iterator[Phase]:
     if fusion:
         groupings = FusionPhase(PHASE_SHARE["fusion"] if cuda else 1.0)
         yield groupings
-        yield KernelPhase("of the winning fusion groupings", when=lambda sweep: groupings.changed_kernels(sweep) and sweep.time_left())
+        yield KernelPhase("of the winning fusion groupings", when=lambda sweep: groupings.changed_kernels(sweep) and sweep.time_left() and sweep.can_capture())
     yield whole
-    yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted))
+    yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted) and sweep.can_capture())
+
+
+def _deadlines(budget_s: float | None, t0: float) -> dict[str, float | None]:
+    """The phases' deadline (the budget less the share kept for the end) and the sweep's own, which verification and
+    the whole-workload check may run to."""
+    if not budget_s:
+        return {"deadline": None, "settle_by": None}
+    return {"deadline": t0 + (1 - WHOLE_SHARE) * budget_s, "settle_by": t0 + budget_s}
 
 
 def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureResult, progress: Progress, t0: float) -> SweepContext:
@@ -79,7 +88,7 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
         db=db, storage=open_storage(opts.db_url), device_id=db.device_id(device),
         environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
         sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
-        deadline=t0 + opts.budget.time_budget_s if opts.budget.time_budget_s else None, from_similar=opts.from_similar,
+        from_similar=opts.from_similar, costs=worker.costs, **_deadlines(opts.budget.time_budget_s, t0),
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks_from_capture(capture, opts.spec.model))

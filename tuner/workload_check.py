@@ -16,7 +16,7 @@ from tuner.measure.result import Measurement
 
 REFINE_MEASUREMENTS = 12  # at most this many whole-workload measurements to add a dropped kind's winners back
 
-MeasureForcing = Callable[[Forcing], Measurement]
+MeasureForcing = Callable[[Forcing], Measurement | None]  # None: no time was left to measure
 Parts = dict[str, dict[int, Forcing]]  # kind of winner → {task id: what that task's winner forces}
 
 
@@ -28,16 +28,20 @@ def _better(m: Measurement, than: Measurement, by: float = 0.0) -> bool:
     return m.ok and m.ratio is not None and (than.ratio is None or m.ratio < than.ratio * (1 - by))
 
 
-def check_whole(measure: MeasureForcing, parts: Parts, min_gain: float, note: Callable[[str], None]) -> tuple[Measurement, list[int]]:
-    """(the measurement of the set kept, the ids of the tasks whose winners are dropped)."""
+def check_whole(measure: MeasureForcing, parts: Parts, min_gain: float, note: Callable[[str], None]) -> tuple[Measurement | None, list[int]]:
+    """(the measurement of the set kept, the ids of the tasks whose winners are dropped). ``measure`` answers None
+    once the time budget has no room for another measurement: with no first measurement nothing is dropped; cut
+    later, the check decides on what it has measured."""
     parts = {name: tasks for name, tasks in parts.items() if tasks}
     whole = measure(_kinds(parts))
-    if not whole.ok or whole.ratio is None or whole.ratio <= 1 + min_gain:
+    if whole is None or not whole.ok or whole.ratio is None or whole.ratio <= 1 + min_gain:
         return whole, []
     note(f"all winners together are {whole.ratio:.2f}x Inductor's time: measuring without each kind of winner")
     best, blamed = whole, None
     for name in parts:
         m = measure(_kinds(parts, skip=name))
+        if m is None:
+            break
         if _better(m, best):
             best, blamed = m, name
     if blamed is None or best.ratio is None or best.ratio > 1 + min_gain:  # no single kind is to blame: keep Inductor's defaults
@@ -64,6 +68,10 @@ def add_back(
             continue
         with_group = Forcing.union([kept, *(f for _, f in group)])
         m = measure(with_group)
+        if m is None:  # no time left: what is not measured stays dropped
+            dropped += [tid for tid, _ in group]
+            most = 0
+            continue
         most -= 1
         if _better(m, best, by=min_gain):
             kept, best = with_group, m

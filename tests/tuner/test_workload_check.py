@@ -76,3 +76,21 @@ def test_add_back_isolates_one_harmful_winner_among_many_by_halves():
     assert len(seen) == 8  # fewer than one measurement per site
     _, capped = add_back(measure, Forcing(), Measurement(Status.OK, 1.0, 1.0, 0.0, 1.0), sites, 0.02, most=2)
     assert capped == [6, 7, 8, 9, 10]  # the first half came back; the rest was not measured, so it stays dropped
+
+
+def test_no_time_for_a_first_measurement_keeps_every_winner():
+    m, dropped = check_whole(lambda f: None, PARTS, 0.02, lambda s: None)
+    assert m is None and dropped == []
+
+
+def test_a_check_cut_by_the_time_budget_decides_on_what_it_measured():
+    """Everything measured slower, and no time for more: no single kind was blamed, so Inductor's defaults stay."""
+    measure, seen = _measure({frozenset({1, 2, 3}): 1.2})
+    calls = []
+
+    def once(f):
+        calls.append(f)
+        return measure(f) if len(calls) == 1 else None
+
+    m, dropped = check_whole(once, PARTS, 0.02, lambda s: None)
+    assert sorted(dropped) == [1, 2, 3] and m.median_ms == m.baseline_ms == 1.0 and len(seen) == 1

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import TunerError, WorkloadError
+from tuner.clock import Costs
 from tuner.measure.classify import breaks_context
 from tuner.measure.jobs import CaptureKernels, Job
 from tuner.measure.result import CaptureResult, Status
@@ -100,6 +101,7 @@ class Worker:
         self.log_path: Path | None = None
         self.restarts = -1
         self._kernel_capture: CaptureKernels | None = None  # replayed into a restarted worker
+        self.costs = Costs()  # seconds each kind of job took lately (captures as "capture")
 
     @property
     def alive(self) -> bool:
@@ -156,6 +158,8 @@ class Worker:
             return job.lost(Status.WORKER_DIED, "worker process was gone before the job")
         started = time.monotonic()
         reply = self._receive(self.start_timeout_s if job.capture else self.trial_timeout_s)
+        if job.capture:
+            self.costs.observe("capture", time.monotonic() - started)
         self._served += 0 if job.capture else 1
         if reply is not None and reply[0] == "error":
             self.close()

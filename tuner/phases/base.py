@@ -10,12 +10,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.clock import fits
 from tuner.core import Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
 from tuner.measure import Worker
 from tuner.progress import Progress
 from tuner.search import StudyContext
 from tuner.winners import Winners
+
+
+CAPTURE = "capture"  # the cost kind of a capture compile (kernels or graphs)
 
 
 @dataclass
@@ -73,6 +77,14 @@ class SweepContext:
 
     def time_left(self) -> bool:
         return self.tuning.time_left()
+
+    def costs_of_graphs(self) -> list[str]:
+        """The kinds of whole-workload trial this sweep has timed (graph knobs, fusion groupings), for estimates."""
+        return [k for k in (Kind.FUSION, Kind.CPP_GRAPH) if self.tuning.costs.seen.get(k)]
+
+    def can_capture(self) -> bool:
+        """Whether one more capture compile (its recent cost) ends by the sweep's own deadline."""
+        return fits(self.tuning.settle_by, self.tuning.costs.expect(CAPTURE))
 
     def until(self, deadline: float | None) -> StudyContext:
         """The tuning context with a phase's deadline."""

@@ -59,6 +59,8 @@ class FusionPhase(Phase):
         self.pairs: list[Any] = []  # planned (task, record) pairs; none when the phase did not run
 
     def plan(self, sweep: SweepContext) -> Plan:
+        if not sweep.can_capture():
+            return Plan([], 0)
         self.everything = sweep.winners().forcing(sweep.workload.pairs())
         sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
         groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model)

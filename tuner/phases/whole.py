@@ -4,12 +4,16 @@ finish runs it."""
 
 from __future__ import annotations
 
+from tuner.clock import fits
 from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.phases.base import Phase, Plan, SweepContext
 from tuner.winners import revert_to_defaults, stored_outcome
 from tuner.workload_check import check_whole
+
+
+WHOLE = "whole workload"  # the cost kind of one whole-workload measurement
 
 
 class WholeCheckPhase(Phase):
@@ -41,12 +45,19 @@ class WholeCheckPhase(Phase):
         winners = sweep.winners()
         parts = {name: winners.parts(sweep.workload.pairs(kinds), defaults=False) for name, kinds in WINNER_GROUPS.items()}
 
-        def measure(f: Forcing) -> Measurement:
-            return sweep.worker.run(GraphTrial({}, f.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
+        tuning, first = sweep.tuning, next(iter(sweep.costs_of_graphs()), None)
+
+        def measure(f: Forcing) -> Measurement | None:
+            if not fits(tuning.settle_by, tuning.costs.expect(WHOLE, fallback=first, scale=tuning.budget.verify_rounds / max(1, tuning.budget.rounds))):
+                return None
+            with tuning.costs.timed(WHOLE):
+                return sweep.worker.run(GraphTrial({}, f.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
 
         m, dropped = check_whole(measure, parts, sweep.budget.min_gain, sweep.progress.note)
-        self.checked = True
-        if m.ok:
+        self.checked = m is not None
+        if m is None:
+            sweep.progress.note("the time budget left no room to measure the whole workload: the winners stay as verified one by one")
+        elif m.ok:
             self.default_ms, self.tuned_ms = m.baseline_ms, m.median_ms
         else:
             sweep.progress.note(f"the whole-workload check failed: {m.status.value}: {m.error}")

@@ -1,0 +1,37 @@
+"""A time budget is a promise (issue 13): the whole command, capture, verification and the whole-workload check
+included, ends within 1.1 x the budget + 20 s, and what it stored compiles with nothing benchmarked."""
+
+import time
+
+import torch
+import torch._inductor.config as inductor_config
+import torchvision
+from typer.testing import CliRunner
+
+import tuner.backend as tb
+from tuner.cli import app
+from tuner.db import Database
+
+BUDGET_S = 60
+
+
+def test_resnet18_sweep_keeps_its_time_budget_and_compiles_benchmarking_nothing(db_url):
+    args = ["sweep", "--model", "resnet18", "--device", "cpu", "--batch", "1", "--image-size", "64", "--time-budget", str(BUDGET_S), "--db", db_url]
+    t0 = time.monotonic()
+    result = CliRunner().invoke(app, args)
+    wall = time.monotonic() - t0
+    assert result.exit_code == 0, result.output
+    assert wall <= 1.1 * BUDGET_S + 20, f"a {BUDGET_S}-s budget took {wall:.0f} s"
+    db = Database.open(db_url)
+    stats = db.stats()
+    db.close()
+    assert stats["winners"] >= 1 and stats["trials_by_status"].get("ok", 0) >= 2
+
+    inductor_config.freezing = True
+    tb.reset_stats()
+    m, x = torchvision.models.resnet18().eval(), torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        y = torch.compile(m, backend="tuned", options={"db": db_url})(x)
+        torch.testing.assert_close(y, m(x), rtol=1e-3, atol=1e-3)
+    s = tb.stats()
+    assert s["benchmarks"] == 0 and s["hits"] >= 1
