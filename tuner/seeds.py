@@ -36,7 +36,7 @@ def site_distance(a: dict[str, Any], b: dict[str, Any]) -> float | None:
 def near_seeds(kind: str, signature: dict[str, Any], space: Space, others: list[tuple[dict[str, Any], dict[str, Any], float | None]]) -> list[dict[str, Any]]:
     """Up to MAX_SEEDS configs from other tasks' winners, nearest (sites) or best (other kinds) first; only those
     valid in ``space`` and other than its default."""
-    if Kind(kind) is Kind.SITE:
+    if kind == Kind.SITE:
         ranked = [(d, config) for sig, config, _ in others if (d := site_distance(signature, sig)) is not None]
     else:
         ranked = [(-(speedup or 0.0), config) for _, config, speedup in others]

@@ -11,11 +11,13 @@ one bad choice costs only itself.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuner.db import TaskRecord, TrialRecord
-from tuner.core import Kind, TaskOutcome, TaskSpec
+from tuner.clock import fits
+from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
 from tuner.search import Asker, Pending, StudyContext, finalist, measured_before, open_study, settle, unverified
 
@@ -85,6 +87,33 @@ def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str
     return {key: {c: failed for c in choices}}
 
 
+SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site batch (its share of the compile included)
+PROBE_CHOICES = 2  # candidates per site in a batch whose cost is not known yet: the first batch measures the cost
+
+
+def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
+    """Candidates to ask each of ``sites`` open sites for in the next batch so that the batch ends by the deadline:
+    ``batch`` without a deadline, a small probe while the cost per choice is unknown, else as many as fit (0: none)."""
+    if sites == 0 or not tuning.time_left():
+        return 0
+    per_choice = tuning.costs.expect(SITE_CHOICE)
+    if tuning.deadline is None:
+        return batch
+    if not per_choice:
+        return min(batch, PROBE_CHOICES)
+    left = tuning.deadline - time.monotonic()
+    return max(0, min(batch, int(left / (per_choice * sites)) - 1))  # each site also times its default
+
+
+def _timed(tuning: StudyContext, measure: MeasureSites, request: Request) -> dict[str, dict[str, Measurement]]:
+    """``measure_split`` of the request, its cost per choice observed."""
+    t0 = time.monotonic()
+    try:
+        return measure_split(measure, request)
+    finally:
+        tuning.costs.observe(SITE_CHOICE, (time.monotonic() - t0) / max(1, sum(len(c) for c in request.values())))
+
+
 def tune_sites(
     tuning: StudyContext,
     group: list[tuple[TaskSpec, TaskRecord]],
@@ -100,17 +129,16 @@ def tune_sites(
         study = open_study(tuning, rec, task.space, seen)
         sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning.budget.site_target, task), on_trial, invalid=invalid)))
     measured = 0
-    while tuning.fits(Kind.SITE):
+    while (n := choices_that_fit(tuning, batch, sum(1 for s in sites if s.asker.open()))) > 0:
         for s in sites:
-            s.todo = s.asker.ask_batch(batch)
+            s.todo = s.asker.ask_batch(n)
         asked = [s for s in sites if s.todo]
         if not asked:
             if not any(s.asker.open() for s in sites):
                 break
             continue
         request = {s.task.key: _request_for(s, [c["choice"] for c, _ in s.todo.values()]) for s in asked}
-        with tuning.costs.timed(Kind.SITE):
-            results = measure_split(measure, request)
+        results = _timed(tuning, measure, request)
         no_timing = Measurement(Status.RUNTIME_ERROR, error="no timing")
         for s in asked:
             s.asker.tell_batch(s.todo, [results[s.task.key].get(c["choice"]) or no_timing for c, _ in s.todo.values()])
@@ -124,12 +152,10 @@ def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites) -> 
     best = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)[1:]) for s in sites}
     request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None}
     # One compile for every site; it may run past the phase's deadline, not past the sweep's (``settle_by``).
-    if request and not tuning.can_verify(Kind.SITE):
+    expected = tuning.costs.expect(SITE_CHOICE) * sum(len(c) for c in request.values())
+    if request and not fits(tuning.settle_by, expected):
         return [unverified(tuning, s.rec, s.task.space, d.median_ms if d else None) for s, d, _ in best.values()]
-    results = {}
-    if request:
-        with tuning.costs.timed(f"{Kind.SITE}:verify"):
-            results = measure_split(measure, request)
+    results = _timed(tuning, measure, request) if request else {}
     outcomes = []
     for key, (s, default, top) in best.items():
         m = results.get(key, {}).get(top.config["choice"]) if top is not None else None
