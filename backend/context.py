@@ -93,7 +93,11 @@ class CompileContext:
         self.kernel_sink = kernel_sink
         self.site_timing = site_timing
         self.timings: dict[str, dict[str, float]] = {}
+        self.pruned: dict[str, dict[str, float]] = {}  # {site key: {choice id: probe ms}}: stopped early, slower
         self.vetoes: frozenset[str] = frozenset()  # fusion pairs vetoed in the graph being lowered
+
+    def record_pruned(self, key: str, choice: str, ms: float) -> None:
+        self.pruned.setdefault(key, {})[choice] = ms
 
     def record_timings(self, payload: dict[str, Any], timings: dict[str, float]) -> None:
         self.timings.setdefault(task_key(Kind.SITE, payload), {}).update(timings)

@@ -35,6 +35,7 @@ class Status(str, enum.Enum):
     INVALID = "invalid"
     INACCURATE = "inaccurate"
     WORKER_DIED = "worker_died"
+    PRUNED = "pruned"  # stopped after a short probe: clearly slower than the best known; never a winner, never re-measured
 
 
 class Kind(str, enum.Enum):

@@ -110,7 +110,7 @@ def tell(study: Any, ot: Any, trial: TrialRecord) -> None:
     stale) keeps its state: the result is stored in tuner's trials all the same."""
     import optuna
 
-    if trial.status == Status.OK.value and trial.ratio is not None:
+    if trial.status in (Status.OK.value, Status.PRUNED.value) and trial.ratio is not None:  # a probe's time still teaches
         study.tell(ot, trial.ratio, skip_if_finished=True)
     else:
         study.tell(ot, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)

@@ -65,6 +65,8 @@ def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str
                     out[key][c] = Measurement(Status.RUNTIME_ERROR, error=f"the site was not benchmarked (timings for {sorted(t)})")
                 elif not math.isfinite(ms):
                     out[key][c] = Measurement(Status.RUNTIME_ERROR, error="Inductor's benchmark of this choice failed (inf)")
+                elif c in r.pruned.get(key, ()):
+                    out[key][c] = Measurement(Status.PRUNED, ms, ms, 0.0, base, error="stopped after its probe: clearly slower than the best choice timed")
                 else:
                     out[key][c] = Measurement(Status.OK, ms, ms, 0.0, base, compile_s=r.compile_s)
         return out

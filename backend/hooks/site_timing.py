@@ -73,3 +73,55 @@ def time_as_graph(choice: Any) -> None:
 
     process.rebind(choice, "benchmark", benchmark)
     choice._tuner_graph_timed = True
+
+
+# Early exit: a candidate this much slower than the best choice timed so far at its site (and slower by more than
+# PRUNE_FLOOR_MS, well above a Python launch, so launch cost alone never prunes) is not given Inductor's full timing.
+PRUNE_FACTOR = 1.5
+PRUNE_FLOOR_MS = 0.05
+PROBE_RUNS = 3
+
+
+def _probe_ms(fn: Callable[[], Any], out: Any) -> float:
+    """The median of a few timed runs of ``fn`` after one warm-up (device-synchronised on CUDA)."""
+    import statistics
+    import time
+
+    import torch
+
+    sync = torch.cuda.synchronize if getattr(getattr(out, "device", None), "type", "cpu") == "cuda" else (lambda: None)
+    fn()
+    sync()
+    runs = []
+    for _ in range(PROBE_RUNS):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        runs.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(runs)
+
+
+def prune_slow(choices: list[Any], ids: list[str], pruned: Callable[[str, float], None]) -> None:
+    """Time a site's choices in order, each fully timed choice setting the best so far; every later one is probed
+    first, and one clearly slower than the best (``PRUNE_FACTOR``, ``PRUNE_FLOOR_MS``) is reported to ``pruned``
+    with its probe time, which Inductor then gets as its timing. A choice whose probe fails is timed in full."""
+    best: list[float] = []
+    for choice, cid in zip(choices, ids):
+        target = getattr(choice, "_wrapped", None) if hasattr(getattr(choice, "_wrapped", None), "benchmark") else choice
+        full = target.benchmark
+
+        def benchmark(*args: Any, out: Any, _full: Callable[..., float] = full, _cid: str = cid, _t: Any = target) -> float:
+            if best:
+                try:
+                    ms = _probe_ms(run_fn(_t, args, out), out)
+                except Exception:  # noqa: BLE001 - no probe: Inductor's own timing decides
+                    ms = None
+                if ms is not None and ms >= PRUNE_FACTOR * min(best) and ms - min(best) >= PRUNE_FLOOR_MS:
+                    counters.bump("pruned")
+                    pruned(_cid, ms)
+                    return ms
+            ms = float(_full(*args, out=out))
+            best.append(ms)
+            return ms
+
+        process.rebind(target, "benchmark", benchmark)

@@ -50,3 +50,34 @@ def test_a_choice_that_cannot_be_captured_is_timed_as_inductor_would(monkeypatch
     # each run function was built (for a wrapper choice, from its wrapped one's prepared inputs): the capture
     # itself is what failed, for want of a GPU
     assert all("NVIDIA" in r or "CUDA" in r for r in reasons), reasons
+
+
+def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(monkeypatch):
+    """Early exit at a real CPU site: with the bar at zero every candidate after the default is stopped after its
+    probe (and stored as pruned, with the probe's time); with the bar out of reach none is."""
+    import math
+
+    from tuner.backend.hooks import site_timing
+    from tuner.measure.jobs import SiteBatch
+    from tuner.measure.result import Status
+    from tuner.measure.session import Session
+    from tuner.site_batches import measure_split
+    from tuner.workload import WorkloadSpec
+
+    session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
+    site = next(s for s in session.capture().sites if len(s["choices"]) >= 2)
+    choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
+    key = site["key"]
+
+    monkeypatch.setattr(site_timing, "PRUNE_FACTOR", 0.0)
+    monkeypatch.setattr(site_timing, "PRUNE_FLOOR_MS", -math.inf)
+    r = SiteBatch({}, {key: choices}).run(session)
+    assert r.status is Status.OK, r.error
+    assert r.pruned == {key: sorted(choices[1:])}  # the default is always timed in full
+    out = measure_split(lambda req: SiteBatch({}, req).run(session), {key: choices})[key]
+    assert out[choices[0]].status is Status.OK
+    assert all(out[c].status is Status.PRUNED and out[c].median_ms > 0 and out[c].baseline_ms for c in choices[1:])
+
+    monkeypatch.setattr(site_timing, "PRUNE_FACTOR", math.inf)
+    r = SiteBatch({}, {key: choices}).run(session)
+    assert r.status is Status.OK and r.pruned == {} and set(r.timings[key]) >= set(choices)

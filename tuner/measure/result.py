@@ -41,6 +41,7 @@ class SiteTimings:
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     error: str | None = None
     compile_s: float | None = None
+    pruned: dict[str, list[str]] = field(default_factory=dict)  # {site key: choices stopped after their probe}
 
     @property
     def errors(self) -> list[str]:

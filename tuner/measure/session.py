@@ -31,6 +31,7 @@ class Compiled:
     compile_s: float
     error: float
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    pruned: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class Session:
@@ -105,7 +106,7 @@ class Session:
             self._sync()
         except Exception as e:
             raise CompileFailed(describe(e)) from e
-        done = Compiled(fn, time.perf_counter() - t0, relative_error(out, self.reference), backend.context.timings)
+        done = Compiled(fn, time.perf_counter() - t0, relative_error(out, self.reference), backend.context.timings, backend.context.pruned)
         if check and not done.error <= self.tolerance:
             raise Inaccurate(
                 f"relative error {done.error:.3g} exceeds {self.tolerance:.3g} for {self.spec.dtype} "
@@ -192,7 +193,8 @@ class Session:
             done = self.compile(job.forcing, benchmark=dict(job.sites))
         except Exception as e:  # noqa: BLE001
             return SiteTimings(classify(e), error=describe(e))
-        return SiteTimings(Status.OK, {k: dict(v) for k, v in done.timings.items()}, compile_s=done.compile_s)
+        pruned = {k: sorted(v) for k, v in done.pruned.items()}
+        return SiteTimings(Status.OK, {k: dict(v) for k, v in done.timings.items()}, compile_s=done.compile_s, pruned=pruned)
 
     def time_kernel(self, job: KernelBatch) -> KernelResults:
         if self.kernels is None:
