@@ -55,10 +55,15 @@ class StudyContext:
         """Whether one more measurement of ``kind`` (its recent cost) ends before the deadline."""
         return fits(self.deadline, self.costs.expect(kind))
 
+    def settles(self, kind: str, fallback: str | None) -> bool:
+        """Whether one verification-length measurement of ``kind`` ends by ``settle_by``; until ``kind`` has been
+        timed, estimated from ``fallback``'s trials scaled to the verification's rounds."""
+        scale = self.budget.verify_rounds / max(1, self.budget.rounds)
+        return fits(self.settle_by, self.costs.expect(kind, fallback=fallback, scale=scale))
+
     def can_verify(self, kind: str) -> bool:
         """Whether re-measuring a finalist of ``kind`` against its default ends by ``settle_by``."""
-        scale = self.budget.verify_rounds / max(1, self.budget.rounds)
-        return fits(self.settle_by, self.costs.expect(f"{kind}:verify", fallback=kind, scale=scale))
+        return self.settles(f"{kind}:verify", kind)
 
 
 def open_storage(url: str, attempts: int = 5) -> Any:
@@ -288,7 +293,7 @@ def settle(
 
 def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:
     """Re-measure the best candidate against the default in one run; it wins only with a real gain. A verification
-    that would end past ``settle_by`` is not started: the default stays the answer until a rerun verifies."""
+    that would end past ``settle_by`` is not started: the stored answer stays until a rerun verifies."""
     ok, default, top = finalist(tuning, task, space)
     default_ms = default.median_ms if default else (ok[0].baseline_ms if ok else None)
     if top is not None and not tuning.can_verify(space.family):

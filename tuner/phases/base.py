@@ -78,10 +78,6 @@ class SweepContext:
     def time_left(self) -> bool:
         return self.tuning.time_left()
 
-    def costs_of_graphs(self) -> list[str]:
-        """The kinds of whole-workload trial this sweep has timed (graph knobs, fusion groupings), for estimates."""
-        return [k for k in (Kind.FUSION, Kind.CPP_GRAPH) if self.tuning.costs.seen.get(k)]
-
     def can_capture(self) -> bool:
         """Whether one more capture compile (its recent cost) ends by the sweep's own deadline."""
         return fits(self.tuning.settle_by, self.tuning.costs.expect(CAPTURE))

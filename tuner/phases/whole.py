@@ -4,8 +4,7 @@ finish runs it."""
 
 from __future__ import annotations
 
-from tuner.clock import fits
-from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing
+from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing, Kind
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.phases.base import Phase, Plan, SweepContext
@@ -45,10 +44,11 @@ class WholeCheckPhase(Phase):
         winners = sweep.winners()
         parts = {name: winners.parts(sweep.workload.pairs(kinds), defaults=False) for name, kinds in WINNER_GROUPS.items()}
 
-        tuning, first = sweep.tuning, next(iter(sweep.costs_of_graphs()), None)
+        tuning = sweep.tuning
+        timed = next((k for k in (Kind.FUSION, Kind.CPP_GRAPH) if tuning.costs.seen.get(k)), None)  # whole-workload trials
 
         def measure(f: Forcing) -> Measurement | None:
-            if not fits(tuning.settle_by, tuning.costs.expect(WHOLE, fallback=first, scale=tuning.budget.verify_rounds / max(1, tuning.budget.rounds))):
+            if not tuning.settles(WHOLE, fallback=timed):
                 return None
             with tuning.costs.timed(WHOLE):
                 return sweep.worker.run(GraphTrial({}, f.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
