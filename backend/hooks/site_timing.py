@@ -50,12 +50,17 @@ def _graph_of(fn: Callable[[], Any]) -> Any:
     return graph
 
 
+def timed_choice(choice: Any) -> Any:
+    """The choice whose ``benchmark`` does the timing: a wrapper choice (one that prepares its inputs, then calls its
+    ``_wrapped`` choice's ``benchmark``) is timed through the wrapped one."""
+    while hasattr(getattr(choice, "_wrapped", None), "benchmark"):
+        choice = choice._wrapped
+    return choice
+
+
 def time_as_graph(choice: Any) -> None:
-    """Make ``choice.benchmark`` time replays of a CUDA graph of one run (idempotent). A wrapper choice (one that
-    prepares its inputs, then calls its ``_wrapped`` choice's ``benchmark``) is timed through the wrapped one."""
-    inner = getattr(choice, "_wrapped", None)
-    if inner is not None and hasattr(inner, "benchmark"):
-        return time_as_graph(inner)
+    """Make ``choice.benchmark`` time replays of a CUDA graph of one run (idempotent), through :func:`timed_choice`."""
+    choice = timed_choice(choice)
     if getattr(choice, "_tuner_graph_timed", False):
         return
     launched = choice.benchmark
@@ -107,7 +112,7 @@ def prune_slow(choices: list[Any], ids: list[str], pruned: Callable[[str, float]
     with its probe time, which Inductor then gets as its timing. A choice whose probe fails is timed in full."""
     best: list[float] = []
     for choice, cid in zip(choices, ids):
-        target = getattr(choice, "_wrapped", None) if hasattr(getattr(choice, "_wrapped", None), "benchmark") else choice
+        target = timed_choice(choice)
         full = target.benchmark
 
         def benchmark(*args: Any, out: Any, _full: Callable[..., float] = full, _cid: str = cid, _t: Any = target) -> float:
