@@ -41,18 +41,20 @@ class KernelPhase(Phase):
         unmeasurable = {r["key"]: (Status(r["status"]), r["error"]) for r in captured if "error" in r}
         known = sweep.workload.keys
         found = [t for t in kernel_tasks(captured) if t.key not in known]
-        for t, r in zip(found, sweep.workload.register(found)):
-            self._store_default(sweep, t, r, unmeasurable.get(t.key))
+        recs = sweep.workload.register(found)
+        stored = sweep.db.winner_configs([r.id for r in recs], sweep.tuning.device_id)
+        for t, r in zip(found, recs):
+            self._store_default(sweep, t, r, r.id in stored, unmeasurable.get(t.key))
             if t.key not in unmeasurable:
                 self.kernels.append(t)
                 self.records.append(r)
         return Plan(self.kernels, planned(sweep.budget.trials, self.kernels))
 
     @staticmethod
-    def _store_default(sweep: SweepContext, task: TaskSpec, rec: TaskRecord, failure: tuple[Status, str] | None) -> None:
+    def _store_default(sweep: SweepContext, task: TaskSpec, rec: TaskRecord, has_winner: bool, failure: tuple[Status, str] | None) -> None:
         """Inductor's config as a new kernel's answer; for a kernel that cannot be measured, a trial saying why."""
         tuning = sweep.tuning
-        if sweep.db.winner_config(rec.id, tuning.device_id) is None:
+        if not has_winner:
             sweep.db.set_winner(rec.id, tuning.device_id, None, task.space.default, None, task.signature.get("default_ms"))
         if failure is not None and sweep.db.find_trial(rec.id, tuning.device_id, task.space.default) is None:
             record(tuning, rec, task.space.default, Measurement(failure[0], error=f"cannot be measured on its own: {failure[1]}"))
