@@ -256,23 +256,26 @@ class Database:
     def count(self) -> dict[str, int]:
         """How many tasks, trials and winners the database holds."""
         with self.session() as s:
-            return {name: int(s.scalar(select(func.count()).select_from(m)) or 0) for name, m in (("tasks", Task), ("trials", Trial), ("winners", Winner))}
+            return _rows(s, _COUNTED)
 
     def stats(self) -> dict[str, Any]:
         with self.session() as s:
-            count = lambda q: int(s.scalar(q) or 0)  # noqa: E731
             by_status = dict(s.execute(select(Trial.status, func.count()).group_by(Trial.status)).all())
             by_kind = dict(s.execute(select(Task.kind, func.count()).group_by(Task.kind)).all())
             return {
                 "url": self.safe_url,
-                "tasks": count(select(func.count()).select_from(Task)),
-                "trials": count(select(func.count()).select_from(Trial)),
-                "winners": count(select(func.count()).select_from(Winner)),
-                "devices": count(select(func.count()).select_from(Device)),
-                "environments": count(select(func.count()).select_from(Environment)),
+                **_rows(s, (*_COUNTED, ("devices", Device), ("environments", Environment))),
                 "trials_by_status": {k: int(v) for k, v in by_status.items()},
                 "tasks_by_kind": {k: int(v) for k, v in by_kind.items()},
             }
+
+
+_COUNTED = (("tasks", Task), ("trials", Trial), ("winners", Winner))  # what count() reports, and stats() first
+
+
+def _rows(s: Session, tables: tuple[tuple[str, Any], ...]) -> dict[str, int]:
+    """{name: row count} of each (name, ORM model)."""
+    return {name: int(s.scalar(select(func.count()).select_from(model)) or 0) for name, model in tables}
 
 
 def _trial_record(t: Trial) -> TrialRecord:
