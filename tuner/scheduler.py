@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tuner.core import Forcing, Kind, TaskOutcome, TaskSpec
+from tuner.core import Forcing, TaskOutcome, TaskSpec
 from tuner.db import Database
 from tuner.db.claims import claim_next, finish, held_by_others, pending, release, renew, worker_id
 from tuner.progress import Progress
@@ -121,7 +121,9 @@ def tune_tasks(
     outcomes: list[TaskOutcome] = []
     measured_total = 0
     joined: set[int] = set()
-    kind = tasks[0].space.family if tasks else Kind.CPP_GRAPH  # one phase's tasks: one kind
+    if not tasks:
+        return outcomes, measured_total
+    kind = tasks[0].space.family  # one phase's tasks: one kind
     while tuning.fits(kind):
         tid = claim_next(db, ids, tuning.device_id, wid, target, ttl)
         joining = tid is None
