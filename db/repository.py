@@ -210,6 +210,18 @@ class Database:
             ).all()
         return [(sig, config, (base / med) if med and base else None) for sig, config, med, base in rows]
 
+    def timed_trials(self, kinds: tuple[str, ...], device_id: int, statuses: tuple[str, ...]) -> list[tuple[str, dict[str, Any], dict[str, Any], float]]:
+        """(task key, signature, config, ratio to the default timed in the same run) of every trial of ``kinds``
+        on this device with one of ``statuses`` and a ratio: what a learned ranking trains on, in one query."""
+        with self.session() as s:
+            rows = s.execute(
+                select(Task.key, Task.signature, Trial.config, Trial.median_ms, Trial.baseline_ms)
+                .join(Trial, Trial.task_id == Task.id)
+                .where(Task.kind.in_([str(k) for k in kinds]), Trial.device_id == device_id, Trial.status.in_(statuses))
+                .where(Trial.median_ms.is_not(None), Trial.baseline_ms > 0)
+            ).all()
+        return [(key, sig, config, med / base) for key, sig, config, med, base in rows]
+
     def winners_elsewhere(self, task_id: int, device_id: int) -> list[dict[str, Any]]:
         """This task's winners on other device models, best verified speedup first (seeds for --from-similar)."""
         with self.session() as s:

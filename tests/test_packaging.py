@@ -7,6 +7,18 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+DIRS = {"tuner": "tuner", "search_spaces": "tuner.search_spaces", "db": "tuner.db", "backend": "tuner.backend"}
+
+
+def _packages() -> list[str]:
+    """Every package of the checkout, by its installed name (a package missing from pyproject's list is missing
+    from the wheel)."""
+    out = []
+    for top, name in DIRS.items():
+        for init in sorted((ROOT / top).rglob("__init__.py")):
+            rel = init.parent.relative_to(ROOT / top).parts
+            out.append(".".join((name, *rel)))
+    return out
 
 
 def test_wheel_installs_in_a_fresh_venv(tmp_path):
@@ -32,3 +44,12 @@ def test_wheel_installs_in_a_fresh_venv(tmp_path):
     assert str(env_dir) in where, where  # the wheel's copy, not the checkout
     versions = list((Path(where.strip()).parent / "migrations" / "versions").glob("0*.py"))
     assert len(versions) >= 2
+    files = [p.split("/")[0:-1] for p in _wheel_files(wheel) if p.endswith("/__init__.py")]
+    assert set(_packages()) <= {".".join(f) for f in files}, "a package is missing from pyproject's [tool.setuptools] packages"
+
+
+def _wheel_files(wheel: Path) -> list[str]:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as z:
+        return z.namelist()

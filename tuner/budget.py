@@ -19,6 +19,7 @@ class Budget:
     time_budget_s: float | None = None  # wall-clock limit of the whole sweep
     trial_timeout_s: float = 900.0
     site_trials: int | None = None  # template sites (a round of them costs a whole compile); None: ``trials``
+    ranked: int = 8  # with a learned ranking: candidates measured per task, the predicted fastest (tuner.ranking)
 
     @property
     def site_target(self) -> int:
@@ -26,9 +27,9 @@ class Budget:
 
 
 PRESETS = {
-    "quick": Budget("quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02),
+    "quick": Budget("quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02, ranked=4),
     "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02, site_trials=8),
-    "full": Budget("full", trials=60, rounds=25, min_sample_ms=30.0, verify_rounds=40, min_gain=0.01),
+    "full": Budget("full", trials=60, rounds=25, min_sample_ms=30.0, verify_rounds=40, min_gain=0.01, ranked=16),
 }
 
 

@@ -47,6 +47,7 @@ class StudyContext:
     from_similar: bool = False  # seed each study with this task's winners on other device models
     settle_by: float | None = None  # verifications may run to this (the sweep's own deadline)
     costs: Costs = field(default_factory=Costs)  # what measurements have cost lately, shared by every phase
+    rankers: Any = None  # tuner.ranking.Rankers: the learned ranking (None: off)
 
     def time_left(self) -> bool:
         return fits(self.deadline, 0.0)
@@ -60,6 +61,16 @@ class StudyContext:
         timed, estimated from ``fallback``'s trials scaled to the verification's rounds."""
         scale = self.budget.verify_rounds / max(1, self.budget.rounds)
         return fits(self.settle_by, self.costs.expect(kind, fallback=fallback, scale=scale))
+
+    def target(self, kind: str, unranked: int) -> int:
+        """Distinct configs a task of ``kind`` measures: fewer when a learned ranking picks them."""
+        return self.rankers.target(kind, unranked, self.budget.ranked) if self.rankers else unranked
+
+    def first_configs(self, task: TaskRecord, space: Space) -> list[dict[str, Any]]:
+        """What a new study measures after the default: the ranked candidates, or without a model the space's seeds
+        (for a template site, every choice Inductor offered)."""
+        ranked = self.rankers.first(task.kind, task.signature, space, self.budget.ranked) if self.rankers else []
+        return ranked or space.seeds()
 
     def can_verify(self, kind: str) -> bool:
         """Whether re-measuring a finalist of ``kind`` against its default ends by ``settle_by``."""
@@ -91,16 +102,16 @@ def record(tuning: StudyContext, task: TaskRecord, config: dict[str, Any], m: Me
 
 
 def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False) -> Any:
-    """The task's study (resumed when it exists), with Inductor's default, the space's seeds, the winners of near
-    tasks on this device (``tuner.seeds``) and, with ``from_similar``, other device models' winners enqueued unless
-    already measured. ``join``: another worker
+    """The task's study (resumed when it exists), with Inductor's default, the winners of near tasks on this device
+    (``tuner.seeds``), the ranked candidates or else the space's seeds (``StudyContext.first_configs``) and, with
+    ``from_similar``, other device models' winners enqueued unless already measured. ``join``: another worker
     holds the task and is tuning it now; this one only adds trials (its running trials are not stale, and it
     enqueued what the study needs)."""
     study = _load_study(tuning, task, space, joining=join)
     if join:
         return study
     near = near_seeds(task.kind, task.signature, space, tuning.db.winners_of_kind(task.kind, tuning.device_id, task.id))
-    for config in [space.default, *space.seeds(), *near]:
+    for config in [space.default, *near, *tuning.first_configs(task, space)]:
         if config_hash(config) not in seen:
             study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
     if tuning.from_similar:  # enqueued, so each is measured here before it can win
@@ -243,7 +254,7 @@ def run_study(
     trials in the same study), ``batch`` at a time (``measure`` then takes a list of configs). ``join``: another
     worker holds the task; this one helps. Returns how many this call measured."""
     seen, invalid = measured_before(tuning, task)
-    asker = Asker(tuning, task, space, None, seen, target or tuning.budget.trials, on_trial, invalid=invalid)
+    asker = Asker(tuning, task, space, None, seen, tuning.target(task.kind, target or tuning.budget.trials), on_trial, invalid=invalid)
     if not asker.open():
         return 0
     many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]

@@ -37,9 +37,10 @@ class _Site:
         return str(self.task.space.default["choice"])
 
 
-def site_target(searched: int, task: TaskSpec) -> int:
-    """A site's trials: its seeds (every choice Inductor offered) plus ``searched`` beyond them."""
-    return searched + len(task.space.seeds())
+def site_target(tuning: StudyContext, task: TaskSpec) -> int:
+    """A site's trials: with a learned ranking, its default, the ranked and a few explored; else its seeds (every
+    choice Inductor offered) plus the budget's searched trials beyond them."""
+    return tuning.target(task.kind, tuning.budget.site_target + len(task.space.seeds()))
 
 
 def _request_for(site: _Site, choices: list[str]) -> tuple[str, ...]:
@@ -129,7 +130,7 @@ def tune_sites(
     for task, rec in group:
         seen, invalid = measured_before(tuning, rec)
         study = open_study(tuning, rec, task.space, seen)
-        sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning.budget.site_target, task), on_trial, invalid=invalid)))
+        sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), on_trial, invalid=invalid)))
     measured = 0
     while (n := choices_that_fit(tuning, batch, sum(1 for s in sites if s.asker.open()))) > 0:
         for s in sites:

@@ -14,6 +14,7 @@ from tuner.db.claims import release_all, worker_id
 from tuner.measure import CaptureResult, Worker
 from tuner.phases import FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
 from tuner.progress import Progress
+from tuner.ranking import Rankers
 from tuner.search import StudyContext, open_storage
 from tuner.settings import settings
 from tuner.tasks import tasks_from_capture
@@ -30,6 +31,7 @@ class SweepOptions:
     from_similar: bool = False
     workers: int = 1  # local workers sharing this sweep (each takes a share of the template sites)
     fusion: bool = True  # search fusion groupings per graph after the kernel winners
+    ranking: bool = True  # measure the candidates a model fit on the database predicts fastest (tuner.ranking)
 
 
 @dataclass
@@ -84,8 +86,9 @@ def _deadlines(budget_s: float | None, t0: float) -> dict[str, float | None]:
 
 def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureResult, progress: Progress, t0: float) -> SweepContext:
     device = DeviceInfo(**capture.device)
+    device_id = db.device_id(device)
     tuning = StudyContext(
-        db=db, storage=open_storage(opts.db_url), device_id=db.device_id(device),
+        db=db, storage=open_storage(opts.db_url), device_id=device_id, rankers=Rankers(db, device_id) if opts.ranking else None,
         environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
         sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
         from_similar=opts.from_similar, costs=worker.costs, **_deadlines(opts.budget.time_budget_s, t0),

@@ -32,6 +32,7 @@ def sweep(
     workers: Annotated[int, typer.Option(help="Local worker processes sharing the sweep through the database (CUDA: one per visible GPU).", min=1)] = 1,
     from_similar: Annotated[bool, typer.Option(help="Seed each study with this task's winners from other device models (re-measured here before use).")] = False,
     fusion: Annotated[bool, typer.Option("--fusion/--no-fusion", help="After the kernels, search each graph's fusion grouping (knobs and vetoes of single fusions), measured end to end.")] = True,
+    ranking: Annotated[bool, typer.Option("--ranking/--no-ranking", help="Measure first the candidates that a cost model, fit on this database's trials of the same device model, predicts fastest (with too few trials there, the unranked order).")] = True,
     share_gpu: Annotated[bool, typer.Option(help="With --workers on CUDA: let all workers share the visible GPUs' first one.")] = False,
     db: DbOption = None,
 ) -> None:
@@ -49,7 +50,7 @@ def sweep(
     if sampler not in SAMPLERS:
         raise typer.BadParameter(f"must be one of {', '.join(SAMPLERS)}", param_hint="--sampler")
     spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seed)
-    opts = SweepOptions(spec, make_budget(budget, trials=trials, time_budget_s=time_budget), db_url(db), sampler, seed, from_similar, workers, fusion)
+    opts = SweepOptions(spec, make_budget(budget, trials=trials, time_budget_s=time_budget), db_url(db), sampler, seed, from_similar, workers, fusion, ranking)
     from tuner.db import Database
 
     Database.open(opts.db_url).close()  # fail fast, before any compile, on a bad database

@@ -48,7 +48,7 @@ class KernelPhase(Phase):
             if t.key not in unmeasurable:
                 self.kernels.append(t)
                 self.records.append(r)
-        return Plan(self.kernels, planned(sweep.budget.trials, self.kernels))
+        return Plan(self.kernels, planned(lambda t: sweep.tuning.target(t.kind, sweep.budget.trials), self.kernels))
 
     @staticmethod
     def _store_default(sweep: SweepContext, task: TaskSpec, rec: TaskRecord, has_winner: bool, failure: tuple[Status, str] | None) -> None:

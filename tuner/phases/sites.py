@@ -25,7 +25,7 @@ class SitePhase(Phase):
     def plan(self, sweep: SweepContext) -> Plan:
         self.sites = sweep.workload.pairs((Kind.SITE,))
         tasks = [t for t, _ in self.sites]
-        return Plan(tasks, planned(lambda t: site_target(sweep.budget.site_target, t), tasks))
+        return Plan(tasks, planned(lambda t: site_target(sweep.tuning, t), tasks))
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         if sweep.device_type == "cuda" and settings().site_timing == "cudagraph":
