@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tuner.backend.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
 from tuner.clock import fits
 from tuner.core import TaskOutcome, TaskSpec
@@ -67,7 +68,7 @@ def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str
                 elif not math.isfinite(ms):
                     out[key][c] = Measurement(Status.RUNTIME_ERROR, error="Inductor's benchmark of this choice failed (inf)")
                 elif c in r.pruned.get(key, ()):
-                    out[key][c] = Measurement(Status.PRUNED, ms, ms, 0.0, base, error="stopped after its probe: clearly slower than the best choice timed")
+                    out[key][c] = Measurement(Status.PRUNED, ms, ms, 0.0, base, error=PRUNED_NOTE)
                 else:
                     out[key][c] = Measurement(Status.OK, ms, ms, 0.0, base, compile_s=r.compile_s)
         return out

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.backend import counters, process
+from tuner.backend.pruning import clearly_slower
 
 log = logging.getLogger("tuner.backend")
 
@@ -80,9 +81,8 @@ def time_as_graph(choice: Any) -> None:
     choice._tuner_graph_timed = True
 
 
-# Early exit: a candidate this much slower than the best choice timed so far at its site (and slower by more than
-# PRUNE_FLOOR_MS, well above a Python launch, so launch cost alone never prunes) is not given Inductor's full timing.
-PRUNE_FACTOR = 1.5
+# Early exit (tuner.backend.pruning): a probe here is timed around a Python call, so a candidate must be slower than
+# the best by more than PRUNE_FLOOR_MS, well above a launch, so that launch cost alone never prunes.
 PRUNE_FLOOR_MS = 0.05
 PROBE_RUNS = 3
 
@@ -108,7 +108,7 @@ def _probe_ms(fn: Callable[[], Any], out: Any) -> float:
 
 def prune_slow(choices: list[Any], ids: list[str], pruned: Callable[[str, float], None]) -> None:
     """Time a site's choices in order, each fully timed choice setting the best so far; every later one is probed
-    first, and one clearly slower than the best (``PRUNE_FACTOR``, ``PRUNE_FLOOR_MS``) is reported to ``pruned``
+    first, and one clearly slower than the best (``pruning.clearly_slower``, ``PRUNE_FLOOR_MS``) is reported to ``pruned``
     with its probe time, which Inductor then gets as its timing. A choice whose probe fails is timed in full."""
     best: list[float] = []
     for choice, cid in zip(choices, ids):
@@ -121,7 +121,7 @@ def prune_slow(choices: list[Any], ids: list[str], pruned: Callable[[str, float]
                     ms = _probe_ms(run_fn(_t, args, out), out)
                 except Exception:  # noqa: BLE001 - no probe: Inductor's own timing decides
                     ms = None
-                if ms is not None and ms >= PRUNE_FACTOR * min(best) and ms - min(best) >= PRUNE_FLOOR_MS:
+                if ms is not None and clearly_slower(ms, min(best), PRUNE_FLOOR_MS):
                     counters.bump("pruned")
                     pruned(_cid, ms)
                     return ms

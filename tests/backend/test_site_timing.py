@@ -57,6 +57,7 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     probe (and stored as pruned, with the probe's time); with the bar out of reach none is."""
     import math
 
+    from tuner.backend import pruning
     from tuner.backend.hooks import site_timing
     from tuner.measure.jobs import SiteBatch
     from tuner.measure.result import Status
@@ -69,7 +70,7 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
     key = site["key"]
 
-    monkeypatch.setattr(site_timing, "PRUNE_FACTOR", 0.0)
+    monkeypatch.setattr(pruning, "PRUNE_FACTOR", 0.0)
     monkeypatch.setattr(site_timing, "PRUNE_FLOOR_MS", -math.inf)
     r = SiteBatch({}, {key: choices}).run(session)
     assert r.status is Status.OK, r.error
@@ -78,6 +79,16 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     assert out[choices[0]].status is Status.OK
     assert all(out[c].status is Status.PRUNED and out[c].median_ms > 0 and out[c].baseline_ms for c in choices[1:])
 
-    monkeypatch.setattr(site_timing, "PRUNE_FACTOR", math.inf)
+    monkeypatch.setattr(pruning, "PRUNE_FACTOR", math.inf)
     r = SiteBatch({}, {key: choices}).run(session)
     assert r.status is Status.OK and r.pruned == {} and set(r.timings[key]) >= set(choices)
+
+
+def test_clearly_slower_needs_both_the_factor_and_a_margin_above_floor_and_noise():
+    from tuner.backend.pruning import clearly_slower
+
+    assert clearly_slower(0.30, 0.10, floor_ms=0.05)
+    assert not clearly_slower(0.14, 0.10, floor_ms=0.0)  # under 1.5x
+    assert not clearly_slower(0.20, 0.10, floor_ms=0.15)  # 2x, but within what a probe's overhead adds
+    assert not clearly_slower(0.20, 0.10, floor_ms=0.0, noise_ms=0.05)  # 2x, but within 3 IQRs of its own noise
+    assert not clearly_slower(0.30, None, floor_ms=0.0)  # nothing timed yet

@@ -65,6 +65,30 @@ def test_kernel_configs_measured_checked_and_failures_stored(session):
     assert ms[2].status in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR), ms[2]
 
 
+def test_kernel_configs_exit_early_after_a_probe(session, monkeypatch):
+    """With the rule made to prune everything, a candidate is stopped after its probe (stored as pruned, its probe
+    time against the default's); made to prune nothing, it gets the full interleaved timing."""
+    import math
+
+    from tuner.backend import pruning
+    from tuner.measure import kernels
+    from tuner.measure.jobs import KernelBatch
+    from tuner.measure.result import Status
+    from tuner.search_spaces import space_for
+
+    records = session.capture_kernels({})
+    rec = max(records, key=lambda r: r["default_ms"])
+    default = space_for(rec["kind"], rec["signature"]).default
+    other = dict(default, num_warps=8 if default["num_warps"] != 8 else 4)
+    monkeypatch.setattr(pruning, "PRUNE_FACTOR", 0.0)
+    monkeypatch.setattr(kernels, "PROBE_FLOOR_MS", -math.inf)
+    ms = list(KernelBatch(rec["key"], (other,)).run(session).measurements)
+    assert ms[0].status is Status.PRUNED and ms[0].median_ms > 0 and ms[0].baseline_ms > 0, ms[0]
+    monkeypatch.setattr(pruning, "PRUNE_FACTOR", math.inf)
+    ms = list(KernelBatch(rec["key"], (other,)).run(session).measurements)
+    assert ms[0].status is Status.OK, ms[0]
+
+
 def test_site_batch_times_choices_side_by_side(session):
     from tuner.measure.jobs import SiteBatch
     from tuner.measure.result import Status

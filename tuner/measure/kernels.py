@@ -5,7 +5,8 @@ Inductor's own launcher path. Candidates of a batch compile in parallel threads 
 compile spends most of its time in ptxas, outside the GIL); the GPU then times them one at a
 time, each interleaved with the default config (A B A B), as medians of ``triton.testing.do_bench``
 (which flushes L2 between calls). Every candidate's outputs are checked against the default's
-before it may be timed.
+before it may be timed. Each candidate is first probed briefly: one clearly slower than the kernel's best so far
+is stored as ``pruned`` with its probe time instead of being timed in full (early exit).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.backend import counters
 from tuner.backend.hooks import kernels as kh
+from tuner.backend.pruning import PRUNED_NOTE, clearly_slower
 from tuner.core import Kind
 from tuner.keys import config_hash, task_key
 from tuner.measure.classify import breaks_context, classify, describe
@@ -26,6 +29,8 @@ from tuner.measure.result import Measurement, Status
 from tuner.settings import settings
 
 log = logging.getLogger("tuner.measure")
+PROBE_REP_MS = 2  # a probe's timing: do_bench's repetitions fill this long (a full timing: ``rep_ms`` per round, twice)
+PROBE_FLOOR_MS = 0.002  # do_bench times on the device, so only its resolution bounds the margin
 _OUTPUT_ARG = re.compile(r"^(in_)?out_ptr\d+$")
 
 
@@ -52,6 +57,7 @@ class KernelEntry:
     reference: list[Any] = field(default_factory=list)
     launchers: dict[str, Any] = field(default_factory=dict)
     default_ms: float | None = None
+    best_ms: float | None = None  # the fastest full timing of this kernel in this process (what a probe is held to)
 
     def record(self) -> dict[str, Any]:
         return {"key": self.key, "kind": self.kind, "name": self.name, "signature": self.signature, "default_ms": self.default_ms}
@@ -89,7 +95,7 @@ class KernelBench:
             entry = KernelEntry(key, kind, name, sig, cap, default)
             try:
                 entry.reference = self._run_once(entry, self._launcher(entry, default))
-                entry.default_ms = self._time(entry, entry.launchers[config_hash(default)])
+                entry.default_ms = entry.best_ms = self._time(entry, entry.launchers[config_hash(default)])
             except Exception as e:  # noqa: BLE001 - a kernel we cannot re-launch is not tuned, but stored with why
                 why = describe(e)
                 log.warning("kernel %s cannot be measured on its own: %s", name, why)
@@ -168,7 +174,25 @@ class KernelBench:
             err = relative_error(out, entry.reference, where_finite=True)
             if not err <= self.tolerance:
                 return Measurement(Status.INACCURATE, error=f"outputs differ from the default config's (relative error {err:.3g})")
+            probe = self._probe(entry, launch)
+            if probe is not None:
+                return probe
             med, lo, spread, base_ms = self._interleaved(entry, launch, base)
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e, compiling=False), error=describe(e))
+        entry.best_ms = min(entry.best_ms or med, med)
         return Measurement(Status.OK, med, lo, spread, base_ms)
+
+    def _probe(self, entry: KernelEntry, launch: Any) -> Measurement | None:
+        """Early exit: a short timing of the candidate; a ``pruned`` measurement when it is clearly slower than the
+        kernel's best timed so far (``tuner.backend.pruning``), else None (it gets the full interleaved timing)."""
+        import triton.testing
+
+        args, kwargs, stream = _fresh(entry.captured.args), dict(entry.captured.kwargs), kh.raw_stream(self.device_index)
+        runs = sorted(float(t) for t in triton.testing.do_bench(lambda: kh.call(launch, args, kwargs, stream), warmup=1, rep=PROBE_REP_MS, return_mode="all"))
+        med = statistics.median(runs)
+        iqr = runs[(3 * len(runs)) // 4] - runs[len(runs) // 4]
+        if not clearly_slower(med, entry.best_ms, PROBE_FLOOR_MS, iqr):
+            return None
+        counters.bump("pruned")
+        return Measurement(Status.PRUNED, med, runs[0], iqr, entry.default_ms, error=PRUNED_NOTE)
