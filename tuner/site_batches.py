@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from tuner.backend.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
 from tuner.clock import fits
+from tuner.estimate import SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
 from tuner.search import Asker, Pending, StudyContext, finalist, measured_before, open_study, settle, unverified
@@ -91,7 +92,6 @@ def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str
     return {key: {c: failed for c in choices}}
 
 
-SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site batch (its share of the compile included)
 PROBE_CHOICES = 2  # candidates per site in a batch whose cost is not known yet: the first batch measures the cost
 
 

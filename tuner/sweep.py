@@ -76,6 +76,12 @@ def phases(opts: SweepOptions, whole: WholeCheckPhase) -> Iterator[Phase]:
     yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted) and sweep.can_capture())
 
 
+def promised_end_s(budget_s: float) -> float:
+    """The most a sweep with a time budget of ``budget_s`` may take: 1.1 x the budget + 20 s (a trial in flight at
+    the deadline, the closing writes, the worker's exit)."""
+    return 1.1 * budget_s + 20.0
+
+
 def _deadlines(budget_s: float | None, t0: float) -> dict[str, float | None]:
     """The phases' deadline (the budget less the share kept for the end) and the sweep's own, which verification and
     the whole-workload check may run to."""

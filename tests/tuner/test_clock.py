@@ -23,3 +23,21 @@ def test_work_fits_only_when_it_ends_before_the_deadline():
     assert fits(None, 1e9)
     assert fits(now + 10, 5.0) and not fits(now + 10, 20.0)
     assert fits(now + 10, 0.0) and not fits(now - 1, 0.0)  # unknown work starts while any time is left
+
+
+def test_the_progress_eta_never_passes_the_promised_end():
+    import time
+
+    from rich.progress import Progress
+
+    from tuner.cli.render import BoundedRemaining
+
+    col = BoundedRemaining(time.monotonic() + 30)
+    bar = Progress(col)
+    tid = bar.add_task("tuning", total=10_000)
+    for _ in range(3):
+        bar.advance(tid)  # a slow rate: Rich's own estimate would be hours
+        time.sleep(0.05)
+    h, m, s = (int(v) for v in col.render(bar.tasks[0]).plain.split(":"))
+    assert 25 <= 3600 * h + 60 * m + s <= 30
+    assert BoundedRemaining(None).render(bar.tasks[0]).plain != "0:00:30"  # no budget: Rich's estimate stands

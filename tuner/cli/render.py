@@ -2,24 +2,44 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
+import time
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from tuner.progress import Progress as SweepProgress
 from tuner.sweep import SweepReport
 
 
+class BoundedRemaining(TimeRemainingColumn):
+    """Rich's rate-based estimate of the time left, never past ``ends_by`` (a time budget's promised end)."""
+
+    def __init__(self, ends_by: float | None):
+        super().__init__()
+        self.ends_by = ends_by
+
+    def render(self, task: Any) -> Text:
+        left = task.time_remaining
+        if self.ends_by is not None:
+            bound = max(0.0, self.ends_by - time.monotonic())
+            left = bound if left is None else min(left, bound)
+        if left is None:
+            return Text("-:--:--", style="progress.remaining")
+        return Text(str(dt.timedelta(seconds=int(left))), style="progress.remaining")
+
+
 class RichProgress(SweepProgress):
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, ends_by: float | None = None):
         self.console = console
         self.bar = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("trials"),
-            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
+            TimeElapsedColumn(), TextColumn("eta"), BoundedRemaining(ends_by), console=console, transient=False,
         )
         self.id: Any = None
         self.failed = 0

@@ -25,7 +25,7 @@ def sweep(
     freezing: FreezingOpt = True,
     budget: Annotated[str, typer.Option(help="quick, default or full.")] = "default",
     trials: Annotated[int | None, typer.Option(help="Trials per task (overrides the budget's).", show_default=False)] = None,
-    time_budget: Annotated[float | None, typer.Option(help="Stop starting new trials after this many seconds.", show_default=False)] = None,
+    time_budget: Annotated[float | None, typer.Option(help="Seconds for the whole command, capture and checks included: it ends within 1.1 x this + 20 s, keeps every trial measured and leaves the rest resumable.", show_default=False)] = None,
     sampler: Annotated[str, typer.Option(help="Optuna sampler: tpe, random, cmaes, gp or grid.")] = "tpe",
     threads: ThreadsOpt = None,
     seed: Annotated[int, typer.Option(help="Seed for the model, the inputs and the sampler.")] = 0,
@@ -54,12 +54,13 @@ def sweep(
     from tuner.db import Database
 
     Database.open(opts.db_url).close()  # fail fast, before any compile, on a bad database
+    ends_by = _announce(opts.budget)
     if workers > 1:
         from tuner.cli.common import err_console
         from tuner.distributed import combine, run_workers
 
         console.print(f"[dim]{workers} workers sharing {opts.db_url}[/]")
-        with RichProgress(console) as progress:
+        with RichProgress(console, ends_by) as progress:
             reports, errors = run_workers(opts, workers, share_gpu=share_gpu, progress=progress)
         for e in errors:
             err_console.print(f"[red]worker failed:[/] {e}", highlight=False)
@@ -67,12 +68,29 @@ def sweep(
             raise typer.Exit(1)
         report = combine(reports)
     else:
-        with RichProgress(console) as progress:
+        with RichProgress(console, ends_by) as progress:
             report = run_sweep(opts, progress)
     defaults = {o.task.key: _default_of(o) for o in report.outcomes}
     print_report(console, report, defaults)
     if report.interrupted:
         raise typer.Exit(130)
+
+
+def _announce(budget) -> float | None:  # type: ignore[no-untyped-def]
+    """Say what the budget promises before anything compiles; returns the promised end (monotonic) if any."""
+    import datetime as dt
+    import time
+
+    from tuner.sweep import promised_end_s
+
+    if budget.time_budget_s is None:
+        console.print(f"[dim]--budget {budget.name}: up to {budget.trials} trials per task ({budget.ranked} ranked + 2 explored where a "
+                      "learned ranking has data); each phase prints its expected time when it is planned[/]")
+        return None
+    bound = promised_end_s(budget.time_budget_s)
+    at = (dt.datetime.now() + dt.timedelta(seconds=bound)).strftime("%H:%M:%S")
+    console.print(f"[dim]time budget {budget.time_budget_s:.0f} s: this sweep ends by {at} at the latest ({bound:.0f} s)[/]")
+    return time.monotonic() + bound
 
 
 def _default_of(outcome) -> dict:  # type: ignore[no-untyped-def]

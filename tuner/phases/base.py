@@ -13,6 +13,7 @@ from typing import Any
 from tuner.clock import fits
 from tuner.core import Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
+from tuner.estimate import expected_s
 from tuner.measure import Worker
 from tuner.progress import Progress
 from tuner.search import StudyContext
@@ -95,6 +96,7 @@ class Plan:
     tasks: list[TaskSpec]
     trials: int
     due: bool | None = None
+    cost: list[tuple[str, int]] = field(default_factory=list)  # (cost kind, trials) pairs, for the expected time
 
     def __bool__(self) -> bool:
         return bool(self.tasks) if self.due is None else self.due
@@ -141,6 +143,18 @@ def run_phases(sweep: SweepContext, phases: Iterator[Phase]) -> None:
         plan = phase.plan(sweep)
         if not plan:
             continue
+        deadline = deadline_for(sweep, phase.share)
         if plan.tasks:
             sweep.progress.start(plan.trials, [t.name for t in plan.tasks])
-        phase.run(sweep, deadline_for(sweep, phase.share))
+            sweep.progress.note(_plan_line(sweep, phase, plan, deadline))
+        phase.run(sweep, deadline)
+
+
+def _plan_line(sweep: SweepContext, phase: Phase, plan: Plan, deadline: float | None) -> str:
+    """What a phase is about to do: its tasks, trials and expected time (and its deadline, with a time budget)."""
+    line = f"{phase.name}: {len(plan.tasks)} tasks, up to {plan.trials} trials"
+    if plan.cost:
+        line += f", expected ~{expected_s(sweep.tuning.costs, sweep.device_type, plan.cost):.0f} s"
+    if deadline is not None:
+        line += f"; its deadline is in {max(0.0, deadline - time.monotonic()):.0f} s"
+    return line

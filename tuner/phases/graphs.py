@@ -42,7 +42,8 @@ class GraphKnobPhase(Phase):
     def plan(self, sweep: SweepContext) -> Plan:
         self.graphs = sweep.workload.pairs(GRAPH_KINDS)
         tasks = [t for t, _ in self.graphs]
-        return Plan(tasks, planned(sweep.budget.trials, tasks))
+        trials = planned(sweep.budget.trials, tasks)
+        return Plan(tasks, trials, cost=[(str(tasks[0].kind), trials)] if tasks else [])
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         sites = sweep.winners().forcing(sweep.workload.pairs((Kind.SITE,)))
@@ -65,7 +66,8 @@ class FusionPhase(Phase):
         sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
         groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model)
         self.pairs = list(zip(groupings, sweep.workload.register(groupings)))
-        return Plan(groupings, planned(sweep.budget.site_target, groupings))
+        trials = planned(sweep.budget.site_target, groupings)
+        return Plan(groupings, trials, cost=[(str(Kind.FUSION), trials)])
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         _tune(sweep, deadline, self.pairs, self.everything, target=sweep.budget.site_target)

@@ -48,7 +48,8 @@ class KernelPhase(Phase):
             if t.key not in unmeasurable:
                 self.kernels.append(t)
                 self.records.append(r)
-        return Plan(self.kernels, planned(lambda t: sweep.tuning.target(t.kind, sweep.budget.trials), self.kernels))
+        target = lambda t: sweep.tuning.target(t.kind, sweep.budget.trials)  # noqa: E731
+        return Plan(self.kernels, planned(target, self.kernels), cost=[(t.kind, planned(target, [t])) for t in self.kernels])
 
     @staticmethod
     def _store_default(sweep: SweepContext, task: TaskSpec, rec: TaskRecord, has_winner: bool, failure: tuple[Status, str] | None) -> None:

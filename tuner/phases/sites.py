@@ -10,9 +10,15 @@ from tuner.measure import SiteBatch, SiteTimings
 from tuner.phases.base import Phase, Plan, SweepContext, planned
 from tuner.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
+from tuner.estimate import SITE_CHOICE
 from tuner.site_batches import Request, site_target
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
+
+
+def _verifications(tasks: list[Any]) -> int:
+    """Choices the phase's closing verification times: each site's finalist and its default, in one compile."""
+    return 2 * len(tasks)
 
 
 class SitePhase(Phase):
@@ -25,7 +31,8 @@ class SitePhase(Phase):
     def plan(self, sweep: SweepContext) -> Plan:
         self.sites = sweep.workload.pairs((Kind.SITE,))
         tasks = [t for t, _ in self.sites]
-        return Plan(tasks, planned(lambda t: site_target(sweep.tuning, t), tasks))
+        trials = planned(lambda t: site_target(sweep.tuning, t), tasks)
+        return Plan(tasks, trials, cost=[(SITE_CHOICE, trials + _verifications(tasks))])
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         if sweep.device_type == "cuda" and settings().site_timing == "cudagraph":

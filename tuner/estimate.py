@@ -1,0 +1,39 @@
+"""What a phase is expected to cost before it runs: its planned trials times the cost per trial of its kind, as
+measured in this sweep so far, else a prior (seconds per trial as measured on our machines, below).
+
+An estimate is labelled as one; the promise is the time budget (``tuner.clock``). Without a time budget the
+sweep prints each phase's estimate as the phase is planned, since a phase's tasks are only known then (the Triton
+kernels, say, are captured from a compile with the template winners forced).
+"""
+
+from __future__ import annotations
+
+from tuner.clock import Costs
+from tuner.core import KERNEL_KINDS
+
+SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site batch (its share of the compile included)
+# Seconds per trial, medians of sweeps on the H200 (torch 2.11, resnet50/squeezenet1_1/vit_b_16, bf16 b32) and on a
+# 2-core Xeon (CI, resnet18 b1 64x64): a site choice includes its share of the batch's compile; a graph trial is a
+# whole compile and its timing.
+PRIORS = {
+    "cuda": {SITE_CHOICE: 0.45, "kernel": 0.3, "graph": 25.0},
+    "cpu": {SITE_CHOICE: 2.0, "kernel": 1.0, "graph": 8.0},
+}
+
+
+def _prior_kind(kind: str) -> str:
+    if kind == SITE_CHOICE:
+        return SITE_CHOICE
+    return "kernel" if kind in KERNEL_KINDS else "graph"
+
+
+def per_trial(costs: Costs, device_type: str, kind: str) -> float:
+    """Seconds one trial of ``kind`` is expected to take: this sweep's recent ones, else the prior."""
+    return costs.expect(kind) or PRIORS.get(device_type, PRIORS["cpu"])[_prior_kind(kind)]
+
+
+def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str, int]]) -> float:
+    return sum(n * per_trial(costs, device_type, kind) for kind, n in kinds_and_trials)
+
+
+__all__ = ["PRIORS", "SITE_CHOICE", "expected_s", "per_trial"]
