@@ -32,6 +32,7 @@ class SweepOptions:
     workers: int = 1  # local workers sharing this sweep (each takes a share of the template sites)
     fusion: bool = True  # search fusion groupings per graph after the kernel winners
     ranking: bool = True  # measure the candidates a model fit on the database predicts fastest (tuner.ranking)
+    started: float | None = None  # time.monotonic() when the command started: a time budget counts from there
 
 
 @dataclass
@@ -108,7 +109,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     """Tune every task of the workload, phase by phase. Every trial is committed as it is measured, so an interrupt
     (``KeyboardInterrupt``) loses at most the trial in flight; the partial report is marked interrupted."""
     progress = progress or Progress()
-    t0 = time.monotonic()
+    t0 = opts.started if opts.started is not None else time.monotonic()
     db = Database.open(opts.db_url)
     recycle = CPU_RECYCLE if opts.spec.device == "cpu" else 10**6
     worker = Worker(opts.spec, settings().cache_dir / "logs", trial_timeout_s=opts.budget.trial_timeout_s, recycle_after=recycle)

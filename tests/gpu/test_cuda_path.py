@@ -38,6 +38,16 @@ def test_capture_finds_sites_and_triton_kernels(session, cwd_root):
     assert all(k["default_ms"] and k["default_ms"] > 0 for k in kernels)
 
 
+def test_the_default_compiles_kernels_need_no_second_compile(session, monkeypatch):
+    """A kernel capture with nothing forced reuses the capture compile's kernels (a compile saved per sweep)."""
+    from tuner.core import Forcing
+
+    session.capture()
+    monkeypatch.setattr(session, "compile", lambda *a, **k: pytest.fail("compiled again"))
+    records = session.capture_kernels(Forcing().to_json())
+    assert records and all(r["default_ms"] and r["default_ms"] > 0 for r in records)
+
+
 def test_lookup_hash_matches_inductors(session):
     from tuner.core import kernel_lookup_hash
     from tuner.backend.hooks import kernels as kh
@@ -81,6 +91,7 @@ def test_kernel_configs_exit_early_after_a_probe(session, monkeypatch):
     default = space_for(rec["kind"], rec["signature"]).default
     other = dict(default, num_warps=8 if default["num_warps"] != 8 else 4)
     monkeypatch.setattr(pruning, "PRUNE_FACTOR", 0.0)
+    monkeypatch.setattr(pruning, "NOISE_MARGIN", -math.inf)
     monkeypatch.setattr(kernels, "PROBE_FLOOR_MS", -math.inf)
     ms = list(KernelBatch(rec["key"], (other,)).run(session).measurements)
     assert ms[0].status is Status.PRUNED and ms[0].median_ms > 0 and ms[0].baseline_ms > 0, ms[0]

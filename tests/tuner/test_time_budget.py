@@ -37,3 +37,32 @@ def test_resnet18_sweep_keeps_its_time_budget_and_compiles_benchmarking_nothing(
         torch.testing.assert_close(y, m(x), rtol=1e-3, atol=1e-3)
     s = tb.stats()
     assert s["benchmarks"] == 0 and s["hits"] >= 1
+
+
+
+def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(db_url):
+    """A site batch costs at least a compile: with less time than that, the phase measures nothing and says so."""
+    from tests.helpers.replay import _context, tasks
+    from tuner.phases import SitePhase, SweepContext, Workload
+    from tuner.phases.base import CAPTURE
+    from tuner.progress import Progress
+
+    class Notes(Progress):
+        def __init__(self):
+            self.notes = []
+
+        def note(self, text):
+            self.notes.append(text)
+
+    db = Database.open(db_url)
+    tuning = _context(db_url, db, trials=4)
+    tuning.costs.observe(CAPTURE, 30.0)
+    workload = Workload(db, "replay")
+    workload.register([t for t in tasks(1) if t.kind == "template_choice"])
+    sweep = SweepContext(tuning, worker=None, progress=Notes(), workload=workload, device_type="cpu", model="replay")
+    phase = SitePhase()
+    assert phase.plan(sweep)
+    phase.run(sweep, deadline=time.monotonic() + 5)
+    assert any("template sites skipped" in n for n in sweep.progress.notes), sweep.progress.notes
+    assert sweep.measured == 0 and db.stats()["trials"] == 0
+    db.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 import typer
@@ -42,6 +43,7 @@ def sweep(
     Rerunning the same command continues where it stopped; Ctrl-C keeps every finished trial.
     Then: torch.compile(model, backend="tuned") forces the winners without benchmarking.
     """
+    started = time.monotonic()  # the time budget counts from the command's start, imports and all
     from tuner.budget import make_budget
     from tuner.cli.render import RichProgress, print_report
     from tuner.samplers import SAMPLERS
@@ -50,11 +52,11 @@ def sweep(
     if sampler not in SAMPLERS:
         raise typer.BadParameter(f"must be one of {', '.join(SAMPLERS)}", param_hint="--sampler")
     spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seed)
-    opts = SweepOptions(spec, make_budget(budget, trials=trials, time_budget_s=time_budget), db_url(db), sampler, seed, from_similar, workers, fusion, ranking)
+    opts = SweepOptions(spec, make_budget(budget, trials=trials, time_budget_s=time_budget), db_url(db), sampler, seed, from_similar, workers, fusion, ranking, started)
     from tuner.db import Database
 
     Database.open(opts.db_url).close()  # fail fast, before any compile, on a bad database
-    ends_by = _announce(opts.budget)
+    ends_by = _announce(opts.budget, started)
     if workers > 1:
         from tuner.cli.common import err_console
         from tuner.distributed import combine, run_workers
@@ -76,10 +78,9 @@ def sweep(
         raise typer.Exit(130)
 
 
-def _announce(budget) -> float | None:  # type: ignore[no-untyped-def]
+def _announce(budget, started: float) -> float | None:  # type: ignore[no-untyped-def]
     """Say what the budget promises before anything compiles; returns the promised end (monotonic) if any."""
     import datetime as dt
-    import time
 
     from tuner.sweep import promised_end_s
 
@@ -88,9 +89,9 @@ def _announce(budget) -> float | None:  # type: ignore[no-untyped-def]
                       "learned ranking has data); each phase prints its expected time when it is planned[/]")
         return None
     bound = promised_end_s(budget.time_budget_s)
-    at = (dt.datetime.now() + dt.timedelta(seconds=bound)).strftime("%H:%M:%S")
+    at = (dt.datetime.now() + dt.timedelta(seconds=bound - (time.monotonic() - started))).strftime("%H:%M:%S")
     console.print(f"[dim]time budget {budget.time_budget_s:.0f} s: this sweep ends by {at} at the latest ({bound:.0f} s)[/]")
-    return time.monotonic() + bound
+    return started + bound
 
 
 def _default_of(outcome) -> dict:  # type: ignore[no-untyped-def]

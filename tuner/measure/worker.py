@@ -127,6 +127,7 @@ class Worker:
         if kind == "error":
             self.close()
             raise WorkloadError(payload)
+        self.costs.observe("capture", payload.compile_s)  # what a compile of this workload costs, before any other
         return payload
 
     def _receive(self, timeout: float) -> tuple[str, Any] | None:

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from tuner.core import TaskSpec
+from tuner.core import Forcing, TaskSpec
 from tuner.db import TaskRecord
 from tuner.measure import CaptureKernels, KernelBatch, Measurement, Status, Worker
 from tuner.phases.base import Phase, Plan, SweepContext, planned
@@ -35,9 +35,7 @@ class KernelPhase(Phase):
         self.kernels, self.records = [], []
         if sweep.device_type != "cuda" or not self.when(sweep):
             return Plan([], 0)
-        sweep.progress.note(f"capturing the Triton kernels ({self.why})")
-        forcing = sweep.winners().forcing(sweep.workload.pairs())
-        captured = sweep.worker.run(CaptureKernels(forcing.to_json()))
+        captured = sweep.worker.run(CaptureKernels(self._forcing(sweep).to_json()))
         unmeasurable = {r["key"]: (Status(r["status"]), r["error"]) for r in captured if "error" in r}
         known = sweep.workload.keys
         found = [t for t in kernel_tasks(captured) if t.key not in known]
@@ -50,6 +48,19 @@ class KernelPhase(Phase):
                 self.records.append(r)
         target = lambda t: sweep.tuning.target(t.kind, sweep.budget.trials)  # noqa: E731
         return Plan(self.kernels, planned(target, self.kernels), cost=[(t.kind, planned(target, [t])) for t in self.kernels])
+
+    def _forcing(self, sweep: SweepContext) -> Forcing:
+        """The winners to capture the kernels under; nothing (the capture compile's kernels, no new compile) when
+        every winner is Inductor's default or a compile would not end by the sweep's deadline."""
+        winners = sweep.winners()
+        if not winners.parts(sweep.workload.pairs(), defaults=False):
+            sweep.progress.note(f"the Triton kernels of Inductor's default compile ({self.why}: every winner is the default)")
+            return Forcing()
+        if not sweep.can_capture():
+            sweep.progress.note("no time left for a compile with the winners forced: tuning the kernels of Inductor's default compile")
+            return Forcing()
+        sweep.progress.note(f"capturing the Triton kernels ({self.why})")
+        return winners.forcing(sweep.workload.pairs())
 
     @staticmethod
     def _store_default(sweep: SweepContext, task: TaskSpec, rec: TaskRecord, has_winner: bool, failure: tuple[Status, str] | None) -> None:

@@ -3,11 +3,13 @@ batch of choices at every site of a claimed group), then the other workers' site
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tuner.core import Kind
 from tuner.measure import SiteBatch, SiteTimings
-from tuner.phases.base import Phase, Plan, SweepContext, planned
+from tuner.clock import fits
+from tuner.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
 from tuner.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
 from tuner.estimate import SITE_CHOICE
@@ -35,6 +37,11 @@ class SitePhase(Phase):
         return Plan(tasks, trials, cost=[(SITE_CHOICE, trials + _verifications(tasks))])
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
+        compile_s = sweep.tuning.costs.expect(CAPTURE)
+        if not fits(deadline, compile_s):  # its time flows to the next phase
+            left = max(0.0, (deadline or 0.0) - time.monotonic())
+            sweep.progress.note(f"template sites skipped: a site batch is a compile (~{compile_s:.0f} s), more than the {left:.0f} s this phase has")
+            return
         if sweep.device_type == "cuda" and settings().site_timing == "cudagraph":
             sweep.progress.note("template-site choices are timed as CUDA-graph replays (TUNER_SITE_TIMING=cudagraph, experimental)")
         base = sweep.winners().forcing(self.sites).to_json()

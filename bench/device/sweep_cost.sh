@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# What a sweep costs and what it reaches: time-budgeted sweeps of one model, each from an empty database and fresh
+# caches (Inductor, Triton, tuner), then (BENCH=1) one bench run of all their databases against Inductor's default
+# and freezing + max-autotune, whose compile time is measured there, cold. One device call each (carry .whl and, for
+# the bench, .devdata with the sweeps' databases).
+#   SWEEP: bash bench/device/sweep_cost.sh sweep MODEL "60 120" --dtype bf16 --batch 32 --channels-last
+#   BENCH: bash bench/device/sweep_cost.sh bench MODEL "60 120" --dtype bf16 --batch 32 --channels-last
+# Results in $OUT: sweep-MODEL-S.log (its wall time on the last line), MODEL-S.db and .stats.json, bench-MODEL.json/.png.
+# bench/analysis/sweep_cost.py turns them into bench/results/<device>/MODEL-sweep-cost.json and its PNG.
+set -uo pipefail
+source bench/device/setup.sh
+STEP=$1; MODEL=$2; BUDGETS=$3; shift 3
+W="--model $MODEL --device cuda $*"
+quiet() { grep -v "^AUTOTUNE\|^  \|torch.__trace\|SingleProcess\|━━\|│        │" ; }
+if [ "$STEP" = sweep ]; then
+  for S in $BUDGETS; do
+    DB=/tmp/$MODEL-$S.db; rm -f "$DB"
+    export TUNER_CACHE_DIR=/tmp/fresh-$MODEL-$S/tuner TORCHINDUCTOR_CACHE_DIR=/tmp/fresh-$MODEL-$S/inductor TRITON_CACHE_DIR=/tmp/fresh-$MODEL-$S/triton
+    start=$(date +%s.%N)
+    timeout -s INT $((2 * S + 60)) python3 -m tuner sweep $W --budget default --time-budget "$S" --db "sqlite:///$DB" 2>&1 | quiet > "$OUT/sweep-$MODEL-$S.log"
+    wall=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
+    echo "sweep wall: $wall s (--time-budget $S)" | tee -a "$OUT/sweep-$MODEL-$S.log"
+    grep -E "deadline|ends by|done:|budget" "$OUT/sweep-$MODEL-$S.log" | head -12
+    python3 -m tuner db stats --json --db "sqlite:///$DB" > "$OUT/$MODEL-$S.stats.json"
+    cp "$DB" "$OUT/$MODEL-$S.db"
+  done
+  exit 0
+fi
+ALSO=()
+for S in $BUDGETS; do
+  DB=/tmp/$MODEL-$S.db; [ -f "$DB" ] || cp ".devdata/$MODEL-$S.db" "$DB"
+  ALSO+=(--also-db "s$S=sqlite:///$DB")
+done
+export TUNER_CACHE_DIR=/tmp/bench-cache
+timeout 590 python3 -m tuner bench $W --modes default,freezing-max-autotune "${ALSO[@]}" --rounds 20 --db "sqlite:////tmp/none.db" \
+  --out "$OUT/bench-$MODEL.json" 2>&1 | quiet | tail -n 14
