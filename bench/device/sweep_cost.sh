@@ -17,7 +17,7 @@ if [ "$STEP" = sweep ]; then
     DB=/tmp/$MODEL-$S.db; rm -f "$DB"
     export TUNER_CACHE_DIR=/tmp/fresh-$MODEL-$S/tuner TORCHINDUCTOR_CACHE_DIR=/tmp/fresh-$MODEL-$S/inductor TRITON_CACHE_DIR=/tmp/fresh-$MODEL-$S/triton
     start=$(date +%s.%N)
-    timeout -s INT $((2 * S + 60)) python3 -m tuner sweep $W --budget default --time-budget "$S" --db "sqlite:///$DB" 2>&1 | quiet > "$OUT/sweep-$MODEL-$S.log"
+    timeout -s INT $((S * 11 / 10 + 30)) python3 -m tuner sweep $W --budget default --time-budget "$S" --db "sqlite:///$DB" 2>&1 | quiet > "$OUT/sweep-$MODEL-$S.log"
     wall=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
     echo "sweep wall: $wall s (--time-budget $S)" | tee -a "$OUT/sweep-$MODEL-$S.log"
     grep -E "deadline|ends by|done:|budget" "$OUT/sweep-$MODEL-$S.log" | head -12
@@ -28,9 +28,9 @@ if [ "$STEP" = sweep ]; then
 fi
 ALSO=()
 for S in $BUDGETS; do
-  DB=/tmp/$MODEL-$S.db; [ -f "$DB" ] || cp ".devdata/$MODEL-$S.db" "$DB"
+  DB=/tmp/$MODEL-$S.db; [ -f "$DB" ] || { cp ".devdata/$MODEL-$S.db" "$DB" && chmod u+w "$DB"; }
   ALSO+=(--also-db "s$S=sqlite:///$DB")
 done
 export TUNER_CACHE_DIR=/tmp/bench-cache
-timeout 590 python3 -m tuner bench $W --modes default,freezing-max-autotune "${ALSO[@]}" --rounds 20 --db "sqlite:////tmp/none.db" \
+timeout "${BENCH_LIMIT:-590}" python3 -m tuner bench $W --modes default,freezing-max-autotune "${ALSO[@]}" --rounds 20 --db "sqlite:////tmp/none.db" \
   --out "$OUT/bench-$MODEL.json" 2>&1 | quiet | tail -n 14
