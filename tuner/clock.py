@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 RECENT = 5  # the estimate is the median of this many latest measurements of a kind
+CAPTURE = "capture"  # the cost kind of a compile of the whole workload (the capture's first, then the others)
 
 
 @dataclass
@@ -49,4 +50,4 @@ def fits(deadline: float | None, seconds: float) -> bool:
     return now + seconds <= deadline if seconds else now < deadline
 
 
-__all__ = ["Costs", "fits"]
+__all__ = ["CAPTURE", "Costs", "fits"]

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.budget import Budget
-from tuner.clock import Costs, fits
-from tuner.core import TaskOutcome
+from tuner.clock import CAPTURE, Costs, fits
+from tuner.core import GRAPH_KINDS, Kind, TaskOutcome
 from tuner.db import Database, TaskRecord, TrialRecord
 from tuner.keys import config_hash
 from tuner.measure.result import Measurement, Status
@@ -25,6 +25,7 @@ from tuner.samplers import make_sampler
 from tuner.seeds import near_seeds
 from tuner.search_spaces import InvalidConfig, Space
 
+WHOLE_COMPILE_KINDS = (*GRAPH_KINDS, Kind.FUSION)  # a trial of these compiles the whole workload
 Measure = Callable[[dict[str, Any], int], Measurement]  # (config, rounds) -> measurement
 MeasureMany = Callable[[list[dict[str, Any]], int], list[Measurement]]  # several configs at once (compiled in parallel)
 
@@ -53,14 +54,20 @@ class StudyContext:
         return fits(self.deadline, 0.0)
 
     def fits(self, kind: str) -> bool:
-        """Whether one more measurement of ``kind`` (its recent cost) ends before the deadline."""
-        return fits(self.deadline, self.costs.expect(kind))
+        """Whether one more measurement of ``kind`` (its recent cost) ends before the deadline. Until it has been
+        timed, a trial that compiles the workload (graph knobs, fusion groupings) is expected to cost a compile."""
+        return fits(self.deadline, self.costs.expect(kind) or self._compile_floor(kind))
 
-    def settles(self, kind: str, fallback: str | None) -> bool:
+    def settles(self, kind: str, fallback: str | None, compiles: int = 0) -> bool:
         """Whether one verification-length measurement of ``kind`` ends by ``settle_by``; until ``kind`` has been
-        timed, estimated from ``fallback``'s trials scaled to the verification's rounds."""
+        timed, estimated from ``fallback``'s trials scaled to the verification's rounds, else as ``compiles``
+        compiles of the workload."""
         scale = self.budget.verify_rounds / max(1, self.budget.rounds)
-        return fits(self.settle_by, self.costs.expect(kind, fallback=fallback, scale=scale))
+        expected = self.costs.expect(kind, fallback=fallback, scale=scale) or compiles * self.costs.expect(CAPTURE)
+        return fits(self.settle_by, expected)
+
+    def _compile_floor(self, kind: str) -> float:
+        return self.costs.expect(CAPTURE) if kind in WHOLE_COMPILE_KINDS else 0.0
 
     def target(self, kind: str, unranked: int) -> int:
         """Distinct configs a task of ``kind`` measures: fewer when a learned ranking picks them."""

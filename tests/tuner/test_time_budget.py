@@ -44,7 +44,7 @@ def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(d
     """A site batch costs at least a compile: with less time than that, the phase measures nothing and says so."""
     from tests.helpers.replay import _context, tasks
     from tuner.phases import SitePhase, SweepContext, Workload
-    from tuner.phases.base import CAPTURE
+    from tuner.clock import CAPTURE
     from tuner.progress import Progress
 
     class Notes(Progress):
@@ -65,4 +65,23 @@ def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(d
     phase.run(sweep, deadline=time.monotonic() + 5)
     assert any("template sites skipped" in n for n in sweep.progress.notes), sweep.progress.notes
     assert sweep.measured == 0 and db.stats()["trials"] == 0
+    db.close()
+
+
+def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_a_compile(db_url):
+    """A first graph or fusion trial, or the whole-workload check (two compiles), is not started when a compile of
+    the workload would not end in time; a first kernel trial, whose cost is unknown, still is."""
+    from tests.helpers.replay import _context
+    from tuner.clock import CAPTURE
+    from tuner.core import Kind
+
+    db = Database.open(db_url)
+    tuning = _context(db_url, db, trials=4)
+    tuning.costs.observe(CAPTURE, 30.0)
+    tuning.deadline = tuning.settle_by = time.monotonic() + 10
+    assert not tuning.fits(Kind.CPP_GRAPH) and not tuning.fits(Kind.FUSION)
+    assert tuning.fits(Kind.TRITON_POINTWISE)
+    assert not tuning.settles("whole workload", fallback=None, compiles=2)
+    tuning.settle_by = time.monotonic() + 100
+    assert tuning.settles("whole workload", fallback=None, compiles=2)
     db.close()

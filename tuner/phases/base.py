@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.clock import fits
+from tuner.clock import CAPTURE, fits
 from tuner.core import Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
 from tuner.estimate import expected_s
@@ -20,7 +20,6 @@ from tuner.search import StudyContext
 from tuner.winners import Winners
 
 
-CAPTURE = "capture"  # the cost kind of a capture compile (kernels or graphs)
 
 
 @dataclass

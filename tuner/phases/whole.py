@@ -48,7 +48,7 @@ class WholeCheckPhase(Phase):
         timed = next((k for k in (Kind.FUSION, Kind.CPP_GRAPH) if tuning.costs.seen.get(k)), None)  # whole-workload trials
 
         def measure(f: Forcing) -> Measurement | None:
-            if not tuning.settles(WHOLE, fallback=timed):
+            if not tuning.settles(WHOLE, fallback=timed, compiles=2):  # the winners' compile and the defaults' one
                 return None
             with tuning.costs.timed(WHOLE):
                 return sweep.worker.run(GraphTrial({}, f.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
