@@ -85,3 +85,21 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_a_compi
     tuning.settle_by = time.monotonic() + 100
     assert tuning.settles("whole workload", fallback=None, compiles=2)
     db.close()
+
+
+def test_a_phase_of_compiles_gets_room_for_one_step_when_the_sweep_can_afford_it(db_url):
+    from tests.helpers.replay import _context
+    from tuner.clock import CAPTURE
+    from tuner.phases import SweepContext, Workload
+    from tuner.phases.base import deadline_for
+    from tuner.progress import Progress
+
+    db = Database.open(db_url)
+    tuning = _context(db_url, db, trials=4)
+    tuning.costs.observe(CAPTURE, 30.0)
+    sweep = SweepContext(tuning, worker=None, progress=Progress(), workload=Workload(db, "replay"), device_type="cpu", model="replay")
+    for left, compiles, expected in [(100, 0.0, 40), (100, 2.5, 75), (50, 2.5, 50), (300, 2.5, 120)]:
+        tuning.deadline = time.monotonic() + left
+        got = deadline_for(sweep, 0.4, compiles) - time.monotonic()
+        assert abs(got - expected) < 1, (left, compiles, got)
+    db.close()

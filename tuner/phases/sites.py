@@ -25,6 +25,7 @@ def _verifications(tasks: list[Any]) -> int:
 
 class SitePhase(Phase):
     name = "template sites"
+    compiles = 2.5  # a probe batch (a compile that also benchmarks) and the verification of its finalists
 
     def __init__(self, share: float = 1.0):
         self.share = share
