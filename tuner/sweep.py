@@ -13,6 +13,7 @@ from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.measure import CaptureResult, Worker
 from tuner.phases import FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
+from tuner.phases.forecast import forecast, forecast_line
 from tuner.progress import Progress
 from tuner.ranking import Rankers
 from tuner.search import StudyContext, open_storage
@@ -121,6 +122,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         capture = worker.start()
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
         sweep = _context(opts, db, worker, capture, progress, t0)
+        progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, opts.fusion)))
         run_phases(sweep, phases(opts, whole))
     except KeyboardInterrupt:
         release_all(db, worker_id())

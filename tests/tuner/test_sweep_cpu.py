@@ -39,6 +39,9 @@ def _per_task(db_url):
 def test_sweep_then_tuned_compile_benchmarks_nothing(db_url, cwd_root):
     out = _sweep(db_url, "--trials", "3").output
     assert "graph breaks: none" in out and "whole workload:" in out and "done:" in out
+    flat = " ".join(out.split())  # Rich wraps long lines
+    said = flat.index("--budget quick is expected to take ~")  # the whole sweep's estimate, before any phase starts
+    assert said < flat.index("template sites: 2 tasks") and "graph knobs ~" in flat and "fusion groupings ~" in flat
     db = Database.open(db_url)
     stats = db.stats()
     db.close()

@@ -86,7 +86,7 @@ def _announce(budget, started: float) -> float | None:  # type: ignore[no-untype
 
     if budget.time_budget_s is None:
         console.print(f"[dim]--budget {budget.name}: up to {budget.trials} trials per task ({budget.ranked} ranked + 2 explored where a "
-                      "learned ranking has data); each phase prints its expected time when it is planned[/]")
+                      "learned ranking has data); the expected time follows the capture, and each phase's as it starts[/]")
         return None
     bound = promised_end_s(budget.time_budget_s)
     at = (dt.datetime.now() + dt.timedelta(seconds=bound - (time.monotonic() - started))).strftime("%H:%M:%S")

@@ -72,3 +72,4 @@ class CaptureResult:
     environment: dict[str, Any]
     compile_s: float
     eager_ms: float | None = None
+    kernels: list[dict[str, Any]] = field(default_factory=list)  # the Triton kernels' task records (CUDA)

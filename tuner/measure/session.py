@@ -149,6 +149,7 @@ class Session:
             environment=asdict(current_environment()),
             compile_s=done.compile_s,
             eager_ms=self.eager_ms(),
+            kernels=self.kernels.register(sink) if sink is not None else [],
         )
 
     def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
