@@ -129,3 +129,19 @@ def test_without_enough_data_a_study_keeps_inductors_list(db_url):
     assert tuning.target(Kind.SITE, 100) == 100
     assert tuning.first_configs(rec, space) == space.seeds()
     db.close()
+
+
+def test_trials_imported_from_a_teammates_export_train_the_model(db_url, tmp_path):
+    from tuner.db.transfer import apply_import, export_records, read_import, write_export
+
+    theirs = Database.open(f"sqlite:///{tmp_path / 'theirs.db'}")
+    _stored(theirs, _context(f"sqlite:///{tmp_path / 'theirs.db'}", theirs, trials=20), SIZES)
+    write_export(export_records(theirs), tmp_path / "theirs.jsonl.gz")
+    theirs.close()
+    mine = Database.open(db_url)
+    tuning = _context(db_url, mine, trials=20)
+    assert Rankers(mine, tuning.device_id).for_kind(Kind.SITE) is None  # nothing measured here yet
+    apply_import(mine, read_import(tmp_path / "theirs.jsonl.gz"))
+    ranker = Rankers(mine, tuning.device_id).for_kind(Kind.SITE)
+    assert ranker is not None and ranker.tasks == len(SIZES) and ranker.samples == 20 * len(SIZES)
+    mine.close()
