@@ -118,14 +118,21 @@ def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[s
     if join:
         return study
     near = near_seeds(task.kind, task.signature, space, tuning.db.winners_of_kind(task.kind, tuning.device_id, task.id))
-    for config in [space.default, *near, *tuning.first_configs(task, space)]:
-        if config_hash(config) not in seen:
-            study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
+    first = [space.default, *near, *tuning.first_configs(task, space)]
     if tuning.from_similar:  # enqueued, so each is measured here before it can win
-        for config in tuning.db.winners_elsewhere(task.id, tuning.device_id):
-            if space.is_valid(config) and config_hash(config) not in seen:
-                study.enqueue_trial(space.optuna_params(config), skip_if_exists=True)
+        first += [c for c in tuning.db.winners_elsewhere(task.id, tuning.device_id) if space.is_valid(c)]
+    enqueue_new(study, [space.optuna_params(c) for c in first if config_hash(c) not in seen])
     return study
+
+
+def enqueue_new(study: Any, params: list[dict[str, Any]]) -> None:
+    """Enqueue each of ``params`` that no trial of the study has (waiting, running or done), reading the study's
+    trials once: Optuna's ``skip_if_exists`` reads them again for every enqueue, most of a study's opening time."""
+    have = [dict(t.system_attrs.get("fixed_params", t.params)) for t in study.get_trials(deepcopy=False)]
+    for p in params:
+        if p not in have:
+            study.enqueue_trial(p)
+            have.append(p)
 
 
 def tell(study: Any, ot: Any, trial: TrialRecord) -> None:

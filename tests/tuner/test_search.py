@@ -109,3 +109,15 @@ def test_no_candidate_beats_the_default_so_nothing_is_re_measured(site):
 
     out = choose_winner(tuning, rec, task.space, measure)
     assert out.is_default and out.winner == task.space.default
+
+
+def test_enqueue_new_skips_what_the_study_has_and_repeats():
+    import optuna
+
+    from tuner.search import enqueue_new
+
+    study = optuna.create_study()
+    study.enqueue_trial({"x": 1})
+    enqueue_new(study, [{"x": 1}, {"x": 2}, {"x": 2}, {"x": 3, "y": "a"}])
+    waiting = [t.system_attrs["fixed_params"] for t in study.get_trials(states=(optuna.trial.TrialState.WAITING,))]
+    assert waiting == [{"x": 1}, {"x": 2}, {"x": 3, "y": "a"}]
