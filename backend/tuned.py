@@ -99,4 +99,26 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
         return compile_fx(gm, example_inputs, config_patches=mode_patches)
     finally:
         after = counters.stats()
-        log.info("compiled a graph: %s", {k: after[k] - before[k] for k in after})
+        delta = {k: after[k] - before[k] for k in after}
+        log.info("compiled a graph: %s", delta)
+        if delta["misses"] and not delta["hits"]:
+            _explain(urls, device_type, example_inputs)
+
+
+def _explain(urls: list[str], device_type: str, example_inputs: Sequence[Any]) -> None:
+    """One warning on why a graph found no stored answer (``backend/explain.py``), when the databases hold any."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    from tuner.backend.explain import why_no_hit
+
+    dbs = [db for db in map(_open, urls) if db is not None]
+    try:
+        line = why_no_hit(dbs, device_type, example_inputs, bool(inductor_config.freezing), torch.is_grad_enabled())
+    except StorageError as e:
+        line = f"backend 'tuned': no stored answer matched this graph, and the database could not say why ({e})"
+    finally:
+        for db in dbs:
+            db.close()
+    if line:
+        _warn_once(line)

@@ -222,6 +222,11 @@ class Database:
             ).all()
         return [(key, sig, config, med / base) for key, sig, config, med, base in rows]
 
+    def workload_names(self) -> list[str]:
+        """Every workload the database has tasks for, by name."""
+        with self.session() as s:
+            return sorted(s.scalars(select(WorkloadTask.workload).distinct()))
+
     def winners_elsewhere(self, task_id: int, device_id: int) -> list[dict[str, Any]]:
         """This task's winners on other device models, best verified speedup first (seeds for --from-similar)."""
         with self.session() as s:

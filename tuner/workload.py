@@ -61,6 +61,31 @@ class WorkloadSpec:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class WorkloadName:
+    """What a stored workload name (``WorkloadSpec.name``) says, read back; never trusted beyond these fields."""
+
+    model: str
+    mode: str
+    device: str
+    dtype: str
+    shape: tuple[int, ...]
+    channels_last: bool
+    frozen: bool
+
+    @classmethod
+    def parse(cls, name: str) -> WorkloadName | None:
+        parts = str(name).split("/")
+        if len(parts) < 5:
+            return None
+        try:
+            shape = tuple(int(d) for d in parts[4].split("x"))
+        except ValueError:
+            return None
+        model, mode, device, dtype, flags = parts[0], parts[1], parts[2], parts[3], set(parts[5:])
+        return cls(model, mode, device, dtype, shape, "cl" in flags, mode == "infer" and "nofreeze" not in flags)
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(p) for p in re.split(r"[,x]", text.strip()))

@@ -1,0 +1,56 @@
+"""A compile under backend="tuned" that finds nothing says why in one warning: freezing, shapes or dtype."""
+
+import importlib
+import logging
+
+import torch
+
+import tuner.backend as tb
+from tests.helpers.models import mlp
+from tuner.backend.explain import reasons
+from tuner.core import Kind
+from tuner.db import Database, current_device
+from tuner.workload import WorkloadName
+
+FROZEN = WorkloadName.parse("mlp/infer/cpu/fp32/16x64")
+
+
+def test_workload_names_read_back():
+    assert FROZEN == WorkloadName("mlp", "infer", "cpu", "fp32", (16, 64), False, True)
+    assert not WorkloadName.parse("resnet18/infer/cuda/bf16/32x3x224x224/cl/nofreeze").frozen
+    assert WorkloadName.parse("resnet18/train/cuda/bf16/32x3x224x224/cl").channels_last
+    assert WorkloadName.parse("not a workload") is None and WorkloadName.parse("m/infer/cpu/fp32/axb") is None
+
+
+def test_reasons_name_what_differs():
+    said = reasons([FROZEN], [(16, 64)], {"torch.float32"}, frozen=False, grad=False)
+    assert len(said) == 1 and "freezing" in said[0]
+    assert reasons([FROZEN], [(16, 64)], {"torch.float32"}, frozen=True, grad=False) == []
+    said = reasons([FROZEN], [(8, 64)], {"torch.bfloat16"}, frozen=True, grad=False)
+    assert any("8x64" in r and "16x64" in r for r in said) and any("bfloat16" in r for r in said)
+    assert reasons([FROZEN], [(16, 64)], {"torch.float32"}, frozen=False, grad=True) == []  # training never freezes
+
+
+def test_a_compile_without_freezing_on_a_frozen_database_warns_and_counts_misses(db_url, monkeypatch, caplog):
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)  # a cached graph skips every lookup
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
+    monkeypatch.setattr(inductor_config, "freezing", False)
+    monkeypatch.setattr(importlib.import_module("tuner.backend.tuned"), "_warned", set())  # warned once per process
+    db = Database.open(db_url)
+    device = db.device_id(current_device("cpu"))
+    rec = db.upsert_task("a" * 64, Kind.CPP_GRAPH, "mlp forward graph 0", {"space": {}}, "0" * 64)
+    db.link_workload("mlp/infer/cpu/fp32/16x64", [rec.id])
+    db.set_winner(rec.id, device, None, {"cpp.simdlen": 0}, 1.0, 1.1)
+    db.close()
+    model, x = mlp().eval(), torch.randn(16, 64)
+    tb.reset_stats()
+    with caplog.at_level(logging.WARNING, logger="tuner"), torch.no_grad():
+        y = torch.compile(model, backend="tuned", options={"db": db_url})(x)
+        torch.testing.assert_close(y, model(x))
+    s = tb.stats()
+    assert s["hits"] == 0 and s["misses"] > 0
+    warnings = [r.getMessage() for r in caplog.records if "no stored answer matched" in r.getMessage()]
+    assert len(warnings) == 1 and "freezing = True" in warnings[0], caplog.text
