@@ -15,9 +15,11 @@ def bump(name: str, n: int = 1) -> None:
 
 
 def stats() -> dict[str, int]:
-    """``hits`` (winners applied), ``misses`` (Inductor's default kept), ``benchmarks`` (autotuning runs)."""
+    """``hits`` (winners applied), ``misses`` (Inductor's default kept), ``benchmarks`` (autotuning runs),
+    ``cached`` (graphs Inductor served from its caches; their hits and misses are those recorded when they were
+    compiled, ``backend/cache_stats.py``)."""
     with _lock:
-        return {"hits": _counts["hits"], "misses": _counts["misses"], "benchmarks": _counts["benchmarks"]}
+        return {k: _counts[k] for k in ("hits", "misses", "benchmarks", "cached")}
 
 
 def count(name: str) -> int:

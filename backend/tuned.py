@@ -17,7 +17,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from tuner.backend import counters
+from tuner.backend import cache_stats, counters
 from tuner.backend.compiler import compile_with_context, device_type_of
 from tuner.backend.context import CompileContext
 from tuner.backend.errors import HookUnavailable
@@ -89,7 +89,10 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
     if not fusion:
         forcing = forcing.without_fusion()
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
-    before = counters.stats()
+    import torch._inductor.config as inductor_config
+
+    key = cache_stats.compile_key(gm, example_inputs, forcing.digest, (sorted(mode_patches.items()), bool(inductor_config.freezing)))
+    before, served_before = counters.stats(), cache_stats.inductor_cache_hits()
     try:
         return compile_with_context(gm, example_inputs, CompileContext(forcing, device_type), mode_patches)
     except HookUnavailable as e:
@@ -99,8 +102,9 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
         return compile_fx(gm, example_inputs, config_patches=mode_patches)
     finally:
         after = counters.stats()
-        delta = {k: after[k] - before[k] for k in after}
-        log.info("compiled a graph: %s", delta)
+        served = cache_stats.inductor_cache_hits() > served_before
+        delta = cache_stats.settle(settings().cache_dir, key, {k: after[k] - before[k] for k in after}, served)
+        log.info("compiled a graph%s: %s", " (served from Inductor's cache)" if served else "", delta)
         if delta["misses"] and not delta["hits"]:
             _explain(urls, device_type, example_inputs)
 

@@ -54,3 +54,21 @@ def test_a_compile_without_freezing_on_a_frozen_database_warns_and_counts_misses
     assert s["hits"] == 0 and s["misses"] > 0
     warnings = [r.getMessage() for r in caplog.records if "no stored answer matched" in r.getMessage()]
     assert len(warnings) == 1 and "freezing = True" in warnings[0], caplog.text
+
+
+def test_a_compile_served_from_inductors_cache_counts_what_it_applied(db_url, monkeypatch):
+    """The AOTAutograd cache runs none of tuner's hooks: the counts recorded at the real compile stand in."""
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setattr(inductor_config, "freezing", False)  # keep Inductor's caches in play (each test has its own)
+    Database.open(db_url).close()
+    model, x = mlp().eval(), torch.randn(16, 64)
+    counts = []
+    for _ in range(2):
+        torch._dynamo.reset()
+        tb.reset_stats()
+        with torch.no_grad():
+            torch.compile(model, backend="tuned", options={"db": db_url})(x)
+        counts.append(tb.stats())
+    assert counts[0]["misses"] > 0 and counts[0]["cached"] == 0
+    assert counts[1]["cached"] == 1 and counts[1]["misses"] == counts[0]["misses"], counts
