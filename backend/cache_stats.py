@@ -32,8 +32,16 @@ def inductor_cache_hits() -> int:
     return sum(int(dynamo_counters[group][name]) for group, name in _CACHE_HITS)
 
 
-def compile_key(gm: Any, example_inputs: Sequence[Any], forcing_digest: str, extra: Any) -> str:
-    """The graph's code, its inputs' metadata, the forcing and anything else that changes the compile."""
+def compile_key(gm: Any, example_inputs: Sequence[Any], forcing_digest: str, extra: Any) -> str | None:
+    """The graph's code, its inputs' metadata, the forcing and anything else that changes the compile; None for a
+    graph it cannot describe (its counts are then just what the lookups saw)."""
+    try:
+        return _key(gm, example_inputs, forcing_digest, extra)
+    except Exception:  # noqa: BLE001 - bookkeeping must never fail a compile
+        return None
+
+
+def _key(gm: Any, example_inputs: Sequence[Any], forcing_digest: str, extra: Any) -> str:
     import torch
 
     meta = [(tuple(x.shape), str(x.dtype), tuple(x.stride()), str(x.device)) if isinstance(x, torch.Tensor) else repr(x) for x in example_inputs]
@@ -66,8 +74,10 @@ def recalled(folder: Path, key: str) -> dict[str, int] | None:
     return {k: data[k] for k in COUNTED}
 
 
-def settle(folder: Path, key: str, delta: dict[str, int], served_from_cache: bool) -> dict[str, int]:
+def settle(folder: Path, key: str | None, delta: dict[str, int], served_from_cache: bool) -> dict[str, int]:
     """Record a real compile's counts, or count a cache-served one's as recorded; returns the graph's counts."""
+    if key is None:
+        return delta
     if not served_from_cache:
         if delta.get("hits") or delta.get("misses"):
             remember(folder, key, delta)
