@@ -144,3 +144,20 @@ def test_local_first_then_shared_and_an_unreachable_shared_db_only_warns(tmp_pat
     torch.testing.assert_close(y, m(x).detach())
     assert tb.stats()["hits"] == 1 and tb.stats()["benchmarks"] == 0
     assert "compiling with Inductor's defaults" in caplog.text
+
+
+def test_dynamic_shapes_compile_with_a_database_and_match_eager(db_url):
+    """dynamic=True: a graph with symbolic sizes gets its answers or clean misses, never an error (issue 14)."""
+    inductor_config.freezing = True
+    m = mlp().eval()
+    graph = next(iter(_record(m, torch.randn(16, 64)).graphs.values()))
+    sig = {"space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}}
+    _store_winner(db_url, "cpp_graph", graph.key, {**space_for("cpp_graph", sig).default, "cpp.simdlen": 0}, sig)
+    tb.reset_stats()
+    f = torch.compile(m, backend="tuned", options={"db": db_url}, dynamic=True)
+    with torch.no_grad():
+        for batch in (16, 5, 9):
+            x = torch.randn(batch, 64)
+            torch.testing.assert_close(f(x), m(x))
+    s = tb.stats()
+    assert s["benchmarks"] == 0 and s["hits"] + s["misses"] >= 1
