@@ -1,9 +1,9 @@
 """What a phase is expected to cost before it runs: its planned trials times the cost per trial of its kind, as
 measured in this sweep so far, else a prior (seconds per trial as measured on our machines, below).
 
-An estimate is labelled as one; the promise is the time budget (``tuner.clock``). Without a time budget the
-sweep prints each phase's estimate as the phase is planned, since a phase's tasks are only known then (the Triton
-kernels, say, are captured from a compile with the template winners forced).
+An estimate is labelled as one; the promise is the time budget (``tuner.clock``). The sweep prints the whole
+budget's estimate after its capture (``tuner.phases.forecast``) and each phase's again as the phase is planned,
+when its tasks are known for sure (the Triton kernels, say, are captured again with the template winners forced).
 """
 
 from __future__ import annotations

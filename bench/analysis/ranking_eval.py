@@ -24,7 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core import KERNEL_KINDS, Kind
+from sqlalchemy import select
+
 from tuner.db import Database
+from tuner.db.models import Device
 from tuner.db.transfer import apply_import, read_import
 from tuner.keys import config_hash
 from tuner.ranking.features import KERNELS, SITES, group_of
@@ -40,28 +43,16 @@ def load(path: Path, tmp: Path) -> list[tuple[str, Sample]]:
     db = Database.open(f"sqlite:///{tmp / (path.name + '.db')}")
     try:
         apply_import(db, read_import(path))
-        kinds = (Kind.SITE, *KERNEL_KINDS)
-        out = []
-        for kind in kinds:
-            with db.session() as s:
-                device_ids = [d for (d,) in s.execute(db_devices())]
-            for device_id in device_ids:
-                out += [(str(kind), Sample(k, sig, cfg, r)) for k, sig, cfg, r in db.timed_trials((kind,), device_id, STATUSES)]
-        return out
+        with db.session() as s:
+            device_ids = list(s.scalars(select(Device.id)))
+        return [(str(kind), Sample(*row)) for device_id in device_ids for kind in (Kind.SITE, *KERNEL_KINDS)
+                for row in db.timed_trials((kind,), device_id, STATUSES)]
     finally:
         db.close()
 
 
-def db_devices() -> Any:
-    from sqlalchemy import select
-
-    from tuner.db.models import Device
-
-    return select(Device.id)
-
-
 def tasks_of(samples: list[Sample]) -> dict[str, tuple[dict[str, Any], dict[str, float]]]:
-    """{task key: (signature, {config hash: best ratio})}, with the configs themselves kept in ``configs``."""
+    """{task key: (signature, {config hash: best ratio measured})}."""
     out: dict[str, tuple[dict[str, Any], dict[str, float]]] = {}
     for s in samples:
         sig, ratios = out.setdefault(s.task_key, (s.signature, {}))

@@ -82,10 +82,11 @@ def _announce(budget, started: float) -> float | None:  # type: ignore[no-untype
     """Say what the budget promises before anything compiles; returns the promised end (monotonic) if any."""
     import datetime as dt
 
+    from tuner.ranking import EXPLORE
     from tuner.sweep import promised_end_s
 
     if budget.time_budget_s is None:
-        console.print(f"[dim]--budget {budget.name}: up to {budget.trials} trials per task ({budget.ranked} ranked + 2 explored where a "
+        console.print(f"[dim]--budget {budget.name}: up to {budget.trials} trials per task ({budget.ranked} ranked + {EXPLORE} explored where a "
                       "learned ranking has data); the expected time follows the capture, and each phase's as it starts[/]")
         return None
     bound = promised_end_s(budget.time_budget_s)

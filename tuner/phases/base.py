@@ -94,8 +94,8 @@ class Plan:
 
     tasks: list[TaskSpec]
     trials: int
-    due: bool | None = None
     cost: list[tuple[str, int]] = field(default_factory=list)  # (cost kind, trials) pairs, for the expected time
+    due: bool | None = None
 
     def __bool__(self) -> bool:
         return bool(self.tasks) if self.due is None else self.due

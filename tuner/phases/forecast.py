@@ -1,42 +1,37 @@
 """The expected time of a whole sweep, said before its phases start: each phase's planned trials (as the phases
-will plan them) times the cost per trial (``tuner.estimate``), from what the capture compile found. An estimate,
-labelled as one; the later phases' tasks may still change (a fusion grouping that wins makes new kernels)."""
+plan them: their own ``trials``) times the cost per trial (``tuner.estimate``), from what the capture compile found.
+An estimate, labelled as one; the later phases' tasks may still change (a fusion grouping that wins makes new
+kernels)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tuner.clock import CAPTURE
-from tuner.core import GRAPH_KINDS, Kind, TaskSpec
-from tuner.estimate import SITE_CHOICE, expected_s
-from tuner.phases.base import SweepContext, planned
-from tuner.site_batches import site_target
+from tuner.core import GRAPH_KINDS, Kind
+from tuner.estimate import expected_s
+from tuner.phases.base import SweepContext
+from tuner.phases.graphs import FusionPhase, GraphKnobPhase
+from tuner.phases.kernels import KernelPhase
+from tuner.phases.sites import SitePhase
+from tuner.phases.whole import WHOLE_COMPILES, WholeCheckPhase
 from tuner.tasks import kernel_tasks
-
-WHOLE_COMPILES = 2  # the whole-workload check: the winners' compile and the defaults'
 
 
 def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion: bool) -> dict[str, float]:
     """{phase: expected seconds} for the phases this sweep will run, from the capture's tasks and kernels."""
-    t, costs, dev = sweep.tuning, sweep.tuning.costs, sweep.device_type
+    costs, dev = sweep.tuning.costs, sweep.device_type
     tasks = sweep.workload.tasks
-    sites = [x for x in tasks if x.kind == Kind.SITE]
-    graphs = [x for x in tasks if x.kind in GRAPH_KINDS and x.space.size() != 1]
-    kernels = kernel_tasks(kernel_records)
+    graphs = [x for x in tasks if x.kind in GRAPH_KINDS]
     out = {
-        "template sites": expected_s(costs, dev, [(SITE_CHOICE, planned(lambda x: site_target(t, x), sites) + 2 * len(sites))]),
-        "Triton kernels": expected_s(costs, dev, [(k.kind, _kernel_trials(sweep, k)) for k in kernels]),
-        "graph knobs": expected_s(costs, dev, [(str(g.kind), planned(t.budget.trials, [g])) for g in graphs]),
+        SitePhase.name: expected_s(costs, dev, SitePhase.trials(sweep, [x for x in tasks if x.kind == Kind.SITE])[1]),
+        KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
+        GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, graphs)[1]),
     }
-    if fusion:
-        n_graphs = sum(1 for x in tasks if x.kind in GRAPH_KINDS)
-        out["fusion groupings"] = expected_s(costs, dev, [(str(Kind.FUSION), n_graphs * t.budget.site_target)])
-    out["whole-workload check"] = WHOLE_COMPILES * costs.expect(CAPTURE)
+    if fusion:  # one grouping per graph, each with the site budget's trials (the groupings are recorded later)
+        out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), len(graphs) * sweep.budget.site_target)])
+    out[WholeCheckPhase.name] = WHOLE_COMPILES * costs.expect(CAPTURE)
     return {name: s for name, s in out.items() if s > 0}
-
-
-def _kernel_trials(sweep: SweepContext, task: TaskSpec) -> int:
-    return planned(lambda x: sweep.tuning.target(x.kind, sweep.budget.trials), [task])
 
 
 def forecast_line(budget: Any, parts: dict[str, float]) -> str:

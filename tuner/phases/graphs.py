@@ -42,8 +42,13 @@ class GraphKnobPhase(Phase):
     def plan(self, sweep: SweepContext) -> Plan:
         self.graphs = sweep.workload.pairs(GRAPH_KINDS)
         tasks = [t for t, _ in self.graphs]
-        trials = planned(sweep.budget.trials, tasks)
-        return Plan(tasks, trials, cost=[(str(tasks[0].kind), trials)] if tasks else [])
+        return Plan(tasks, *self.trials(sweep, tasks))
+
+    @staticmethod
+    def trials(sweep: SweepContext, graphs: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
+        """The trials the phase plans for ``graphs`` and their cost kinds."""
+        each = [(str(g.kind), planned(sweep.budget.trials, [g])) for g in graphs]
+        return sum(n for _, n in each), each
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         sites = sweep.winners().forcing(sweep.workload.pairs((Kind.SITE,)))

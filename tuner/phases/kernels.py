@@ -46,8 +46,13 @@ class KernelPhase(Phase):
             if t.key not in unmeasurable:
                 self.kernels.append(t)
                 self.records.append(r)
-        target = lambda t: sweep.tuning.target(t.kind, sweep.budget.trials)  # noqa: E731
-        return Plan(self.kernels, planned(target, self.kernels), cost=[(t.kind, planned(target, [t])) for t in self.kernels])
+        return Plan(self.kernels, *self.trials(sweep, self.kernels))
+
+    @staticmethod
+    def trials(sweep: SweepContext, kernels: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
+        """The trials the phase plans for ``kernels`` (fewer each with a learned ranking) and their cost kinds."""
+        each = [(str(t.kind), planned(lambda x: sweep.tuning.target(x.kind, sweep.budget.trials), [t])) for t in kernels]
+        return sum(n for _, n in each), each
 
     def _forcing(self, sweep: SweepContext) -> Forcing:
         """The winners to capture the kernels under; nothing (the capture compile's kernels, no new compile) when

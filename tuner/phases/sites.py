@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tuner.core import Kind
+from tuner.core import Kind, TaskSpec
 from tuner.measure import SiteBatch, SiteTimings
 from tuner.clock import fits
 from tuner.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
@@ -16,11 +16,6 @@ from tuner.estimate import SITE_CHOICE
 from tuner.site_batches import Request, site_target
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
-
-
-def _verifications(tasks: list[Any]) -> int:
-    """Choices the phase's closing verification times: each site's finalist and its default, in one compile."""
-    return 2 * len(tasks)
 
 
 class SitePhase(Phase):
@@ -34,8 +29,14 @@ class SitePhase(Phase):
     def plan(self, sweep: SweepContext) -> Plan:
         self.sites = sweep.workload.pairs((Kind.SITE,))
         tasks = [t for t, _ in self.sites]
+        return Plan(tasks, *self.trials(sweep, tasks))
+
+    @staticmethod
+    def trials(sweep: SweepContext, tasks: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
+        """The trials the phase plans for ``tasks`` and what they cost: each site's target, and its closing
+        verification (each site's finalist and its default, in one compile)."""
         trials = planned(lambda t: site_target(sweep.tuning, t), tasks)
-        return Plan(tasks, trials, cost=[(SITE_CHOICE, trials + _verifications(tasks))])
+        return trials, [(SITE_CHOICE, trials + 2 * len(tasks))]
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         compile_s = sweep.tuning.costs.expect(CAPTURE)

@@ -13,6 +13,7 @@ from tuner.workload_check import check_whole
 
 
 WHOLE = "whole workload"  # the cost kind of one whole-workload measurement
+WHOLE_COMPILES = 2  # what one costs before it has been timed: the winners' compile and the defaults'
 
 
 class WholeCheckPhase(Phase):
@@ -48,7 +49,7 @@ class WholeCheckPhase(Phase):
         timed = next((k for k in (Kind.FUSION, Kind.CPP_GRAPH) if tuning.costs.seen.get(k)), None)  # whole-workload trials
 
         def measure(f: Forcing) -> Measurement | None:
-            if not tuning.settles(WHOLE, fallback=timed, compiles=2):  # the winners' compile and the defaults' one
+            if not tuning.settles(WHOLE, fallback=timed, compiles=WHOLE_COMPILES):
                 return None
             with tuning.costs.timed(WHOLE):
                 return sweep.worker.run(GraphTrial({}, f.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
