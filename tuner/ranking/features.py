@@ -93,14 +93,13 @@ def site_features(shape: SiteShape, config: dict[str, Any]) -> list[float]:
     cid = str(config.get("choice"))
     parsed = parse_generated(cid)
     p = parsed[1] if parsed else {}
-    bm, bn, bk = (float(p[n]) if isinstance(p.get(n), int) else NAN for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    stages, warps = (float(p[n]) if isinstance(p.get(n), int) else NAN for n in ("num_stages", "num_warps"))
+    bm, bn, bk, stages, warps = (_count(p, n) for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps"))
     tiles = math.ceil(shape.m / bm) * math.ceil(shape.n / bn) if not math.isnan(bm + bn + shape.m + shape.n) else NAN
     return [
         _code(shape.op, OPS), _log2(shape.m), _log2(shape.n), _log2(shape.k), _log2(shape.m * shape.n * shape.k),
         shape.dtype_bytes, shape.kernel_hw, shape.stride,
         shape.groups, float(cid == shape.default), _code(_impl(cid, parsed), IMPLS), float("bias_addmm" in cid),
-        bm, bn, bk, float(p["GROUP_M"]) if isinstance(p.get("GROUP_M"), int) else NAN, stages, warps,
+        bm, bn, bk, _count(p, "GROUP_M"), stages, warps,
         _log2(tiles), shape.k / bk if bk == bk else NAN,
         stages * (bm * bk + bk * bn) * shape.dtype_bytes / 1024, bm * bn / (32 * warps),
         _waste(shape.m, bm), _waste(shape.n, bn),
@@ -124,14 +123,10 @@ class KernelShape:
 
 
 def kernel_features(shape: KernelShape, config: dict[str, Any]) -> list[float]:
-    def block(name: str) -> float:
-        v = config.get(name)
-        return float(v) if isinstance(v, int) else NAN
-
-    x, y, r, warps, stages = block("XBLOCK"), block("YBLOCK"), block("R0_BLOCK"), block("num_warps"), block("num_stages")
+    x, y, r, warps, stages = (_count(config, n) for n in ("XBLOCK", "YBLOCK", "R0_BLOCK", "num_warps", "num_stages"))
     numel = math.prod(v for v in (x, y, r) if v == v)
     programs = math.ceil(shape.x / x) * (math.ceil(shape.y / y) if y == y else 1) if x == x else NAN
-    dx, dw = block_of(shape.default, "XBLOCK"), block_of(shape.default, "num_warps")
+    dx, dw = _count(shape.default, "XBLOCK"), _count(shape.default, "num_warps")
     return [
         _code(shape.heuristic, HEURISTICS), _log2(shape.x), _log2(shape.y), _log2(shape.r), shape.n_args,
         x, y, r, warps, stages, _log2(numel), numel / (32 * warps), _log2(programs), float(config == shape.default),
@@ -139,8 +134,10 @@ def kernel_features(shape: KernelShape, config: dict[str, Any]) -> list[float]:
     ]
 
 
-def block_of(config: dict[str, Any], name: str) -> float:
-    v = config.get(name)
+def _count(values: dict[str, Any], name: str) -> float:
+    """A block size, warp or stage count as a float; NaN when absent or not a positive integer (an imported file's
+    zero would otherwise divide by zero)."""
+    v = values.get(name)
     return float(v) if isinstance(v, int) and v > 0 else NAN
 
 
