@@ -34,11 +34,16 @@ class Costs:
 
     @contextlib.contextmanager
     def timed(self, kind: str) -> Iterator[None]:
-        t0 = time.monotonic()
+        t0 = now()
         try:
             yield
         finally:
-            self.observe(kind, time.monotonic() - t0)
+            self.observe(kind, now() - t0)
+
+
+def now() -> float:
+    """The clock every deadline is read against (``time.monotonic``; tests replace it with a simulated one)."""
+    return time.monotonic()
 
 
 def fits(deadline: float | None, seconds: float) -> bool:
@@ -46,8 +51,8 @@ def fits(deadline: float | None, seconds: float) -> bool:
     while the deadline has not passed."""
     if deadline is None:
         return True
-    now = time.monotonic()
-    return now + seconds <= deadline if seconds else now < deadline
+    t = now()
+    return t + seconds <= deadline if seconds else t < deadline
 
 
-__all__ = ["CAPTURE", "Costs", "fits"]
+__all__ = ["CAPTURE", "Costs", "fits", "now"]

@@ -11,12 +11,12 @@ one bad choice costs only itself.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuner.backend.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
+from tuner import clock
 from tuner.clock import fits
 from tuner.estimate import SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
@@ -105,17 +105,17 @@ def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
         return batch
     if not per_choice:
         return min(batch, PROBE_CHOICES)
-    left = tuning.deadline - time.monotonic()
+    left = tuning.deadline - clock.now()
     return max(0, min(batch, int(left / (per_choice * sites)) - 1))  # each site also times its default
 
 
 def _timed(tuning: StudyContext, measure: MeasureSites, request: Request) -> dict[str, dict[str, Measurement]]:
     """``measure_split`` of the request, its cost per choice observed."""
-    t0 = time.monotonic()
+    t0 = clock.now()
     try:
         return measure_split(measure, request)
     finally:
-        tuning.costs.observe(SITE_CHOICE, (time.monotonic() - t0) / max(1, sum(len(c) for c in request.values())))
+        tuning.costs.observe(SITE_CHOICE, (clock.now() - t0) / max(1, sum(len(c) for c in request.values())))
 
 
 def tune_sites(

@@ -41,14 +41,30 @@ def _sites(db_url):
     return db, _context(db_url, db, trials=8), group
 
 
-def _slow(calls, per_choice_s):
-    """Every choice of a batch costs ``per_choice_s``; each candidate is slower than its site's default."""
+class _SimulatedClock:
+    """The deadline's clock: it moves only when a simulated batch runs, so Optuna's and SQLite's own time on a
+    loaded machine never decides what a test sees."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def now(self) -> float:
+        return self.t
+
+
+def _slow(calls, per_choice_s, clock=None):
+    """Every choice of a batch costs ``per_choice_s`` (on ``clock``, else slept); each candidate is slower than its
+    site's default. ``calls`` gets each batch's size and, with a clock, when it ended."""
     import time
 
     def measure(request):
         n = sum(len(v) for v in request.values())
-        calls.append(n)
-        time.sleep(per_choice_s * n)
+        if clock is None:
+            time.sleep(per_choice_s * n)
+            calls.append(n)
+        else:
+            clock.t += per_choice_s * n
+            calls.append((n, clock.t))
         return SiteTimings(Status.OK, {k: {c: 1.0 + i / 10 for i, c in enumerate(v)} for k, v in request.items()})
 
     return measure
@@ -64,18 +80,38 @@ def test_without_a_deadline_a_batch_offers_every_site_all_it_can(db_url):
     db.close()
 
 
-def test_a_first_batch_probes_the_cost_and_no_batch_runs_past_the_deadline(db_url):
+def test_a_first_batch_probes_the_cost_and_no_batch_runs_past_the_deadline(db_url, monkeypatch):
     import dataclasses
-    import time
 
     from tuner.site_batches import PROBE_CHOICES, tune_sites
 
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     calls = []
-    t0 = time.monotonic()
-    # Room for the probe (0.8 s) and the studies' opening on a loaded machine, none for a second batch (0.8 s more).
-    tuning = dataclasses.replace(tuning, deadline=t0 + 1.5, settle_by=t0 + 5)
-    _, measured, cut = tune_sites(tuning, group, _slow(calls, 0.2), batch=16)
-    assert len(calls) == 1 and calls[0] <= 2 * (1 + PROBE_CHOICES)  # the probe; no second batch fits the rest
-    assert time.monotonic() - t0 < 1.5 and cut == {r.id for _, r in group}  # released, so a rerun continues them
+    # Room for the probe (2 sites x 2 choices, the first trial being the default, x 0.2 s = 0.8 s), none for a
+    # second batch (each site's default and one candidate more: 0.8 s).
+    deadline = clock.t + 1.5
+    tuning = dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 5)
+    _, measured, cut = tune_sites(tuning, group, _slow(calls, 0.2, clock), batch=16)
+    assert [n for n, _ in calls] == [2 * PROBE_CHOICES]  # the probe only; no second batch fits the rest
+    assert all(end <= deadline for _, end in calls) and measured == 2 * PROBE_CHOICES
+    assert cut == {r.id for _, r in group}  # released, so a rerun continues them
+    db.close()
+
+
+def test_with_room_for_more_a_second_batch_is_sized_to_end_by_the_deadline(db_url, monkeypatch):
+    import dataclasses
+
+    from tuner.site_batches import tune_sites
+
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.clock.now", clock.now)
+    db, tuning, group = _sites(db_url)
+    calls = []
+    deadline = clock.t + 2.1  # the probe (0.8 s), then 1.3 s: each site's default and its last two choices (1.2 s)
+    tuning = dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 5)
+    _, measured, cut = tune_sites(tuning, group, _slow(calls, 0.2, clock), batch=16)
+    assert [n for n, _ in calls] == [4, 6] and all(end <= deadline for _, end in calls)
+    assert measured == 8 and cut == set()  # every choice of both sites measured, by the deadline
     db.close()

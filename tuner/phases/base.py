@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner import clock
 from tuner.clock import CAPTURE, fits
 from tuner.core import Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
@@ -127,7 +127,7 @@ def deadline_for(sweep: SweepContext, share: float, compiles: float = 0.0) -> fl
     end = sweep.tuning.deadline
     if end is None:
         return None
-    now = time.monotonic()
+    now = clock.now()
     left = max(0.0, end - now)
     return now + min(left, max(share * left, compiles * sweep.tuning.costs.expect(CAPTURE)))
 
@@ -159,5 +159,5 @@ def _plan_line(sweep: SweepContext, phase: Phase, plan: Plan, deadline: float | 
     if plan.cost:
         line += f", expected ~{expected_s(sweep.tuning.costs, sweep.device_type, plan.cost):.0f} s"
     if deadline is not None:
-        line += f"; its deadline is in {max(0.0, deadline - time.monotonic()):.0f} s"
+        line += f"; its deadline is in {max(0.0, deadline - clock.now()):.0f} s"
     return line

@@ -3,11 +3,11 @@ batch of choices at every site of a claimed group), then the other workers' site
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from tuner.core import Kind, TaskSpec
 from tuner.measure import SiteBatch, SiteTimings
+from tuner import clock
 from tuner.clock import fits
 from tuner.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
 from tuner.scheduler import tune_site_groups, wait_for_others
@@ -41,7 +41,7 @@ class SitePhase(Phase):
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         compile_s = sweep.tuning.costs.expect(CAPTURE)
         if not fits(deadline, compile_s):  # its time flows to the next phase
-            left = max(0.0, (deadline or 0.0) - time.monotonic())
+            left = max(0.0, (deadline or 0.0) - clock.now())
             sweep.progress.note(f"template sites skipped: a site batch is a compile (~{compile_s:.0f} s), more than the {left:.0f} s this phase has")
             return
         if sweep.device_type == "cuda" and settings().site_timing == "cudagraph":
