@@ -2,7 +2,7 @@
 
 A graph served from the AOTAutograd cache runs none of tuner's hooks, and one served from the FX-graph cache skips
 lowering, so its template sites are never looked up: ``stats()`` would say 0 hits and 0 misses for a compile that
-applied every winner (the cache key carries the forcing's digest, so the cached code is what that forcing made).
+applied every winner (the cache key carries the answers' digest, so the cached code is what that forcing made).
 So the first real compile of a graph under a forcing records its hits and misses here, keyed by the graph, its
 inputs and the forcing, and a later compile that Inductor serves from a cache counts what was recorded, plus one
 ``cached``. Records are small JSON files in tuner's cache folder, read as plain numbers.
@@ -19,7 +19,7 @@ from typing import Any
 
 from tuner.backend import counters
 
-COUNTED = ("hits", "misses")
+COUNTED = ("hits", "transferred", "misses")
 _CACHE_HITS = (("aot_autograd", "autograd_cache_hit"), ("inductor", "fxgraph_cache_hit"))
 
 
@@ -69,9 +69,9 @@ def recalled(folder: Path, key: str) -> dict[str, int] | None:
         data = json.loads(_path(folder, key).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or not all(isinstance(data.get(k), int) and data[k] >= 0 for k in COUNTED):
+    if not isinstance(data, dict) or not all(isinstance(data.get(k, 0), int) and data.get(k, 0) >= 0 for k in COUNTED):
         return None
-    return {k: data[k] for k in COUNTED}
+    return {k: data.get(k, 0) for k in COUNTED}
 
 
 def settle(folder: Path, key: str | None, delta: dict[str, int], served_from_cache: bool) -> dict[str, int]:
@@ -79,7 +79,7 @@ def settle(folder: Path, key: str | None, delta: dict[str, int], served_from_cac
     if key is None:
         return delta
     if not served_from_cache:
-        if delta.get("hits") or delta.get("misses"):
+        if any(delta.get(k) for k in COUNTED):
             remember(folder, key, delta)
         return delta
     counters.bump("cached")

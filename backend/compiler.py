@@ -63,7 +63,7 @@ def compile_with_context(
 
     install_hooks(ctx.device_type)
     patches = {**base_patches(ctx.device_type), **(extra_patches or {}), **kernel_hook.lookup_table_patch(ctx.forcing.kernels)}
-    tag = ctx.forcing.digest
+    tag = ctx.answers_digest
     if ctx.forcing.kernels or ctx.kernel_sink is not None:
         kernel_hook.forget_loaded_kernels()  # else kernels loaded earlier in this process keep their configs
 

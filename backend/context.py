@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.backend import counters
-from tuner.core import Forcing, Kind
+from tuner.backend import counters, journal
+from tuner.backend.hooks import graph as graph_hook
+from tuner.backend.journal import HIT, MISS, TRANSFERRED, Decision
+from tuner.core import Forcing, Kind, site_name
 from tuner.keys import task_key
+from tuner.nearest import Nearest, Transfer
 
 log = logging.getLogger("tuner.backend")
 _ACTIVE: ContextVar["CompileContext | None"] = ContextVar("tuner_compile_context", default=None)
@@ -34,6 +38,7 @@ class SiteRecord:
     default: str
     graph: str | None = None  # key of the graph being lowered when the site was met
     scalars: dict[str, Any] | None = None  # e.g. addmm's alpha and beta (not part of the key)
+    fp32_precision: str = ""
 
 
 @dataclass
@@ -46,6 +51,8 @@ class GraphRecord:
     fusion_key: str = ""
     device: str = "cpu"
     pairs: dict[str, int] = field(default_factory=dict)  # fusions Inductor made or considered: pair id -> score
+    family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
+    shapes: list[list[int]] | None = None  # its inputs' sizes
 
 
 @dataclass
@@ -57,13 +64,15 @@ class Recorder:
     current_graph: str | None = None
 
     def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> None:
-        self.sites.setdefault(key, SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars))
+        precision = str(payload.get("fp32_precision", ""))
+        self.sites.setdefault(key, SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision))
 
     def graph(self, key: str, kind: str, payload: dict[str, Any], fusion_key: str = "", device: str = "cpu") -> None:
         self.current_graph = key
         index = sum(1 for g in self.graphs.values() if g.backward == payload["backward"])
         lines = payload["code"].count("\n")
-        self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, lines, fusion_key, device))
+        family, shapes = graph_hook.graph_family(payload), graph_hook.graph_shapes(payload)
+        self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, lines, fusion_key, device, family=family, shapes=shapes))
 
     def fusion_pair(self, pid: str, score: int) -> None:
         g = self.graphs.get(self.current_graph or "")
@@ -75,7 +84,8 @@ class CompileContext:
     """``benchmark``: {site key: choice ids} to time side by side at each of those sites with Inductor's
     own benchmarker, in one compile; the timings land in :attr:`timings` ({site key: {choice id: ms}}).
     ``kernel_sink``: a list that collects the Triton kernels each graph's compile produced. ``site_timing``:
-    ``cudagraph`` times the benchmarked choices of a CUDA site as CUDA-graph replays (``hooks/site_timing``)."""
+    ``cudagraph`` times the benchmarked choices of a CUDA site as CUDA-graph replays (``hooks/site_timing``).
+    ``nearest``: where a task has no exact answer, the nearest stored one stands in (counted as ``transferred``)."""
 
     def __init__(
         self,
@@ -85,6 +95,7 @@ class CompileContext:
         benchmark: dict[str, tuple[str, ...]] | None = None,
         kernel_sink: list[Any] | None = None,
         site_timing: str = "launch",
+        nearest: Nearest | None = None,
     ):
         self.forcing = forcing
         self.device_type = device_type
@@ -92,6 +103,9 @@ class CompileContext:
         self.benchmark = benchmark or {}
         self.kernel_sink = kernel_sink
         self.site_timing = site_timing
+        self.transfer = nearest is not None
+        self.nearest = nearest or None  # answers for tasks with no exact entry (``tuner.nearest``); None: none
+        self._graphs_seen: Counter[str] = Counter()  # graphs looked up so far, forward and backward (their names)
         self.timings: dict[str, dict[str, float]] = {}
         self.pruned: dict[str, dict[str, float]] = {}  # {site key: {choice id: probe ms}}: stopped early, slower
         self.vetoes: frozenset[str] = frozenset()  # fusion pairs vetoed in the graph being lowered
@@ -110,18 +124,31 @@ class CompileContext:
         finally:
             _ACTIVE.reset(token)
 
-    def site_wants(self, key: str) -> tuple[str, ...]:
-        """The choice ids this compile wants at a site: the ones to benchmark, or the forced one."""
+    @property
+    def answers_digest(self) -> str:
+        """What this compile applies, for Inductor's cache keys."""
+        return self.forcing.digest + (f"+{self.nearest.digest}" if self.nearest else "")
+
+    def _answer(self, key: str, payload: dict[str, Any]) -> tuple[str | None, Transfer | None]:
+        """A site's stored choice, else the one transferred from the nearest stored site (with where from)."""
+        want = self.forcing.sites.get(key)
+        if want is not None or self.nearest is None:
+            return want, None
+        moved = self.nearest.site(payload)
+        return (moved.config["choice"], moved) if moved else (None, None)
+
+    def site_wants(self, key: str, payload: dict[str, Any]) -> tuple[str, ...]:
+        """The choice ids this compile wants at a site: the ones to benchmark, or the forced (or transferred) one."""
         if key in self.benchmark:
             return tuple(self.benchmark[key])
-        want = self.forcing.sites.get(key)
+        want, _ = self._answer(key, payload)
         return (want,) if want is not None else ()
 
-    def forced_only(self, key: str) -> str | None:
+    def forced_only(self, key: str, payload: dict[str, Any]) -> str | None:
         """The forced choice of a site that nothing records or benchmarks (so the others need not be built)."""
         if self.recorder is not None or key in self.benchmark:
             return None
-        return self.forcing.sites.get(key)
+        return self._answer(key, payload)[0]
 
     def trims_conv(self) -> bool:
         """Whether Inductor's own Triton conv configs can be skipped: nothing records or benchmarks, and no
@@ -139,17 +166,32 @@ class CompileContext:
             picked = list(dict.fromkeys(ids.index(c) for c in self.benchmark[key] if c in ids))
             if len(picked) >= 2:
                 return picked
-        want = self.forcing.sites.get(key)
+        want, moved = self._answer(key, payload)
+        name = site_name(payload["op"], payload["inputs"])
         if want is not None and want in ids:
-            counters.bump("hits")
-            log.info("hit: %s site %s -> %s", payload["op"], key[:12], want)
+            self._decide(Kind.SITE, key, name, TRANSFERRED if moved else HIT, want, moved)
             return [ids.index(want)]
         if want is not None:
-            # e.g. a graph knob (cpp.simdlen=0) changed which micro-kernels exist; the sweep measured the same.
-            log.info("stored choice %s is not offered at %s site %s; using Inductor's default", want, payload["op"], key[:12])
-        counters.bump("misses")
-        log.info("miss: %s site %s -> %s (Inductor's default)", payload["op"], key[:12], ids[default])
+            # e.g. a graph knob (cpp.simdlen=0) changed which micro-kernels exist, or the nearest stored site's
+            # Triton config does not fit these sizes.
+            why = f"{'the nearest stored site' if moved else 'the stored'} choice {want} is not offered here{_source(moved)}"
+        else:
+            why = self._no_entry("site", "of its op, layout and dtype")
+        self._decide(Kind.SITE, key, name, MISS, None, reason=f"{why}; Inductor's default {ids[default]}")
         return [default]
+
+    def _no_entry(self, what: str, family: str) -> str:
+        if not self.transfer:
+            return f"no stored winner for this {what} (transfer is off)"
+        return f"no stored winner for this {what}, nor for one {family} at other sizes"
+
+    def _decide(self, kind: str, key: str, what: str, outcome: str, answer: Any, moved: Transfer | None = None, reason: str = "") -> None:
+        """Count, log and journal one lookup's outcome."""
+        counters.bump({HIT: "hits", TRANSFERRED: "transferred", MISS: "misses"}[outcome])
+        if moved is not None:
+            reason = f"{moved.distance:.1f} log2 sizes away"
+        log.info("%s: %s %s -> %s%s", outcome, what, key[:12], answer if answer is not None else reason, _source(moved))
+        journal.note(Decision(str(kind), key, what, outcome, answer, reason, moved.source if moved else None))
 
     @property
     def times_sites_as_graphs(self) -> bool:
@@ -173,21 +215,39 @@ class CompileContext:
         if self.recorder is not None:
             self.recorder.graph(key, kind, payload, fkey, self.device_type)
         which = "backward" if payload["backward"] else "forward"
+        name = f"{which} graph {self._graphs_seen[which]}"
+        self._graphs_seen[which] += 1
         out: dict[str, Any] = {}
-        for k, answer, what in ((key, self.forcing.graphs.get(key), "graph"), (fkey, self.forcing.fusion.get(fkey), "grouping")):
+        for k, k_kind, answer in ((key, kind, self.forcing.graphs.get(key)), (fkey, Kind.FUSION, self.forcing.fusion.get(fkey))):
+            if k_kind is kind and not kind.is_graph:
+                continue  # no codegen knobs are tuned per graph on this device
+            what = name if k_kind is kind else f"{name} fusion"
+            moved = self._graph_transfer(k_kind, payload) if answer is None else None
+            if moved is not None:
+                answer = moved.config if k_kind.is_graph else Forcing.of(Kind.FUSION, k, moved.config, {}).fusion[k]
             if answer is None:
-                if what == "graph" and not kind.is_graph:
-                    continue  # no codegen knobs are tuned per graph on this device
-                counters.bump("misses")
-                log.info("miss: %s %s %s (Inductor's defaults)", which, what, k[:12])
+                self._decide(k_kind, k, what, MISS, None, reason=self._no_entry("graph", "of the same code") + "; Inductor's defaults")
                 continue
-            counters.bump("hits")
-            log.info("hit: %s %s %s -> %s", which, what, k[:12], answer)
+            self._decide(k_kind, k, what, TRANSFERRED if moved else HIT, answer, moved)
             out.update(answer)
         self.vetoes = frozenset(str(x) for x in out.pop("vetoes", []) or [])
         return out
 
+    def _graph_transfer(self, kind: Kind, payload: dict[str, Any]) -> Transfer | None:
+        if self.nearest is None:
+            return None
+        return self.nearest.graph(kind, graph_hook.graph_family(payload), _sizes(graph_hook.graph_shapes(payload)))
+
     @property
     def wants_choices_hook(self) -> bool:
         """Whether this compile needs ``TunedChoices``: to record or veto fusions, or to build template choices."""
-        return self.recorder is not None or bool(self.vetoes) or bool(self.forcing.sites) or bool(self.benchmark)
+        sites = bool(self.forcing.sites) or bool(self.nearest and self.nearest.sites)
+        return self.recorder is not None or bool(self.vetoes) or sites or bool(self.benchmark)
+
+
+def _source(moved: Transfer | None) -> str:
+    return f" (from stored task {moved.source[:12]}, {moved.distance:.1f} log2 sizes away)" if moved else ""
+
+
+def _sizes(shapes: list[list[int]] | None) -> tuple[tuple[int, ...], ...] | None:
+    return None if shapes is None else tuple(tuple(s) for s in shapes)

@@ -15,11 +15,13 @@ def bump(name: str, n: int = 1) -> None:
 
 
 def stats() -> dict[str, int]:
-    """``hits`` (winners applied), ``misses`` (Inductor's default kept), ``benchmarks`` (autotuning runs),
+    """``hits`` (winners applied), ``transferred`` (tasks with no exact entry that got the winner of the nearest
+    stored task of the same op or graph family at other sizes, ``tuner.nearest``), ``misses`` (Inductor's default
+    kept), ``benchmarks`` (autotuning runs),
     ``cached`` (graphs Inductor served from its caches; their hits and misses are those recorded when they were
     compiled, ``backend/cache_stats.py``)."""
     with _lock:
-        return {k: _counts[k] for k in ("hits", "misses", "benchmarks", "cached")}
+        return {k: _counts[k] for k in ("hits", "transferred", "misses", "benchmarks", "cached")}
 
 
 def count(name: str) -> int:

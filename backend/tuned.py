@@ -5,9 +5,11 @@
 
     torch.compile(model, backend="tuned", options={"db": LOCAL, "shared_db": "postgresql+psycopg://…"})
     torch.compile(model, backend="tuned", options={"fusion": False})   # kernel winners only, Inductor's fusion
+    torch.compile(model, backend="tuned", options={"transfer": False}) # exact entries only (TUNER_TRANSFER=0)
 
 Winners are read from the local database first, then the shared one (``TUNER_SHARED_DB``); the local
-answer wins where both have one. A miss keeps Inductor's default. A missing or unreachable database, or
+answer wins where both have one. A task with no exact entry (another batch size, say) gets the winner of the
+nearest stored task of the same op or graph family (``tuner.nearest``); else it is a miss and keeps Inductor's default. A missing or unreachable database, or
 a hook this torch lacks, never fails the compile: one warning, then the other database or plain Inductor.
 """
 
@@ -15,18 +17,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tuner.backend import cache_stats, counters
 from tuner.backend.compiler import compile_with_context, device_type_of
 from tuner.backend.context import CompileContext
 from tuner.backend.errors import HookUnavailable
-from tuner.core import Forcing
+from tuner.core import Forcing, valid_winners
+from tuner.nearest import Nearest
 from tuner.errors import StorageError, TunerError
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
-OPTIONS = ("db", "shared_db", "fusion")
+OPTIONS = ("db", "shared_db", "fusion", "transfer")
 _warned: set[str] = set()
 
 
@@ -52,49 +56,64 @@ def _open(url: str) -> Any:
         return None
 
 
-def load_forcing(urls: list[str], device_type: str, device_index: int = 0) -> Forcing:
+def load_answers(urls: list[str], device_type: str, device_index: int = 0) -> tuple[Forcing, Nearest]:
     """The winners stored for this device model in the ordered union of ``urls`` (the first database that has a
-    task's winner answers it), validated; what is unavailable is skipped with one warning."""
+    task's winner answers it), validated, as exact answers and as answers for other sizes; what is unavailable is
+    skipped with one warning."""
     from tuner.db import current_device
     from tuner.db.storage import OrderedUnion
 
     union = OrderedUnion([db for db in map(_open, urls) if db is not None], on_error=lambda e: _warn_once(f"{e}; compiling with Inductor's defaults"))
     try:
-        return Forcing.from_winners(union.winners_for_device(current_device(device_type, device_index).fingerprint))
+        winners = valid_winners(union.winners_for_device(current_device(device_type, device_index).fingerprint))
     finally:
         union.close()
+    return Forcing.from_winners(winners), Nearest.from_winners(winners)
 
 
-def _parse_options(options: dict[str, Any] | None) -> tuple[list[str], bool]:
-    """The databases to read, local first; whether to apply fusion groupings."""
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)}")
-    if not isinstance(options.get("fusion", True), bool):
-        raise TunerError("backend 'tuned': option 'fusion' must be true or false")
-    shared = options.get("shared_db") or settings().shared_db_url
-    return [str(options.get("db") or settings().db_url), *([str(shared)] if shared else [])], options.get("fusion", True)
+@dataclass(frozen=True)
+class Options:
+    """``options=`` of ``backend="tuned"``: the databases (local first), whether to apply fusion groupings, and
+    whether a task with no exact entry gets the nearest stored one's answer."""
+
+    urls: list[str]
+    fusion: bool = True
+    transfer: bool = True
+
+    @classmethod
+    def parse(cls, options: dict[str, Any] | None) -> Options:
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)}")
+        for name in ("fusion", "transfer"):
+            if not isinstance(options.get(name, True), bool):
+                raise TunerError(f"backend 'tuned': option {name!r} must be true or false")
+        shared = options.get("shared_db") or settings().shared_db_url
+        urls = [str(options.get("db") or settings().db_url), *([str(shared)] if shared else [])]
+        transfer = options.get("transfer", settings().transfer)
+        return cls(urls, options.get("fusion", True), transfer)
 
 
 def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
     """The backend registered as ``torch.compile(backend="tuned")``."""
     configure_logging()
-    urls, fusion = _parse_options(options)
+    opts = Options.parse(options)
     import torch
 
     device_type = device_type_of(example_inputs)
     index = next((x.device.index or 0 for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == device_type), 0)
-    forcing = load_forcing(urls, device_type, index)  # local first, then shared
-    if not fusion:
-        forcing = forcing.without_fusion()
+    forcing, nearest = load_answers(opts.urls, device_type, index)  # local first, then shared
+    if not opts.fusion:
+        forcing, nearest = forcing.without_fusion(), nearest.without_fusion()
+    ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None)
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
     import torch._inductor.config as inductor_config
 
-    key = cache_stats.compile_key(gm, example_inputs, forcing.digest, (sorted(mode_patches.items()), bool(inductor_config.freezing)))
+    key = cache_stats.compile_key(gm, example_inputs, ctx.answers_digest, (sorted(mode_patches.items()), bool(inductor_config.freezing)))
     before, served_before = counters.stats(), cache_stats.inductor_cache_hits()
     try:
-        return compile_with_context(gm, example_inputs, CompileContext(forcing, device_type), mode_patches)
+        return compile_with_context(gm, example_inputs, ctx, mode_patches)
     except HookUnavailable as e:
         log.error("backend 'tuned' cannot hook Inductor on torch %s: %s; compiling with plain Inductor", torch.__version__, e)
         from torch._inductor.compile_fx import compile_fx
@@ -105,8 +124,8 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
         served = cache_stats.inductor_cache_hits() > served_before
         delta = cache_stats.settle(settings().cache_dir, key, {k: after[k] - before[k] for k in after}, served)
         log.info("compiled a graph%s: %s", " (served from Inductor's cache)" if served else "", delta)
-        if delta["misses"] and not delta["hits"]:
-            _explain(urls, device_type, example_inputs)
+        if delta["misses"] and not delta["hits"] and not delta["transferred"]:
+            _explain(opts.urls, device_type, example_inputs)
 
 
 def _explain(urls: list[str], device_type: str, example_inputs: Sequence[Any]) -> None:

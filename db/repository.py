@@ -227,6 +227,11 @@ class Database:
         with self.session() as s:
             return sorted(s.scalars(select(WorkloadTask.workload).distinct()))
 
+    def task_names(self, keys: list[str]) -> dict[str, str]:
+        """{task key: readable name} of the stored ones among ``keys``."""
+        with self.session() as s:
+            return dict(s.execute(select(Task.key, Task.name).where(Task.key.in_(keys))).tuples().all())
+
     def winners_elsewhere(self, task_id: int, device_id: int) -> list[dict[str, Any]]:
         """This task's winners on other device models, best verified speedup first (seeds for --from-similar)."""
         with self.session() as s:

@@ -5,6 +5,16 @@ measurement in a SQL database, and compile with ``backend="tuned"`` to reuse
 the winners without benchmarking anything.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+
+def compile(model: Any, **kwargs: Any) -> Any:  # noqa: A001 - as torch.compile
+    """``torch.compile(model, backend="tuned")`` traced with freezing for inference: see :mod:`tuner.compiling`."""
+    from tuner.compiling import compile as _compile
+
+    return _compile(model, **kwargs)
+
+
+__all__ = ["__version__", "compile"]

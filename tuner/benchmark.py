@@ -40,6 +40,7 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         "freezing-max-autotune": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
         "tuned": tuned,
         "tuned-kernels": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("fusion", False))),
+        "tuned-strict": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("transfer", False))),
         **{f"tuned-{label}": Mode("tuned", None, freeze and spec.freezing, (("db", url),)) for label, url in (extra_dbs or {}).items()},
     }
 
@@ -124,13 +125,14 @@ def run_bench(
         if m.backend is None:
             fn, compile_s, benchmarks = model, 0.0, None
         else:
-            before = stats()["benchmarks"]
+            before = stats()
             fn, out, compile_s = compile_mode(spec, m, model, inputs[0])
-            benchmarks = stats()["benchmarks"] - before if m.backend == "tuned" else None
+            after = stats()
+            benchmarks = after["benchmarks"] - before["benchmarks"] if m.backend == "tuned" else None
             if m.backend == "tuned":
-                results.setdefault(name, {})["db"] = dict(m.options).get("db")
-                if dict(m.options).get("fusion") is False:
-                    results[name]["fusion_groupings"] = False
+                options = dict(m.options)
+                results[name] = {"db": options.get("db"), **{k: v for k, v in options.items() if k in ("fusion", "transfer") and v is False},
+                                 "lookups": {k: after[k] - before[k] for k in ("hits", "transferred", "misses")}}
             err = relative_error(out, ref)
             if not err < 1.0:
                 raise TunerError(f"mode {name}: output differs from eager (relative error {err:.3g})")

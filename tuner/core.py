@@ -99,6 +99,17 @@ class InputRow:
         return cls(str(row[0]), str(row[1]), tuple(int(v) for v in row[2 : 2 + n]), tuple(int(v) for v in row[2 + n : 2 + 2 * n]), row[-1])
 
 
+def site_name(op: str, inputs: list[list[Any]]) -> str:
+    """A site's readable name: its op and its inputs' sizes ("?" for an input with symbolic sizes)."""
+    out = []
+    for row in inputs:
+        try:
+            out.append("x".join(map(str, InputRow.parse(row).sizes)))
+        except ValueError:
+            out.append("?")
+    return f"{op} {','.join(out)}"
+
+
 def kernel_lookup_hash(signature: dict[str, Any]) -> str | None:
     """Inductor's lookup hash, recomputed here from the stored source and size hints (a stored hash is
     never trusted); None when the signature's size hints disagree with each other."""
@@ -169,23 +180,34 @@ class Forcing:
         return cls(graphs={key: dict(config)})
 
     @classmethod
-    def from_winners(cls, winners: dict[str, tuple[str, dict[str, Any], dict[str, Any]]]) -> Forcing:
-        """From ``{task key: (kind, config, signature)}``; every config is validated against its space first."""
-        from tuner.search_spaces import InvalidConfig, space_for
-
+    def from_winners(cls, winners: Winners) -> Forcing:
+        """From ``{task key: (kind, config, signature)}`` of winners validated by :func:`valid_winners`."""
         out = cls()
         for key, (kind, config, signature) in winners.items():
-            try:
-                space_for(kind, signature).validate(config)
-            except InvalidConfig as e:
-                log.warning("ignoring stored winner %s: %s", key[:12], e)
-                continue
             f = cls.of(kind, key, config, signature)
             if Kind(kind).is_kernel and not f.kernels:
                 log.warning("ignoring stored winner %s: its signature does not describe a kernel", key[:12])
                 continue
             out = out.merged(f)
         return out
+
+
+Winners = dict[str, tuple[str, dict[str, Any], dict[str, Any]]]  # {task key: (kind, config, signature)}
+
+
+def valid_winners(winners: Winners) -> Winners:
+    """The winners whose config is valid in the space its signature describes (one warning for each other)."""
+    from tuner.search_spaces import InvalidConfig, space_for
+
+    out = {}
+    for key, (kind, config, signature) in winners.items():
+        try:
+            space_for(kind, signature).validate(config)
+        except InvalidConfig as e:
+            log.warning("ignoring stored winner %s: %s", key[:12], e)
+            continue
+        out[key] = (kind, config, signature)
+    return out
 
 
 @dataclass(frozen=True)
@@ -228,5 +250,5 @@ class TaskOutcome:
 
 __all__ = [
     "GRAPH_KINDS", "KERNEL_KINDS", "WINNER_GROUPS", "Forcing", "InputRow", "Kind", "Status", "TaskOutcome", "TaskSpec",
-    "kernel_lookup_hash",
+    "Winners", "kernel_lookup_hash", "site_name", "valid_winners",
 ]

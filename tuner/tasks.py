@@ -4,21 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import GRAPH_KINDS, InputRow, Kind, TaskSpec
+from tuner.core import GRAPH_KINDS, Kind, TaskSpec, site_name
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import space_for
 from tuner.search_spaces.template import generator_context
 
 
-def _dims(inputs: list[list[Any]]) -> str:
-    """The sizes of a site's inputs, for its readable name ("?" for an input with symbolic sizes)."""
-    out = []
-    for row in inputs:
-        try:
-            out.append("x".join(map(str, InputRow.parse(row).sizes)))
-        except ValueError:
-            out.append("?")
-    return ",".join(out)
+def _family(graph: dict[str, Any]) -> dict[str, Any]:
+    """What lets a compile at other sizes use this graph's answers (``tuner.nearest``): its family and input sizes."""
+    if not graph.get("family") or graph.get("shapes") is None:
+        return {}
+    return {"family": graph["family"], "shapes": graph["shapes"]}
 
 
 def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
@@ -32,14 +28,16 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
         sig = {"op": s["op"], "inputs": s["inputs"], "space": space}
         if s.get("scalars") is not None:
             sig["scalars"] = s["scalars"]
-        out.append(TaskSpec(s["key"], Kind.SITE, f"{s['op']} {_dims(s['inputs'])}", sig, space_for(Kind.SITE, sig)))
+        if s.get("fp32_precision"):
+            sig["fp32_precision"] = s["fp32_precision"]
+        out.append(TaskSpec(s["key"], Kind.SITE, site_name(s["op"], s["inputs"]), sig, space_for(Kind.SITE, sig)))
     info = capture.device.get("info", {})
     for g in capture.graphs:
         if g["kind"] not in GRAPH_KINDS:
             continue  # no graph-level space for this device yet
         has_gemm = any(s.get("graph") == g["key"] and any(c.startswith("cpp:") for c in s["choices"]) for s in capture.sites)
         space = {"isa": info.get("isa", ""), "threads": info.get("threads", 1), "has_cpp_gemm": has_gemm}
-        sig = {"backward": g["backward"], "lines": g["lines"], "space": space}
+        sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
         which = "backward" if g["backward"] else "forward"
         out.append(TaskSpec(g["key"], g["kind"], f"{model} {which} graph {g['index']}", sig, space_for(g["kind"], sig)))
     return out
@@ -67,7 +65,7 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
             continue
         pairs = [p for p, _ in sorted(g.get("pairs", {}).items(), key=lambda kv: (-kv[1], kv[0]))][:MAX_PAIRS]
         space = {"device": g.get("device", "cpu"), "defaults": inductor_defaults(g.get("device", "cpu")), "pairs": pairs}
-        sig = {"backward": g["backward"], "lines": g["lines"], "space": space}
+        sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
         which = "backward" if g["backward"] else "forward"
         out.append(TaskSpec(g["fusion_key"], Kind.FUSION, f"{model} {which} graph {g['index']} fusion", sig, space_for(Kind.FUSION, sig)))
     return out

@@ -11,7 +11,9 @@ from typing import Any
 from tuner.backend.context import active
 from tuner.backend.hooks import fusion, templates
 from tuner.backend.hooks.fusion import V, _Base
-from tuner.backend.hooks.selector import site_key
+from tuner.backend.hooks.selector import site_payload
+from tuner.core import Kind
+from tuner.keys import task_key
 
 
 class TunedChoices(_Base):  # type: ignore[misc, valid-type]
@@ -22,17 +24,18 @@ class TunedChoices(_Base):  # type: ignore[misc, valid-type]
     def _finalize_template_configs(self, template_choices: Any, kernel_inputs: Any, templates_: Any, op_name: str, *args: Any, **kwargs: Any) -> Any:
         out = super()._finalize_template_configs(template_choices, kernel_inputs, templates_, op_name, *args, **kwargs)
         ctx = active()
-        if ctx is None or not (ctx.forcing.sites or ctx.benchmark):
+        if ctx is None or not (ctx.forcing.sites or ctx.nearest or ctx.benchmark):
             return out
         try:
-            key = site_key(op_name, list(kernel_inputs.nodes()))
+            payload = site_payload(op_name, list(kernel_inputs.nodes()))
         except Exception:  # noqa: BLE001 - unrealized inputs have no key (INDUCTOR_HOOKS); leave the site alone
             return out
+        key = task_key(Kind.SITE, payload)
         have = {templates.ktc_id(k) for k in out}
-        missing = [c for c in ctx.site_wants(key) if c not in have]
+        missing = [c for c in ctx.site_wants(key, payload) if c not in have]
         if missing:
             out = [*out, *templates.extra_ktcs(self, kernel_inputs, list(templates_), op_name, missing)]
-        keep = ctx.forced_only(key)
+        keep = ctx.forced_only(key, payload)
         return templates.trim(out, keep) if keep else out
 
     def get_conv_configs(self, *args: Any, **kwargs: Any) -> Any:

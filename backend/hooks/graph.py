@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tuner.backend.errors import HookUnavailable
+from tuner.keys import digest
 
 try:
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
@@ -21,6 +22,7 @@ else:
     _IMPORT_ERROR = None
 
 _ADDR = re.compile(r"0x[0-9a-f]{6,}")
+_INT = re.compile(r"(?<![\w.])\d+(?![\w.])")  # an integer literal, not part of a name or a float
 
 
 def _meta(x: Any) -> Any:
@@ -40,6 +42,21 @@ def graph_payload(gm: Any, example_inputs: Sequence[Any], is_backward: bool) -> 
         "inputs": [_meta(x) for x in example_inputs],
         "backward": bool(is_backward),
     }
+
+
+def graph_family(payload: dict[str, Any]) -> str:
+    """What a graph is at any sizes: its code with integer literals left out, its inputs' dtypes and ranks, and
+    whether it is a backward graph (``tuner.nearest`` gives a graph of the same family its nearest stored answer)."""
+    inputs = [[x["dtype"], len(x["shape"]), x["device"]] if isinstance(x, dict) else x for x in payload["inputs"]]
+    return digest({"code": _INT.sub("#", payload["code"]), "inputs": inputs, "backward": payload["backward"]})[:32]
+
+
+def graph_shapes(payload: dict[str, Any]) -> list[list[int]] | None:
+    """The sizes of the graph's tensor inputs; None when any is symbolic (a dynamic-shape graph)."""
+    try:
+        return [[int(d) for d in x["shape"]] for x in payload["inputs"] if isinstance(x, dict)]
+    except ValueError:
+        return None
 
 
 def check() -> None:

@@ -46,10 +46,6 @@ def site_payload(name: str, input_nodes: list[Any]) -> dict[str, Any]:
     }
 
 
-def site_key(name: str, input_nodes: list[Any]) -> str:
-    return task_key(Kind.SITE, site_payload(name, input_nodes))
-
-
 def choice_id(choice: Any) -> str:
     """A stable id: the same choice in another process or torch build gets the same id."""
     ann = getattr(choice, "annotations", None) or {}
@@ -117,7 +113,7 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         except Exception:  # noqa: BLE001 - a one-choice site's inputs may be unrealized (INDUCTOR_HOOKS): leave it
             return choices
         ids = [choice_id(c) for c in choices]
-        missing = [c for c in ctx.site_wants(task_key(Kind.SITE, payload)) if c not in ids]
+        missing = [c for c in ctx.site_wants(task_key(Kind.SITE, payload), payload) if c not in ids]
         if missing and name == "convolution":
             choices = [*choices, *templates.conv_choices(missing, input_nodes, layout)]
             ids = [choice_id(c) for c in choices]

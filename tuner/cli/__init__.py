@@ -10,6 +10,7 @@ from tuner import __version__
 from tuner.cli import db_cmd
 from tuner.cli.bench_cmd import bench
 from tuner.cli.common import friendly
+from tuner.cli.explain_cmd import explain
 from tuner.cli.sweep_cmd import sweep
 
 app = typer.Typer(
@@ -20,6 +21,7 @@ app = typer.Typer(
 )
 app.command()(sweep)
 app.command()(bench)
+app.command()(explain)
 app.add_typer(db_cmd.app, name="db")
 
 

@@ -26,7 +26,7 @@ def bench(
     input_shape: InputShapeOpt = None,
     channels_last: ChannelsLastOpt = False,
     freezing: FreezingOpt = True,
-    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, freezing-max-autotune, tuned, tuned-kernels (kernel winners, Inductor's fusion).")] = "eager,default,freezing-max-autotune,tuned",
+    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, freezing-max-autotune, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-strict (exact entries only, no answers from other sizes).")] = "eager,default,freezing-max-autotune,tuned",
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
     threads: ThreadsOpt = None,
     out: Annotated[Path | None, typer.Option(help="Write the JSON here (and a PNG beside it).", show_default=False)] = None,

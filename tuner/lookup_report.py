@@ -1,0 +1,89 @@
+"""``tuner explain``: compile a workload under ``backend="tuned"`` as a user would and report, task by task, what
+the database answered: a hit, an answer transferred from the nearest stored sizes, or a miss and why.
+
+The compile runs in this process with fresh Inductor caches (a cache-served graph would look nothing up), once,
+through the same backend and options a user's ``torch.compile`` gets; nothing is benchmarked or stored.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from dataclasses import asdict
+from typing import Any
+
+from tuner.workload import WorkloadSpec
+
+
+def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> dict[str, Any]:
+    """{"workload", "db", "transfer", "decisions": [...], "counts": {hit, transferred, miss}, "note"}."""
+    import torch
+
+    from tuner.backend import journal
+    from tuner.backend.process import configure_measuring, isolated_compile
+    from tuner.steps import run_step
+    from tuner.workload import build_model, check_device, make_inputs
+
+    check_device(spec)
+    _check_database(db_url)
+    configure_measuring(spec.threads, spec.uses_freezing, sweep=False)
+    model, example = build_model(spec), make_inputs(spec, sets=1)[0]
+    torch._dynamo.reset()  # as in a new process: no earlier compile of this code makes Dynamo mark sizes dynamic
+    with journal.recording() as decisions, isolated_compile(spec.uses_freezing):
+        fn = torch.compile(copy.deepcopy(model), backend="tuned", options={"db": db_url, "transfer": transfer})
+        run_step(spec.mode, fn, example, grads=True)
+    rows = [asdict(d) for d in decisions]
+    _name_sources(db_url, rows)
+    counts = Counter(r["outcome"] for r in rows)
+    note = None if counts[journal.HIT] or counts[journal.TRANSFERRED] else _why(db_url, spec, example)
+    return {"workload": spec.name, "db": db_url, "transfer": transfer, "decisions": rows,
+            "counts": {k: counts[k] for k in (journal.HIT, journal.TRANSFERRED, journal.MISS)}, "note": note}
+
+
+def _check_database(url: str) -> None:
+    """A missing or unusable database is one clear error here (the backend would only warn and compile on)."""
+    from tuner.db import Database
+    from tuner.db.engine import sqlite_path
+    from tuner.errors import TunerError
+
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        raise TunerError(f"no tuning database at {path}: run `tuner sweep` first, or name one with --db")
+    Database.open(url, create=False).close()
+
+
+def _name_sources(db_url: str, rows: list[dict[str, Any]]) -> None:
+    """Each transferred answer's stored task, by its readable name."""
+    from tuner.db import Database
+
+    keys = sorted({r["source"] for r in rows if r["source"]})
+    if not keys:
+        return
+    db = Database.open(db_url, create=False)
+    try:
+        names = db.task_names(keys)
+    finally:
+        db.close()
+    for r in rows:
+        if r["source"]:
+            r["source_name"] = names.get(r["source"], r["source"][:12])
+
+
+def _why(db_url: str, spec: WorkloadSpec, example: Any) -> str | None:
+    """The workload-level reason nothing matched (freezing, shapes, dtype), as the backend warns it."""
+    import torch
+
+    from tuner.backend.explain import why_no_hit
+    from tuner.backend.tuned import _open
+
+    db = _open(db_url)
+    if db is None:
+        return None
+    tensors = list(example) if isinstance(example, (list, tuple)) else [example]
+    try:
+        return why_no_hit([db], spec.device, [t for t in tensors if isinstance(t, torch.Tensor)], spec.uses_freezing, spec.mode == "train")
+    finally:
+        db.close()
+
+
+__all__ = ["explain_workload"]
