@@ -194,6 +194,14 @@ class CompileContext:
         journal.note(Decision(str(kind), key, what, outcome, answer, reason, moved.source if moved else None))
 
     @property
+    def prunes_sites(self) -> bool:
+        """Whether a benchmarked site's candidates stop after a probe when clearly slower (``hooks/site_timing``):
+        on CUDA only. On the CPU a CPP GEMM choice's probe (a Python call of its benchmark function) measured 1000x
+        its kernel's time at an mlp's 16x64 site, which no floor separates from a slow kernel; CPU sites offer two
+        or three choices, so there is little to save."""
+        return self.device_type == "cuda" and bool(self.benchmark)
+
+    @property
     def times_sites_as_graphs(self) -> bool:
         return self.site_timing == "cudagraph" and self.device_type == "cuda" and bool(self.benchmark)
 

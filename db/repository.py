@@ -192,6 +192,12 @@ class Database:
         with self.session() as s:
             return s.scalar(select(Winner.config).where(Winner.task_id == task_id, Winner.device_id == device_id))
 
+    def winner_speedup(self, task_id: int, device_id: int) -> float | None:
+        """The stored winner's default time over its own (None without both)."""
+        with self.session() as s:
+            row = s.execute(select(Winner.median_ms, Winner.baseline_ms).where(Winner.task_id == task_id, Winner.device_id == device_id)).first()
+        return row[1] / row[0] if row and row[0] and row[1] else None
+
     def winner_configs(self, task_ids: list[int], device_id: int) -> dict[int, dict[str, Any]]:
         """{task id: winner config} for those of ``task_ids`` with a winner on this device, in one query."""
         if not task_ids:

@@ -22,6 +22,8 @@ else:
     _IMPORT_ERROR = None
 
 _ADDR = re.compile(r"0x[0-9a-f]{6,}")
+_ARGS = re.compile(r"def forward\(([^)]*)\)")
+_ASSIGNED = re.compile(r"^\s+([A-Za-z_]\w*) = ", re.M)
 _INT = re.compile(r"(?<![\w.])\d+(?![\w.])")  # an integer literal, not part of a name or a float
 
 
@@ -44,11 +46,24 @@ def graph_payload(gm: Any, example_inputs: Sequence[Any], is_backward: bool) -> 
     }
 
 
+def canonical_names(code: str) -> str:
+    """FX code with its local names (arguments and assigned values) renamed in order of appearance: torch versions
+    name the same nodes differently (``mul_1`` for ``mul_3``), which changes a graph's key but not what it is."""
+    names = dict.fromkeys([*(_ARGS.findall(code)[0].split(",") if _ARGS.search(code) else []), *_ASSIGNED.findall(code)])
+    rename = {n.strip(): f"v{i}" for i, n in enumerate(n for n in names if n.strip() and n.strip() != "self")}
+    if not rename:
+        return code
+    pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(rename, key=len, reverse=True))) + r")(?!\w)")
+    return pattern.sub(lambda m: rename[m.group(1)], code)
+
+
 def graph_family(payload: dict[str, Any]) -> str:
-    """What a graph is at any sizes: its code with integer literals left out, its inputs' dtypes and ranks, and
-    whether it is a backward graph (``tuner.nearest`` gives a graph of the same family its nearest stored answer)."""
+    """What a graph is at any sizes and names: its code with integer literals left out and local names canonical,
+    its inputs' dtypes and ranks, and whether it is a backward graph (``tuner.nearest`` gives a graph of the same
+    family its nearest stored answer)."""
     inputs = [[x["dtype"], len(x["shape"]), x["device"]] if isinstance(x, dict) else x for x in payload["inputs"]]
-    return digest({"code": _INT.sub("#", payload["code"]), "inputs": inputs, "backward": payload["backward"]})[:32]
+    code = _INT.sub("#", canonical_names(payload["code"]))
+    return digest({"code": code, "inputs": inputs, "backward": payload["backward"]})[:32]
 
 
 def graph_shapes(payload: dict[str, Any]) -> list[list[int]] | None:

@@ -123,7 +123,7 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         if len(picks) > 1 and ctx.times_sites_as_graphs:
             for c in picks:
                 site_timing.time_as_graph(c)
-        if len(picks) > 1 and ctx.benchmark:  # the default first, then candidates, each probed before its full timing
+        if len(picks) > 1 and ctx.prunes_sites:  # the default first, then candidates, each probed before its full timing
             key = task_key(Kind.SITE, payload)
             site_timing.prune_slow(picks, [choice_id(c) for c in picks], lambda cid, ms: ctx.record_pruned(key, cid, ms))
         return picks

@@ -107,26 +107,27 @@ def _probe_ms(fn: Callable[[], Any], out: Any) -> float:
 
 
 def prune_slow(choices: list[Any], ids: list[str], pruned: Callable[[str, float], None]) -> None:
-    """Time a site's choices in order, each fully timed choice setting the best so far; every later one is probed
-    first, and one clearly slower than the best (``pruning.clearly_slower``, ``PRUNE_FLOOR_MS``) is reported to ``pruned``
-    with its probe time, which Inductor then gets as its timing. A choice whose probe fails is timed in full."""
-    best: list[float] = []
+    """Time a site's choices in order, each probed first: one whose probe is clearly slower than the best probe of a
+    choice timed in full so far (``pruning.clearly_slower``, ``PRUNE_FLOOR_MS``) is reported to ``pruned`` with its
+    probe time, which Inductor then gets as its timing; the others are timed in full. Probes are compared with
+    probes, never with Inductor's full timings: a probe times a Python call, which on a small CPU kernel costs more
+    than the kernel. A choice whose probe fails is timed in full."""
+    best: list[float] = []  # the probes of the choices timed in full
     for choice, cid in zip(choices, ids):
         target = timed_choice(choice)
         full = target.benchmark
 
         def benchmark(*args: Any, out: Any, _full: Callable[..., float] = full, _cid: str = cid, _t: Any = target) -> float:
-            if best:
-                try:
-                    ms = _probe_ms(run_fn(_t, args, out), out)
-                except Exception:  # noqa: BLE001 - no probe: Inductor's own timing decides
-                    ms = None
-                if ms is not None and clearly_slower(ms, min(best), PRUNE_FLOOR_MS):
-                    counters.bump("pruned")
-                    pruned(_cid, ms)
-                    return ms
-            ms = float(_full(*args, out=out))
-            best.append(ms)
-            return ms
+            try:
+                probe = _probe_ms(run_fn(_t, args, out), out)
+            except Exception:  # noqa: BLE001 - no probe: Inductor's own timing decides
+                probe = None
+            if probe is not None and best and clearly_slower(probe, min(best), PRUNE_FLOOR_MS):
+                counters.bump("pruned")
+                pruned(_cid, probe)
+                return probe
+            if probe is not None:
+                best.append(probe)
+            return float(_full(*args, out=out))
 
         process.rebind(target, "benchmark", benchmark)

@@ -143,3 +143,49 @@ def test_bench_reports_each_tuned_modes_lookups(swept_at_batch_1, tmp_path):
     assert r["tuned"]["lookups"]["transferred"] >= 3 and r["tuned"]["benchmarks"] == 0
     assert r["tuned-strict"]["transfer"] is False and r["tuned-strict"]["lookups"] == {"hits": 0, "transferred": 0, "misses": r["tuned"]["lookups"]["transferred"]}
     assert all(v["numerics_ok"] for k, v in r.items() if k != "default") and r["default"]["median_ms"] > 0
+
+
+def test_revalidate_re_measures_stored_winners_keeps_winners_and_reverts_the_rest(swept_at_batch_1, tmp_path, cwd_root):
+    import sqlite3
+
+    from tuner.budget import PRESETS
+    from tuner.core import Kind
+    from tuner.db import Database, current_device
+    from tuner.db.engine import sqlite_path
+
+    path = tmp_path / "copy.db"
+    with sqlite3.connect(sqlite_path(swept_at_batch_1)) as src, sqlite3.connect(path) as dst:
+        src.backup(dst)  # the swept database's pages and its write-ahead log
+    url = f"sqlite:///{path}"
+    db = Database.open(url)
+    device = db.device_id(current_device("cpu"))
+    with db.session() as s:
+        from sqlalchemy import select
+
+        from tuner.db.models import Task, Winner
+
+        graph_id = s.scalar(select(Task.id).where(Task.kind == str(Kind.CPP_GRAPH)))
+        trials_before = db.stats()["trials"]
+    stale = {**db.winner_config(graph_id, device), "cpp.simdlen": 4096}  # as a winner no longer valid here would be
+    db.set_winner(graph_id, device, None, stale, 1.0, 2.0)
+    db.close()
+
+    result = runner.invoke(app, ["db", "revalidate", *MLP, "--input-shape", "1,64", "--json", "--db", url])
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)
+    drift = {d["task"]: d for d in report["drift"]}
+    graph = next(d for d in drift.values() if d["kind"] == "cpp_graph")
+    assert graph["verdict"] == "reverted" and "not valid" in graph["why"] and graph["stored_speedup"] == 2.0
+    floor = 1 / (1 - PRESETS["default"].min_gain)
+    for d in drift.values():
+        assert d["verdict"] in ("kept", "reverted")
+        if d["verdict"] == "kept":
+            assert d["speedup"] > floor
+    db = Database.open(url)
+    try:
+        assert db.stats()["trials"] == trials_before + len(drift) - 1  # every measurement stored (not the invalid one)
+        with db.session() as s:
+            winners = {tid: cfg for tid, cfg in s.execute(select(Winner.task_id, Winner.config))}
+        assert winners[graph_id] != stale
+    finally:
+        db.close()

@@ -70,6 +70,7 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
     key = site["key"]
 
+    monkeypatch.setattr(CompileContext, "prunes_sites", property(lambda self: bool(self.benchmark)))  # CUDA's way
     monkeypatch.setattr(pruning, "PRUNE_FACTOR", 0.0)
     monkeypatch.setattr(site_timing, "PRUNE_FLOOR_MS", -math.inf)
     r = SiteBatch({}, {key: choices}).run(session)
@@ -82,6 +83,30 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     monkeypatch.setattr(pruning, "PRUNE_FACTOR", math.inf)
     r = SiteBatch({}, {key: choices}).run(session)
     assert r.status is Status.OK and r.pruned == {} and set(r.timings[key]) >= set(choices)
+
+
+def test_a_cpu_site_is_timed_in_full_and_never_pruned():
+    assert not CompileContext(Forcing(), "cpu", benchmark={"k": ("a", "b")}).prunes_sites
+    assert CompileContext(Forcing(), "cuda", benchmark={"k": ("a", "b")}).prunes_sites
+    assert not CompileContext(Forcing(), "cuda").prunes_sites
+
+
+def test_a_probe_overhead_common_to_every_choice_never_prunes(monkeypatch):
+    """Probes are compared with probes: when a probe costs far more than the kernels it times (a Python call around
+    a small CPU kernel), no choice is stopped for it, as the default's full timing alone would have it."""
+    from tuner.backend.hooks import site_timing
+    from tuner.measure.jobs import SiteBatch
+    from tuner.measure.result import Status
+    from tuner.measure.session import Session
+    from tuner.workload import WorkloadSpec
+
+    session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
+    site = next(s for s in session.capture().sites if len(s["choices"]) >= 2)
+    choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
+    monkeypatch.setattr(CompileContext, "prunes_sites", property(lambda self: bool(self.benchmark)))  # CUDA's way
+    monkeypatch.setattr(site_timing, "_probe_ms", lambda fn, out: (fn(), 5.0)[1])  # each probe: 5 ms, all overhead
+    r = SiteBatch({}, {site["key"]: choices}).run(session)
+    assert r.status is Status.OK and r.pruned == {} and all(r.timings[site["key"]][c] < 5.0 for c in choices)
 
 
 def test_clearly_slower_needs_both_the_factor_and_a_margin_above_floor_and_noise():

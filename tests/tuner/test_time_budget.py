@@ -103,3 +103,24 @@ def test_a_phase_of_compiles_gets_room_for_one_step_when_the_sweep_can_afford_it
         got = deadline_for(sweep, 0.4, compiles) - time.monotonic()
         assert abs(got - expected) < 1, (left, compiles, got)
     db.close()
+
+
+def test_several_batch_sizes_share_one_time_budget(db_url, cwd_root):
+    budget = 40
+    args = ["sweep", "--model", "tests.helpers.models:mlp", "--input-shape", "16,64", "--batch", "4,8", "--device", "cpu",
+            "--threads", "2", "--budget", "quick", "--time-budget", str(budget), "--db", db_url]
+    t0 = time.monotonic()
+    result = CliRunner().invoke(app, args)
+    wall = time.monotonic() - t0
+    assert result.exit_code == 0, result.output
+    assert wall <= promised_end_s(budget), f"a {budget}-s budget over two batch sizes took {wall:.0f} s"
+    assert "batch 4 (1 of 2)" in result.output and "batch 8 (2 of 2)" in result.output
+    db = Database.open(db_url)
+    names = db.workload_names()
+    db.close()
+    assert {n.split("/")[4] for n in names} == {"4x64", "8x64"}  # --input-shape keeps its other dimensions
+
+
+def test_a_bad_batch_list_is_one_line():
+    result = CliRunner().invoke(app, ["sweep", "--model", "resnet18", "--device", "cpu", "--batch", "1,x"])
+    assert result.exit_code == 1 and "--batch must be" in result.output

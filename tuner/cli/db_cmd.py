@@ -9,7 +9,10 @@ from typing import Any, Annotated
 import typer
 from rich.table import Table
 
-from tuner.cli.common import DbOption, console, db_url, friendly
+from tuner.cli.common import (
+    BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModeOpt, ThreadsOpt, console,
+    db_url, default_device, err_console, friendly, make_spec,
+)
 
 app = typer.Typer(help="Inspect and maintain the tuning database.", no_args_is_help=True)
 
@@ -177,3 +180,50 @@ def merge(
         src.close()
         dst.close()
     console.print(f"merged {src.safe_url}: added " + ", ".join(f"{k}={v}" for k, v in added.items()))
+
+
+@app.command()
+@friendly
+def revalidate(
+    model: Annotated[str | None, typer.Option("--model", "-m", help="One workload's model (with the workload flags below); default: every stored workload of this device type.", show_default=False)] = None,
+    device: DeviceOpt = None,
+    mode: ModeOpt = "infer",
+    batch: BatchOpt = 1,
+    dtype: DtypeOpt = "fp32",
+    image_size: ImageSizeOpt = 224,
+    input_shape: InputShapeOpt = None,
+    channels_last: ChannelsLastOpt = False,
+    freezing: FreezingOpt = True,
+    threads: ThreadsOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Re-measure stored winners against Inductor's default on this machine's torch and device (after a torch upgrade,
+    say): keep those that still win, put the others back to the default, and report the drift. Template sites, CPU
+    graph knobs and fusion groupings; Triton kernels are not revalidated yet."""
+    from tuner.revalidate import revalidate as run, stored_specs
+
+    url = db_url(db)
+    if model:
+        specs = [make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads)]
+    else:
+        specs = stored_specs(url, device or default_device(), threads)
+    reports = [run(spec, url, note=lambda s: err_console.print(f"[dim]{s}[/]")) for spec in specs]
+    if as_json:
+        typer.echo(json.dumps(reports, indent=2))
+        return
+    for r in reports:
+        _drift_table(r)
+
+
+def _drift_table(report: dict[str, Any]) -> None:
+    t = Table(title=f"{report['workload']} on {report['device']} (torch {report['torch']})")
+    for col in ("task", "kind", "stored speedup", "speedup now", "verdict"):
+        t.add_column(col, overflow="fold")
+    fmt = lambda v: f"{v:.3f}x" if v else "-"  # noqa: E731
+    for d in report["drift"]:
+        verdict = "[green]kept[/]" if d["verdict"] == "kept" else f"[red]reverted[/] ({d['why']})"
+        t.add_row(d["task"], d["kind"], fmt(d["stored_speedup"]), fmt(d["speedup"]), verdict)
+    console.print(t)
+    kept = sum(d["verdict"] == "kept" for d in report["drift"])
+    console.print(f"{kept} of {len(report['drift'])} stored winner(s) kept ({report['tasks']} task(s) in the workload)")

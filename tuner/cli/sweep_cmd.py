@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Annotated
 
 import typer
 
 from tuner.cli.common import (
-    BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
+    ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
     ThreadsOpt, console, db_url, friendly, make_spec,
 )
+from tuner.errors import TunerError
 
 
 @friendly
@@ -18,7 +20,7 @@ def sweep(
     model: ModelOpt,
     device: DeviceOpt = None,
     mode: ModeOpt = "infer",
-    batch: BatchOpt = 1,
+    batch: Annotated[str, typer.Option("--batch", help="Batch size, or several comma-separated (1,8,32): swept in turn into one database, later ones seeded by the earlier ones' winners, a time budget shared between them.")] = "1",
     dtype: DtypeOpt = "fp32",
     image_size: ImageSizeOpt = 224,
     input_shape: InputShapeOpt = None,
@@ -45,37 +47,78 @@ def sweep(
     """
     started = time.monotonic()  # the time budget counts from the command's start, imports and all
     from tuner.budget import make_budget
-    from tuner.cli.render import RichProgress, print_report
+    from tuner.cli.render import print_report
     from tuner.samplers import SAMPLERS
-    from tuner.sweep import SweepOptions, run_sweep
+    from tuner.sweep import SweepOptions
 
     if sampler not in SAMPLERS:
         raise typer.BadParameter(f"must be one of {', '.join(SAMPLERS)}", param_hint="--sampler")
-    spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seed)
-    opts = SweepOptions(spec, make_budget(budget, trials=trials, time_budget_s=time_budget), db_url(db), sampler, seed, from_similar, workers, fusion, ranking, started)
+    sizes = parse_batches(batch)
+    the_budget = make_budget(budget, trials=trials, time_budget_s=time_budget)
+    first = make_spec(model, device, mode, sizes[0], dtype, image_size, input_shape, channels_last, freezing, threads, seed)
     from tuner.db import Database
 
-    Database.open(opts.db_url).close()  # fail fast, before any compile, on a bad database
-    ends_by = _announce(opts.budget, started)
-    if workers > 1:
+    Database.open(db_url(db)).close()  # fail fast, before any compile, on a bad database
+    ends_by = _announce(the_budget, started)
+    interrupted = False
+    for i, size in enumerate(sizes):
+        spec = first if len(sizes) == 1 else _at_batch(first, size)
+        share = _share(the_budget, started, len(sizes) - i)
+        if len(sizes) > 1:
+            console.print(f"[bold]batch {size}[/] ({i + 1} of {len(sizes)})" + (f": {share.time_budget_s:.0f} s of the budget" if share.time_budget_s else ""))
+        opts = SweepOptions(spec, share, db_url(db), sampler, seed, from_similar, workers, fusion, ranking, time.monotonic() if i else started)
+        report = _sweep_one(opts, ends_by, share_gpu)
+        defaults = {o.task.key: _default_of(o) for o in report.outcomes}
+        print_report(console, report, defaults)
+        if report.interrupted:
+            interrupted = True
+            break
+    if interrupted:
+        raise typer.Exit(130)
+
+
+def parse_batches(text: str) -> list[int]:
+    """``--batch``: one size or several, comma-separated, each swept once."""
+    try:
+        sizes = list(dict.fromkeys(int(p) for p in text.split(",") if p.strip()))
+    except ValueError:
+        raise TunerError(f"--batch must be a whole number or several comma-separated (1,8,32), not {text!r}") from None
+    if not sizes or any(n < 1 for n in sizes):
+        raise TunerError(f"--batch must be positive, not {text!r}")
+    return sizes
+
+
+def _at_batch(spec, size: int):  # type: ignore[no-untyped-def]
+    """The workload at another batch size (an --input-shape keeps its other dimensions)."""
+    return dataclasses.replace(spec, batch=size, input_shape=(size, *spec.input_shape[1:]) if spec.input_shape else None)
+
+
+def _share(budget, started: float, left: int):  # type: ignore[no-untyped-def]
+    """This batch's budget: an equal part of the time still left (what an earlier batch left unused flows on)."""
+    if budget.time_budget_s is None:
+        return budget
+    remaining = max(1.0, budget.time_budget_s - (time.monotonic() - started))
+    return dataclasses.replace(budget, time_budget_s=remaining / left)
+
+
+def _sweep_one(opts, ends_by: float | None, share_gpu: bool):  # type: ignore[no-untyped-def]
+    from tuner.cli.render import RichProgress
+    from tuner.sweep import run_sweep
+
+    if opts.workers > 1:
         from tuner.cli.common import err_console
         from tuner.distributed import combine, run_workers
 
-        console.print(f"[dim]{workers} workers sharing {opts.db_url}[/]")
+        console.print(f"[dim]{opts.workers} workers sharing {opts.db_url}[/]")
         with RichProgress(console, ends_by) as progress:
-            reports, errors = run_workers(opts, workers, share_gpu=share_gpu, progress=progress)
+            reports, errors = run_workers(opts, opts.workers, share_gpu=share_gpu, progress=progress)
         for e in errors:
             err_console.print(f"[red]worker failed:[/] {e}", highlight=False)
         if not reports:
             raise typer.Exit(1)
-        report = combine(reports)
-    else:
-        with RichProgress(console, ends_by) as progress:
-            report = run_sweep(opts, progress)
-    defaults = {o.task.key: _default_of(o) for o in report.outcomes}
-    print_report(console, report, defaults)
-    if report.interrupted:
-        raise typer.Exit(130)
+        return combine(reports)
+    with RichProgress(console, ends_by) as progress:
+        return run_sweep(opts, progress)
 
 
 def _announce(budget, started: float) -> float | None:  # type: ignore[no-untyped-def]
