@@ -2,11 +2,11 @@
 and device (after a torch upgrade, say), keep those that still win and put the others back to the default.
 
 The workload is captured as a sweep captures it, so tasks are keyed by this torch: a winner whose task key changed
-is not found (``tuner explain`` shows those). Template sites are re-timed together in one compile (each against its
+is not found (``tuner explain`` shows those). Each winner is checked against the space its stored signature describes,
+as a compile checks it. Template sites are re-timed together in one compile (each against its
 default, as a sweep verifies its finalists); graph knobs and fusion groupings each by timing the whole workload with
 the kept site winners forced, with and without it. Every measurement is stored as a trial. A winner is kept when it
-is still faster by the budget's minimum gain; one that no longer wins, fails or no longer fits its space (the space
-is rebuilt from this torch's defaults) is reverted. Triton kernels (CUDA) are not revalidated yet.
+is still faster by the budget's minimum gain; one that no longer wins, fails or no longer fits its space is reverted. Triton kernels (CUDA) are not revalidated yet.
 """
 
 from __future__ import annotations
@@ -69,11 +69,19 @@ class _Run:
 
 def _stored(db: Database, device_id: int, fingerprint: str, tasks: list[TaskSpec]) -> list[tuple[TaskSpec, TaskRecord, dict[str, Any], float | None]]:
     """The tasks of this workload with a stored winner other than their default: (task, record, config, speedup)."""
+    from tuner.search_spaces import InvalidConfig, space_for
+
     winners = db.winners_for_device(fingerprint)
     out = []
     for t in tasks:
-        config = winners.get(t.key, (None, None, None))[1]
-        if config is None or config == t.space.default:
+        if t.key not in winners:
+            continue
+        kind, config, signature = winners[t.key]
+        try:  # the space the winner was chosen in (a fusion grouping's pairs are those recorded under the winners)
+            t = TaskSpec(t.key, t.kind, t.name, signature, space_for(kind, signature))
+        except InvalidConfig:
+            pass  # a stored signature this tuner cannot read: the captured task's space decides
+        if config == t.space.default:
             continue
         rec = db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint())
         out.append((t, rec, config, db.winner_speedup(rec.id, device_id)))
