@@ -116,6 +116,15 @@ def isolated_compile(freezing: bool) -> Iterator[None]:
                 os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_dir
 
 
+@contextlib.contextmanager
+def tracing_frozen() -> Iterator[None]:
+    """Freezing on while Dynamo traces (it reads the flag then), put back afterwards (``tuner.compile``)."""
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(freezing=True):
+        yield
+
+
 def inductor_flag(name: str) -> Any:
     """The current value of an Inductor config flag (dotted names reach sub-configs)."""
     import torch._inductor.config as inductor_config
@@ -126,4 +135,4 @@ def inductor_flag(name: str) -> Any:
     return obj
 
 
-__all__ = ["applied", "configure_measuring", "inductor_flag", "isolated_compile", "patch", "rebind", "restore"]
+__all__ = ["applied", "configure_measuring", "inductor_flag", "isolated_compile", "patch", "rebind", "restore", "tracing_frozen"]

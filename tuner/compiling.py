@@ -28,10 +28,11 @@ class Compiled:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import torch
-        import torch._inductor.config as inductor_config
+
+        from tuner.backend.process import tracing_frozen
 
         if self._freeze and not torch.is_grad_enabled():
-            with inductor_config.patch(freezing=True):
+            with tracing_frozen():
                 return self._compiled(*args, **kwargs)
         return self._compiled(*args, **kwargs)
 

@@ -19,7 +19,7 @@ from tuner.budget import Budget
 from tuner.clock import CAPTURE, Costs, fits
 from tuner.core import GRAPH_KINDS, Kind, TaskOutcome
 from tuner.db import Database, TaskRecord, TrialRecord
-from tuner.keys import config_hash
+from tuner.keys import canonical_json, config_hash
 from tuner.measure.result import Measurement, Status
 from tuner.samplers import make_sampler
 from tuner.seeds import near_seeds
@@ -235,6 +235,29 @@ class Asker:
                 tell(self.study, ot, rec)
 
 
+def study_name(tuning: StudyContext, task: TaskRecord) -> str:
+    """A task's study, named so that a person reading Optuna's dashboard knows it: the task's readable name, its kind
+    and the starts of its key and device (unique as the key is). A study made before these names keeps its old one."""
+    legacy = f"tuner:{task.key}:{tuning.device_fingerprint[:16]}"
+    try:
+        tuning.storage.get_study_id_from_name(legacy)
+        return legacy
+    except KeyError:
+        return f"{task.name} [{task.kind}] {task.key[:12]}@{tuning.device_fingerprint[:8]}"
+
+
+def annotate_study(tuning: StudyContext, task: TaskRecord, outcome: TaskOutcome) -> None:
+    """What the dashboard shows of a settled task: its default and best times and the winner, as user attributes."""
+    try:
+        study_id = tuning.storage.get_study_id_from_name(study_name(tuning, task))
+    except KeyError:
+        return  # settled without a study of its own (nothing measured here)
+    attrs = {"task": task.name, "kind": task.kind, "default_ms": outcome.default_ms, "best_ms": outcome.best_ms,
+             "speedup": outcome.speedup, "winner": "Inductor's default" if outcome.is_default else canonical_json(outcome.winner)}
+    for k, v in attrs.items():
+        tuning.storage.set_study_user_attr(study_id, k, v)
+
+
 def _load_study(tuning: StudyContext, task: TaskRecord, space: Space, *, joining: bool = False) -> Any:
     """The task's Optuna study. Its holder fails the running trials a killed run left; a joining worker leaves
     them (they are the holder's) and samples with a seed of its own, so it does not retrace the holder's steps."""
@@ -243,7 +266,7 @@ def _load_study(tuning: StudyContext, task: TaskRecord, space: Space, *, joining
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     study = optuna.create_study(
-        study_name=f"tuner:{task.key}:{tuning.device_fingerprint[:16]}",
+        study_name=study_name(tuning, task),
         storage=tuning.storage,
         sampler=make_sampler(tuning.sampler, space, tuning.seed + (1 + os.getpid() % 9973 if joining else 0)),
         direction="minimize",
@@ -313,7 +336,9 @@ def settle(
             default_ms = best_ms = m.baseline_ms
     tuning.db.set_winner(task.id, tuning.device_id, trial_id, winner, best_ms, default_ms)
     total = len(tuning.db.trials(task.id, tuning.device_id))
-    return TaskOutcome(task, winner, is_default, default_ms, best_ms, 0, total)
+    outcome = TaskOutcome(task, winner, is_default, default_ms, best_ms, 0, total)
+    annotate_study(tuning, task, outcome)
+    return outcome
 
 
 def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:

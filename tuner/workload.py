@@ -1,4 +1,5 @@
-"""Workloads: a model (torchvision name or ``pkg.module:factory``), its inputs, device, dtype and mode."""
+"""Workloads: a model (a torchvision name, ``timm:NAME``, ``hf:NAME`` or ``pkg.module:factory``; ``tuner.model_zoo``),
+its inputs, device, dtype and mode."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class WorkloadSpec:
     freezing: bool = True  # inference only: Inductor freezing (constant weights)
     seed: int = 0
     threads: int | None = None  # CPU threads; None: torch's default
+    seq_len: int = 128  # token inputs (``hf:`` models): (batch, seq_len)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -37,14 +39,18 @@ class WorkloadSpec:
             raise WorkloadError(f"--dtype must be one of {', '.join(DTYPES)}, not {self.dtype!r}")
         if self.device not in ("cpu", "cuda"):
             raise WorkloadError(f"--device must be cpu or cuda, not {self.device!r}")
-        if self.batch < 1 or self.image_size < 1:
-            raise WorkloadError("--batch and --image-size must be positive")
+        if self.batch < 1 or self.image_size < 1 or self.seq_len < 1:
+            raise WorkloadError("--batch, --image-size and --seq-len must be positive")
         if self.input_shape is not None and (not self.input_shape or any(d < 1 for d in self.input_shape)):
             raise WorkloadError(f"--input-shape must be positive integers, got {self.input_shape}")
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.input_shape) if self.input_shape else (self.batch, 3, self.image_size, self.image_size)
+        from tuner.model_zoo import takes_tokens
+
+        if self.input_shape:
+            return tuple(self.input_shape)
+        return (self.batch, self.seq_len) if takes_tokens(self.model) else (self.batch, 3, self.image_size, self.image_size)
 
     @property
     def uses_freezing(self) -> bool:
@@ -113,8 +119,13 @@ def build_model(spec: WorkloadSpec) -> Any:
     """The model, seeded, on the device, in the dtype and mode of ``spec``."""
     import torch
 
+    from tuner import model_zoo
+
     torch.manual_seed(spec.seed)
-    if ":" in spec.model:
+    model = model_zoo.load(spec.model)
+    if model is not None:
+        pass
+    elif ":" in spec.model:
         module_name, _, attr = spec.model.partition(":")
         if os.getcwd() not in sys.path:  # like `python -m`: the user's own modules import from where they run tuner
             sys.path.insert(0, os.getcwd())
@@ -147,9 +158,15 @@ def make_inputs(spec: WorkloadSpec, sets: int = 3) -> list[Any]:
     """``sets`` different random (never zero) input batches, to rotate while timing."""
     import torch
 
+    from tuner.model_zoo import token_vocab
+
     gen = torch.Generator().manual_seed(spec.seed + 1)
+    vocab = token_vocab(spec.model)
     out = []
     for _ in range(sets):
+        if vocab:  # token ids, below the model's vocabulary size
+            out.append(torch.randint(0, vocab, spec.shape, generator=gen).to(spec.device))
+            continue
         x = torch.randn(spec.shape, generator=gen).to(device=spec.device, dtype=torch_dtype(spec))
         if spec.channels_last and x.dim() == 4:
             x = x.contiguous(memory_format=torch.channels_last)

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from tuner.cli.common import (
     BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
-    ThreadsOpt, console, db_url, friendly, make_spec,
+    SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec,
 )
 
 
@@ -29,6 +29,7 @@ def bench(
     modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, freezing-max-autotune, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-strict (exact entries only, no answers from other sizes).")] = "eager,default,freezing-max-autotune,tuned",
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
     threads: ThreadsOpt = None,
+    seq_len: SeqLenOpt = 128,
     out: Annotated[Path | None, typer.Option(help="Write the JSON here (and a PNG beside it).", show_default=False)] = None,
     db: DbOption = None,
     also_db: Annotated[list[str] | None, typer.Option(
@@ -45,7 +46,7 @@ def bench(
             raise typer.BadParameter(f"expected LABEL=URL, got {item!r}", param_hint="--also-db")
         extra[label] = db_url(url)
     mode_names = [m.strip() for m in modes.split(",") if m.strip()] + [f"tuned-{label}" for label in extra]
-    spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads)
+    spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)
     result = run_bench(spec, mode_names, db_url(db), rounds=rounds, extra_dbs=extra,
                        progress=lambda s: console.print(f"[dim]{s}[/]"))
     t = Table(title=f"{spec.name} on {result['device']} (torch {result['torch']})")

@@ -49,7 +49,7 @@ def friendly(fn: F) -> F:
 
 
 # --- workload options, shared by every command that builds a workload -----------------------------
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="A torchvision model name (resnet50, vit_b_16, …) or pkg.module:factory returning an nn.Module.")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="A torchvision model name (resnet50, vit_b_16, …), timm:NAME, hf:NAME[,key=value…] (a Transformers config, no download) or pkg.module:factory returning an nn.Module.")]
 DeviceOpt = Annotated[str | None, typer.Option("--device", help="cpu or cuda. Default: cuda when available.", show_default=False)]
 ModeOpt = Annotated[str, typer.Option("--mode", help="infer (no_grad, with freezing) or train (forward + backward + optimizer step).")]
 BatchOpt = Annotated[int, typer.Option("--batch", help="Batch size.")]
@@ -58,6 +58,7 @@ ImageSizeOpt = Annotated[int, typer.Option("--image-size", help="Square image si
 InputShapeOpt = Annotated[str | None, typer.Option("--input-shape", help="Full input shape, batch first, e.g. 8,3,224,224 (overrides --batch/--image-size).", show_default=False)]
 ChannelsLastOpt = Annotated[bool, typer.Option("--channels-last/--no-channels-last", help="Run the model in channels_last memory format.")]
 FreezingOpt = Annotated[bool, typer.Option("--freezing/--no-freezing", help="Inference: freeze weights into constants (what backend='tuned' then needs too).")]
+SeqLenOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence, for hf: models (random token ids).")]
 ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads (default: torch's). CPU winners are keyed by it: deploy with the same.", show_default=False)]
 
 
@@ -68,11 +69,11 @@ def default_device() -> str:
 
 
 def make_spec(model: str, device: str | None, mode: str, batch: int, dtype: str, image_size: int, input_shape: str | None,
-              channels_last: bool, freezing: bool, threads: int | None, seed: int = 0) -> Any:
+              channels_last: bool, freezing: bool, threads: int | None, seed: int = 0, seq_len: int = 128) -> Any:
     from tuner.workload import WorkloadSpec, parse_shape
 
     return WorkloadSpec(
         model=model, device=device or default_device(), mode=mode, batch=batch, dtype=dtype, image_size=image_size,
         input_shape=parse_shape(input_shape) if input_shape else None, channels_last=channels_last,
-        freezing=freezing, seed=seed, threads=threads,
+        freezing=freezing, seed=seed, threads=threads, seq_len=seq_len,
     )

@@ -10,7 +10,8 @@ import typer
 from rich.table import Table
 
 from tuner.cli.common import (
-    BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModeOpt, ThreadsOpt, console,
+    BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModeOpt, SeqLenOpt, ThreadsOpt,
+    console,
     db_url, default_device, err_console, friendly, make_spec,
 )
 
@@ -195,6 +196,7 @@ def revalidate(
     channels_last: ChannelsLastOpt = False,
     freezing: FreezingOpt = True,
     threads: ThreadsOpt = None,
+    seq_len: SeqLenOpt = 128,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     db: DbOption = None,
 ) -> None:
@@ -205,7 +207,7 @@ def revalidate(
 
     url = db_url(db)
     if model:
-        specs = [make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads)]
+        specs = [make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)]
     else:
         specs = stored_specs(url, device or default_device(), threads)
     reports = [run(spec, url, note=lambda s: err_console.print(f"[dim]{s}[/]")) for spec in specs]

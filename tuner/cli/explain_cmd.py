@@ -10,7 +10,7 @@ from rich.table import Table
 
 from tuner.cli.common import (
     BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
-    ThreadsOpt, console, db_url, friendly, make_spec,
+    SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec,
 )
 
 STYLE = {"hit": "green", "transferred": "yellow", "miss": "red"}
@@ -28,6 +28,7 @@ def explain(
     channels_last: ChannelsLastOpt = False,
     freezing: FreezingOpt = True,
     threads: ThreadsOpt = None,
+    seq_len: SeqLenOpt = 128,
     strict: Annotated[bool, typer.Option("--strict", help="Exact entries only, as options={'transfer': False}: no answers from other sizes.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     db: DbOption = None,
@@ -37,7 +38,7 @@ def explain(
     miss, with the reason. Triton kernels are not listed: Inductor looks them up inside its kernel loader."""
     from tuner.lookup_report import explain_workload
 
-    spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads)
+    spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)
     report = explain_workload(spec, db_url(db), transfer=not strict)
     if as_json:
         typer.echo(json.dumps(report, indent=2))

@@ -10,7 +10,7 @@ import typer
 
 from tuner.cli.common import (
     ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
-    ThreadsOpt, console, db_url, friendly, make_spec,
+    SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec,
 )
 from tuner.errors import TunerError
 
@@ -31,6 +31,7 @@ def sweep(
     time_budget: Annotated[float | None, typer.Option(help="Seconds for the whole command, capture and checks included: it ends within 1.1 x this + 20 s, keeps every trial measured and leaves the rest resumable.", show_default=False)] = None,
     sampler: Annotated[str, typer.Option(help="Optuna sampler: tpe, random, cmaes, gp or grid.")] = "tpe",
     threads: ThreadsOpt = None,
+    seq_len: SeqLenOpt = 128,
     seed: Annotated[int, typer.Option(help="Seed for the model, the inputs and the sampler.")] = 0,
     workers: Annotated[int, typer.Option(help="Local worker processes sharing the sweep through the database (CUDA: one per visible GPU).", min=1)] = 1,
     from_similar: Annotated[bool, typer.Option(help="Seed each study with this task's winners from other device models (re-measured here before use).")] = False,
@@ -55,7 +56,7 @@ def sweep(
         raise typer.BadParameter(f"must be one of {', '.join(SAMPLERS)}", param_hint="--sampler")
     sizes = parse_batches(batch)
     the_budget = make_budget(budget, trials=trials, time_budget_s=time_budget)
-    first = make_spec(model, device, mode, sizes[0], dtype, image_size, input_shape, channels_last, freezing, threads, seed)
+    first = make_spec(model, device, mode, sizes[0], dtype, image_size, input_shape, channels_last, freezing, threads, seed, seq_len=seq_len)
     from tuner.db import Database
 
     Database.open(db_url(db)).close()  # fail fast, before any compile, on a bad database

@@ -1,0 +1,63 @@
+"""--model timm:NAME and hf:NAME (issue 15): built with no download, token inputs for hf:, and one clear line when
+the extra is missing or the name is unknown."""
+
+import json
+import sys
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from tuner.cli import app
+from tuner.errors import WorkloadError
+from tuner.workload import WorkloadSpec, build_model, make_inputs
+
+GPT2 = "hf:gpt2,n_layer=1,n_embd=32,n_head=2,vocab_size=128,n_positions=64"
+BERT = "hf:bert-base-uncased,num_hidden_layers=1,hidden_size=32,num_attention_heads=2,intermediate_size=64,vocab_size=128"
+
+
+def test_a_causal_lm_prefills_random_tokens_to_logits_and_an_encoder_gives_hidden_states():
+    spec = WorkloadSpec(model=GPT2, batch=2, seq_len=16)
+    model, x = build_model(spec), make_inputs(spec, sets=1)[0]
+    assert x.dtype == torch.int64 and x.shape == (2, 16) and 0 <= int(x.min()) and int(x.max()) < 128 and spec.shape == (2, 16)
+    with torch.no_grad():
+        assert model(x).shape == (2, 16, 128)  # logits over the vocabulary
+    bert = WorkloadSpec(model=BERT, batch=2, seq_len=8)
+    with torch.no_grad():
+        assert build_model(bert)(make_inputs(bert, sets=1)[0]).shape == (2, 8, 32)
+
+
+def test_explain_compiles_an_hf_model_under_the_tuned_backend(db_url):
+    from tuner.db import Database
+
+    Database.open(db_url).close()
+    args = ["explain", "--model", GPT2, "--batch", "2", "--seq-len", "16", "--device", "cpu", "--threads", "2", "--json", "--db", db_url]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["workload"].endswith("/infer/cpu/fp32/2x16") and report["counts"]["hit"] == 0
+    assert report["counts"]["miss"] >= 1  # an empty database: every lookup is a miss, none an error
+
+
+def test_a_timm_model_is_built_without_weights_and_matches_under_compile():
+    spec = WorkloadSpec(model="timm:resnet10t", batch=1, image_size=32)
+    model, x = build_model(spec).eval(), make_inputs(spec, sets=1)[0]
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend="tuned")(x), model(x), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("model, message", [
+    ("timm:resnet5O", "unknown timm model 'resnet5O'"),
+    ("hf:no_such_type", "Transformers has no model type 'no_such_type'"),
+    ("hf:gpt2,n_layer", "config overrides are key=value"),
+])
+def test_unknown_names_are_one_line(model, message):
+    with pytest.raises(WorkloadError, match=message):
+        build_model(WorkloadSpec(model=model))
+
+
+@pytest.mark.parametrize("model, package, extra", [("timm:resnet18", "timm", "timm"), ("hf:gpt2", "transformers", "hf")])
+def test_a_missing_extra_names_its_install(model, package, extra, monkeypatch):
+    monkeypatch.setitem(sys.modules, package, None)  # as when it is not installed: importing it raises ImportError
+    with pytest.raises(WorkloadError, match=rf"pip install -e '\.\[{extra}\]'"):
+        build_model(WorkloadSpec(model=model))
