@@ -82,3 +82,24 @@ def any_db_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'contract.db'}"
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(scope="session")
+def swept_at_batch_1(tmp_path_factory):
+    """tests.helpers.models:mlp swept for real at batch 1 (--budget quick, 3 trials per task), once per test run; its
+    database URL. Tests that change it work on a copy."""
+    from typer.testing import CliRunner
+
+    from tuner.cli import app
+
+    folder = tmp_path_factory.mktemp("batch1")
+    url = f"sqlite:///{folder / 'tuning.db'}"
+    args = ["sweep", "--model", "tests.helpers.models:mlp", "--device", "cpu", "--threads", "2", "--input-shape", "1,64",
+            "--budget", "quick", "--trials", "3", "--db", url]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)  # the spawned worker imports tests.helpers.models
+        mp.setenv("TUNER_CACHE_DIR", str(folder / "cache"))
+        mp.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder / "inductor"))
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return url

@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 import tuner
 import tuner.backend as tb
-from tests.conftest import ROOT
 from tests.helpers.models import mlp
 from tuner.cli import app
 
@@ -20,21 +19,8 @@ MLP = ["--model", "tests.helpers.models:mlp", "--device", "cpu", "--threads", "2
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def swept_at_batch_1(tmp_path_factory):
-    """An mlp swept for real at batch 1 (--budget quick); its database URL."""
-    folder = tmp_path_factory.mktemp("batch1")
-    url = f"sqlite:///{folder / 'tuning.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(ROOT)  # the spawned worker imports tests.helpers.models
-        mp.setenv("TUNER_CACHE_DIR", str(folder / "cache"))
-        mp.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder / "inductor"))
-        result = runner.invoke(app, ["sweep", *MLP, "--input-shape", "1,64", "--budget", "quick", "--trials", "3", "--db", url])
-    assert result.exit_code == 0, result.output
-    return url
-
-
 def _compile_at(url, batch, **options):
+    torch._dynamo.reset()  # as a new process: an earlier compile at another batch would make Dynamo mark it dynamic
     inductor_config.freezing = True
     tb.reset_stats()
     m, x = mlp().eval(), torch.randn(batch, 64)

@@ -61,3 +61,12 @@ def test_a_missing_extra_names_its_install(model, package, extra, monkeypatch):
     monkeypatch.setitem(sys.modules, package, None)  # as when it is not installed: importing it raises ImportError
     with pytest.raises(WorkloadError, match=rf"pip install -e '\.\[{extra}\]'"):
         build_model(WorkloadSpec(model=model))
+
+
+def test_the_cli_prints_the_missing_extra_as_written(monkeypatch, db_url):
+    monkeypatch.setitem(sys.modules, "timm", None)
+    from tuner.db import Database
+
+    Database.open(db_url).close()
+    result = CliRunner().invoke(app, ["explain", "--model", "timm:resnet18", "--device", "cpu", "--db", db_url])  # builds here
+    assert result.exit_code == 1 and "pip install -e '.[timm]'" in result.output  # brackets are not console markup

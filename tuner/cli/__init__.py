@@ -11,6 +11,7 @@ from tuner.cli import db_cmd
 from tuner.cli.bench_cmd import bench
 from tuner.cli.common import friendly
 from tuner.cli.explain_cmd import explain
+from tuner.cli.report_cmd import report
 from tuner.cli.sweep_cmd import sweep
 
 app = typer.Typer(
@@ -22,6 +23,7 @@ app = typer.Typer(
 app.command()(sweep)
 app.command()(bench)
 app.command()(explain)
+app.command()(report)
 app.add_typer(db_cmd.app, name="db")
 
 

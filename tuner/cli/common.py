@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from tuner.errors import TunerError
 from tuner.settings import settings
@@ -28,7 +29,7 @@ def db_url(value: str | None) -> str:
 
 
 def fail(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)  # "[hf]" is no markup
     return typer.Exit(1)
 
 
