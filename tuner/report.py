@@ -102,10 +102,14 @@ def _files_section(title: str, paths: list[Path]) -> str:
 
 def render(url: str, model: str | None = None, bench: list[Path] | None = None, sweep_cost: list[Path] | None = None) -> str:
     """The report's HTML."""
+    import importlib.util
+
     try:
-        import plotly  # noqa: F401  (optuna.visualization draws with it)
-    except ImportError:
-        raise TunerError("tuner report needs plotly: pip install -e '.[report]'") from None
+        found = importlib.util.find_spec("plotly") is not None  # optuna.visualization draws with it
+    except ValueError:  # a module set to None (as uninstalled)
+        found = False
+    if not found:
+        raise TunerError("tuner report needs plotly: pip install -e '.[report]'")
     from tuner.db import Database
     from tuner.db.summaries import provenance, trial_statuses, winner_rows
 
