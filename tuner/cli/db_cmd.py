@@ -200,9 +200,11 @@ def revalidate(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Re-measure stored winners against Inductor's default on this machine's torch and device (after a torch upgrade,
-    say): keep those that still win, put the others back to the default, and report the drift. Template sites, CPU
-    graph knobs and fusion groupings; Triton kernels are not revalidated yet."""
+    """Re-measure stored winners here (after a torch upgrade, say); keep those that still win, revert the rest.
+
+    Each stored winner is timed against Inductor's default on this machine's torch and device; those no longer faster
+    by the budget's minimum gain are put back to the default, and the drift is printed. Template sites, CPU graph
+    knobs and fusion groupings; Triton kernels are not revalidated yet."""
     from tuner.revalidate import revalidate as run, stored_specs
 
     url = db_url(db)

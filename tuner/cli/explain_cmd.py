@@ -33,9 +33,11 @@ def explain(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Compile the workload once under backend='tuned' (fresh caches, nothing benchmarked or stored) and list every
-    template site and graph it looked up: hit, transferred (the nearest stored task's answer at other sizes) or
-    miss, with the reason. Triton kernels are not listed: Inductor looks them up inside its kernel loader."""
+    """Say, task by task, what the database answers this workload's compile: hit, transferred or miss, and why.
+
+    Compiles the workload once under backend='tuned' (fresh caches, nothing benchmarked or stored) and lists every
+    template site and graph it looked up; 'transferred' is the nearest stored task's answer at other sizes. Triton
+    kernels are not listed: Inductor looks them up inside its kernel loader."""
     from tuner.lookup_report import explain_workload
 
     spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)

@@ -18,9 +18,11 @@ def report(
     sweep_cost: Annotated[list[Path] | None, typer.Option("--sweep-cost", help="A sweep-cost JSON (bench/results) to include (repeatable).", show_default=False)] = None,
     db: DbOption = None,
 ) -> None:
-    """Write one HTML file (no network needed to open it): where trials were measured, default vs best per task kind
-    (tables and bar charts), Optuna's history and parameter importances of the largest searches, trials by status
-    with reasons, and any bench or sweep-cost results given."""
+    """Write a self-contained HTML report of the database (no network needed to open it).
+
+    It shows where trials were measured, default vs best per task kind (tables and bar charts), Optuna's history and
+    parameter importances of the largest searches, trials by status with reasons, and any bench or sweep-cost
+    results given."""
     from tuner.report import write_report
 
     path = write_report(out, url=db_url(db), model=model, bench=bench, sweep_cost=sweep_cost)
