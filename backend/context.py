@@ -7,9 +7,10 @@ is active and the adapters leave Inductor alone.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -226,13 +227,14 @@ class CompileContext:
         name = f"{which} graph {self._graphs_seen[which]}"
         self._graphs_seen[which] += 1
         out: dict[str, Any] = {}
+        transfer = self._graph_transfer(payload)
         for k, k_kind, answer in ((key, kind, self.forcing.graphs.get(key)), (fkey, Kind.FUSION, self.forcing.fusion.get(fkey))):
             if k_kind is kind and not kind.is_graph:
                 continue  # no codegen knobs are tuned per graph on this device
             what = name if k_kind is kind else f"{name} fusion"
-            moved = self._graph_transfer(k_kind, payload) if answer is None else None
+            moved = transfer(k_kind) if answer is None else None
             if moved is not None:
-                answer = moved.config if k_kind.is_graph else Forcing.of(Kind.FUSION, k, moved.config, {}).fusion[k]
+                answer = moved.config
             if answer is None:
                 self._decide(k_kind, k, what, MISS, None, reason=self._no_entry("graph", "of the same code") + "; Inductor's defaults")
                 continue
@@ -241,10 +243,13 @@ class CompileContext:
         self.vetoes = frozenset(str(x) for x in out.pop("vetoes", []) or [])
         return out
 
-    def _graph_transfer(self, kind: Kind, payload: dict[str, Any]) -> Transfer | None:
-        if self.nearest is None:
-            return None
-        return self.nearest.graph(kind, graph_hook.graph_family(payload), _sizes(graph_hook.graph_shapes(payload)))
+    def _graph_transfer(self, payload: dict[str, Any]) -> Callable[[Kind], Transfer | None]:
+        """The nearest stored answer of a kind for this graph; its family is read once, when first asked."""
+        nearest = self.nearest
+        if nearest is None:
+            return lambda kind: None
+        family = functools.cache(lambda: (graph_hook.graph_family(payload), _sizes(graph_hook.graph_shapes(payload))))
+        return lambda kind: nearest.graph(kind, *family())
 
     @property
     def wants_choices_hook(self) -> bool:

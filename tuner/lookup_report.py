@@ -32,10 +32,16 @@ def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> 
     with journal.recording() as decisions, isolated_compile(spec.uses_freezing):
         fn = torch.compile(copy.deepcopy(model), backend="tuned", options={"db": db_url, "transfer": transfer})
         run_step(spec.mode, fn, example, grads=True)
+    from tuner.db import Database
+
     rows = [asdict(d) for d in decisions]
-    _name_sources(db_url, rows)
     counts = Counter(r["outcome"] for r in rows)
-    note = None if counts[journal.HIT] or counts[journal.TRANSFERRED] else _why(db_url, spec, example)
+    db = Database.open(db_url, create=False)
+    try:
+        _name_sources(db, rows)
+        note = None if counts[journal.HIT] or counts[journal.TRANSFERRED] else _why(db, spec, example)
+    finally:
+        db.close()
     return {"workload": spec.name, "db": db_url, "transfer": transfer, "decisions": rows,
             "counts": {k: counts[k] for k in (journal.HIT, journal.TRANSFERRED, journal.MISS)}, "note": note}
 
@@ -52,38 +58,23 @@ def _check_database(url: str) -> None:
     Database.open(url, create=False).close()
 
 
-def _name_sources(db_url: str, rows: list[dict[str, Any]]) -> None:
+def _name_sources(db: Any, rows: list[dict[str, Any]]) -> None:
     """Each transferred answer's stored task, by its readable name."""
-    from tuner.db import Database
-
     keys = sorted({r["source"] for r in rows if r["source"]})
-    if not keys:
-        return
-    db = Database.open(db_url, create=False)
-    try:
-        names = db.task_names(keys)
-    finally:
-        db.close()
+    names = db.task_names(keys) if keys else {}
     for r in rows:
         if r["source"]:
             r["source_name"] = names.get(r["source"], r["source"][:12])
 
 
-def _why(db_url: str, spec: WorkloadSpec, example: Any) -> str | None:
+def _why(db: Any, spec: WorkloadSpec, example: Any) -> str | None:
     """The workload-level reason nothing matched (freezing, shapes, dtype), as the backend warns it."""
     import torch
 
     from tuner.backend.explain import why_no_hit
-    from tuner.backend.tuned import _open
 
-    db = _open(db_url)
-    if db is None:
-        return None
     tensors = list(example) if isinstance(example, (list, tuple)) else [example]
-    try:
-        return why_no_hit([db], spec.device, [t for t in tensors if isinstance(t, torch.Tensor)], spec.uses_freezing, spec.mode == "train")
-    finally:
-        db.close()
+    return why_no_hit([db], spec.device, [t for t in tensors if isinstance(t, torch.Tensor)], spec.uses_freezing, spec.mode == "train")
 
 
 __all__ = ["explain_workload"]

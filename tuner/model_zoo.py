@@ -98,13 +98,43 @@ def hf_model(text: str, model: str) -> Any:
     return Prefill()
 
 
-def load(model: str) -> Any | None:
-    """The model for a ``timm:`` or ``hf:`` name; None for any other (the caller's sources)."""
+def factory_model(model: str) -> Any:
+    """``pkg.module:factory``: the user's own factory, imported as ``python -m`` would from where tuner runs."""
+    import importlib
+    import os
+    import sys
+
+    module_name, _, attr = model.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise WorkloadError(f"cannot load model factory {model!r}: {e}") from None
+    try:
+        return factory()
+    except Exception as e:  # the user's code: any failure is theirs to see, in one line
+        raise WorkloadError(f"model factory {model!r} failed: {type(e).__name__}: {e}") from None
+
+
+def torchvision_model(model: str) -> Any:
+    import torchvision
+
+    names = torchvision.models.list_models()
+    if model not in names:
+        near = difflib.get_close_matches(model, names, n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else "; use a torchvision model name or pkg.module:factory"
+        raise WorkloadError(f"unknown model {model!r}{hint}")
+    return torchvision.models.get_model(model, weights=None)
+
+
+def load(model: str) -> Any:
+    """The model ``--model`` names, from whichever source its form says."""
     if model.startswith("timm:"):
         return timm_model(model.removeprefix("timm:"), model)
     if model.startswith("hf:"):
         return hf_model(model.removeprefix("hf:"), model)
-    return None
+    return factory_model(model) if ":" in model else torchvision_model(model)
 
 
 __all__ = ["load", "takes_tokens", "token_vocab"]

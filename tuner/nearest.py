@@ -22,10 +22,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.core import GRAPH_KINDS, InputRow, Kind
+from tuner.core import GRAPH_KINDS, Forcing, InputRow, Kind, Winners
 from tuner.keys import digest
 
 Sizes = tuple[tuple[int, ...], ...]
+_APPLIED = {**{k: "graphs" for k in GRAPH_KINDS}, Kind.FUSION: "fusion"}  # where a graph task's answer sits in a Forcing
 
 
 def _rows(inputs: Any) -> list[InputRow] | None:
@@ -109,7 +110,7 @@ class Nearest:
     _cache: dict[Any, Transfer | None] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_winners(cls, winners: dict[str, tuple[str, dict[str, Any], dict[str, Any]]]) -> Nearest:
+    def from_winners(cls, winners: Winners) -> Nearest:
         """From ``{task key: (kind, config, signature)}`` of winners already validated against their spaces."""
         sites, graphs = [], []
         for key, (kind, config, sig) in sorted(winners.items()):
@@ -120,8 +121,8 @@ class Nearest:
                     sites.append(_Site(key, op, str(sig.get("fp32_precision", "")), tuple(rows), choice))
             elif kind in GRAPH_KINDS or kind == Kind.FUSION:
                 shapes, family = _shapes(sig.get("shapes")), sig.get("family")
-                if shapes is not None and isinstance(family, str):
-                    graphs.append(_Graph(key, str(kind), family, shapes, dict(config)))
+                if shapes is not None and isinstance(family, str):  # the answer as a compile applies it
+                    graphs.append(_Graph(key, str(kind), family, shapes, Forcing.of(kind, key, config, sig).to_json()[_APPLIED[kind]][key]))
         return cls(tuple(sites), tuple(graphs))
 
     @property
@@ -148,7 +149,8 @@ class Nearest:
         return self._cache[key]
 
     def graph(self, kind: str, family: str, shapes: Sizes | None) -> Transfer | None:
-        """The winner of the nearest stored graph task of ``kind`` in ``family``."""
+        """The winner of the nearest stored graph task of ``kind`` in ``family``, as a compile applies it (a fusion
+        grouping as its Inductor patches and vetoes)."""
         if shapes is None:
             return None
         key = ("graph", str(kind), family, shapes)

@@ -20,6 +20,7 @@ from tuner.core import Forcing, Kind, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo, TaskRecord
 from tuner.measure import GraphTrial, SiteBatch, Worker
 from tuner.measure.result import Measurement
+from tuner.search import record
 from tuner.settings import settings
 from tuner.site_batches import measure_split
 from tuner.tasks import fusion_tasks, tasks_from_capture
@@ -48,18 +49,12 @@ class _Run:
     environment_id: int
     budget: Budget
 
-    def store(self, rec: TaskRecord, config: dict[str, Any], m: Measurement) -> None:
-        self.db.record_trial(rec.id, self.device_id, self.environment_id, config, m.status.value, median_ms=m.median_ms,
-                             min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error)
-
     def settle(self, task: TaskSpec, rec: TaskRecord, config: dict[str, Any], stored: float | None, m: Measurement | None) -> Drift:
         """Keep the winner when ``m`` shows it still wins; else put the task back to its default."""
         if m is not None:
-            self.store(rec, config, m)
-        wins = m is not None and m.ok and m.ratio is not None and m.ratio < 1 - self.budget.min_gain
-        speedup = 1 / m.ratio if m is not None and m.ok and m.ratio else None
-        if wins:
-            assert m is not None
+            record(self, rec, config, m)
+        speedup = 1 / m.ratio if m is not None and m.ratio else None
+        if m is not None and m.beats_default(self.budget.min_gain):
             self.db.set_winner(rec.id, self.device_id, None, config, m.median_ms, m.baseline_ms)
             return Drift(task.name, str(task.kind), stored, speedup, KEPT)
         why = "no longer faster" if speedup else (m.error or m.status.value) if m is not None else "not valid in its space here"
@@ -101,9 +96,10 @@ def revalidate(spec: WorkloadSpec, db_url: str, note: Callable[[str], None] = la
         tasks = tasks_from_capture(capture, spec.model) + fusion_tasks(capture.graphs, spec.model)
         stored = _stored(db, run.device_id, device.fingerprint, tasks)
         note(f"{len(stored)} stored winner(s) of {len(tasks)} task(s) to re-measure")
-        drift = _sites(run, [s for s in stored if s[0].kind is Kind.SITE])
-        drift += _graphs(run, [s for s in stored if s[0].kind is not Kind.SITE], Forcing.union(
-            t.forcing(c) for (t, _, c, _), d in zip([s for s in stored if s[0].kind is Kind.SITE], drift) if d.verdict == KEPT))
+        sites = [s for s in stored if s[0].kind is Kind.SITE]
+        drift = _sites(run, sites)
+        kept = Forcing.union(t.forcing(c) for (t, _, c, _), d in zip(sites, drift) if d.verdict == KEPT)
+        drift += _graphs(run, [s for s in stored if s[0].kind is not Kind.SITE], kept)
     finally:
         worker.close()
         db.close()

@@ -13,7 +13,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tuner.budget import Budget
 from tuner.clock import CAPTURE, Costs, fits
@@ -101,7 +101,15 @@ def open_storage(url: str, attempts: int = 5) -> Any:
     raise AssertionError("unreachable")
 
 
-def record(tuning: StudyContext, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
+class TrialSink(Protocol):
+    """Where a measured trial is stored: a database, and the device and environment it was measured on."""
+
+    db: Database
+    device_id: int
+    environment_id: int
+
+
+def record(tuning: TrialSink, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
     return tuning.db.record_trial(
         task.id, tuning.device_id, tuning.environment_id, config, m.status.value,
         median_ms=m.median_ms, min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error,
@@ -330,7 +338,7 @@ def settle(
     trial_id = default.id if default else None
     if top is not None and m is not None:
         rec = record(tuning, task, top.config, m)
-        if m.ok and m.ratio is not None and m.ratio < 1 - tuning.budget.min_gain:
+        if m.beats_default(tuning.budget.min_gain):
             winner, best_ms, default_ms, is_default, trial_id = top.config, m.median_ms, m.baseline_ms, False, rec.id
         elif m.ok:
             default_ms = best_ms = m.baseline_ms

@@ -3,11 +3,7 @@ its inputs, device, dtype and mode."""
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import os
 import re
-import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -123,29 +119,6 @@ def build_model(spec: WorkloadSpec) -> Any:
 
     torch.manual_seed(spec.seed)
     model = model_zoo.load(spec.model)
-    if model is not None:
-        pass
-    elif ":" in spec.model:
-        module_name, _, attr = spec.model.partition(":")
-        if os.getcwd() not in sys.path:  # like `python -m`: the user's own modules import from where they run tuner
-            sys.path.insert(0, os.getcwd())
-        try:
-            factory = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as e:
-            raise WorkloadError(f"cannot load model factory {spec.model!r}: {e}") from None
-        try:
-            model = factory()
-        except Exception as e:  # the user's code: any failure is theirs to see, in one line
-            raise WorkloadError(f"model factory {spec.model!r} failed: {type(e).__name__}: {e}") from None
-    else:
-        import torchvision
-
-        names = torchvision.models.list_models()
-        if spec.model not in names:
-            near = difflib.get_close_matches(spec.model, names, n=3)
-            hint = f"; did you mean {', '.join(near)}?" if near else "; use a torchvision model name or pkg.module:factory"
-            raise WorkloadError(f"unknown model {spec.model!r}{hint}")
-        model = torchvision.models.get_model(spec.model, weights=None)
     if not isinstance(model, torch.nn.Module):
         raise WorkloadError(f"{spec.model!r} did not give a torch.nn.Module")
     model = model.to(device=spec.device, dtype=torch_dtype(spec))

@@ -49,8 +49,9 @@ def graph_payload(gm: Any, example_inputs: Sequence[Any], is_backward: bool) -> 
 def canonical_names(code: str) -> str:
     """FX code with its local names (arguments and assigned values) renamed in order of appearance: torch versions
     name the same nodes differently (``mul_1`` for ``mul_3``), which changes a graph's key but not what it is."""
-    names = dict.fromkeys([*(_ARGS.findall(code)[0].split(",") if _ARGS.search(code) else []), *_ASSIGNED.findall(code)])
-    rename = {n.strip(): f"v{i}" for i, n in enumerate(n for n in names if n.strip() and n.strip() != "self")}
+    args = _ARGS.search(code)
+    names = dict.fromkeys(n.strip() for n in [*(args.group(1).split(",") if args else []), *_ASSIGNED.findall(code)])
+    rename = {n: f"v{i}" for i, n in enumerate(n for n in names if n and n != "self")}
     if not rename:
         return code
     pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(rename, key=len, reverse=True))) + r")(?!\w)")

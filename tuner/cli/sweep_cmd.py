@@ -61,7 +61,6 @@ def sweep(
 
     Database.open(db_url(db)).close()  # fail fast, before any compile, on a bad database
     ends_by = _announce(the_budget, started)
-    interrupted = False
     for i, size in enumerate(sizes):
         spec = first if len(sizes) == 1 else _at_batch(first, size)
         share = _share(the_budget, started, len(sizes) - i)
@@ -71,11 +70,8 @@ def sweep(
         report = _sweep_one(opts, ends_by, share_gpu)
         defaults = {o.task.key: _default_of(o) for o in report.outcomes}
         print_report(console, report, defaults)
-        if report.interrupted:
-            interrupted = True
-            break
-    if interrupted:
-        raise typer.Exit(130)
+        if report.interrupted:  # Ctrl-C: the batches after this one are not started
+            raise typer.Exit(130)
 
 
 def parse_batches(text: str) -> list[int]:

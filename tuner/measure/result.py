@@ -28,6 +28,10 @@ class Measurement:
             return None
         return self.median_ms / self.baseline_ms
 
+    def beats_default(self, min_gain: float) -> bool:
+        """Whether this measurement shows its config faster than the default it was timed against by ``min_gain``."""
+        return self.ratio is not None and self.ratio < 1 - min_gain
+
     @property
     def errors(self) -> list[str]:
         return [self.error] if self.error else []
