@@ -71,6 +71,11 @@ def space(context: dict[str, Any]) -> Space:
     return Space(FAMILY, tuple(params), default, (), ctx)
 
 
+def knobs_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The graph-level knobs of a grouping: the part that means the same in another graph (vetoes name its pairs)."""
+    return {k: v for k, v in config.items() if not k.startswith("veto.")}
+
+
 def to_patches(config: dict[str, Any]) -> dict[str, Any]:
     """Inductor config patches, plus ``vetoes``: the pair ids Inductor may not fuse."""
     out = {k: v for k, v in config.items() if not k.startswith("veto.")}

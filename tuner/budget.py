@@ -20,15 +20,22 @@ class Budget:
     trial_timeout_s: float = 900.0
     site_trials: int | None = None  # template sites (a round of them costs a whole compile); None: ``trials``
     ranked: int = 8  # with a learned ranking: candidates measured per task, the predicted fastest (tuner.ranking)
+    fusion_trials: int | None = None  # per graph (a trial is a whole compile and its timing); None: ``site_target``
 
     @property
     def site_target(self) -> int:
         return self.site_trials or self.trials
 
+    @property
+    def fusion_target(self) -> int:
+        return self.fusion_trials or self.site_target
+
 
 PRESETS = {
-    "quick": Budget("quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02, ranked=4),
-    "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02, site_trials=8),
+    "quick": Budget("quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02, ranked=4, fusion_trials=3),
+    # Fusion: Inductor's grouping, the (up to 3) seeds from other graphs' winning knobs, and one more; each is a
+    # whole compile (~25 s for resnet50 on an H200), so 8 would take the default sweep past max-autotune's compile.
+    "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02, site_trials=8, fusion_trials=5),
     "full": Budget("full", trials=60, rounds=25, min_sample_ms=30.0, verify_rounds=40, min_gain=0.01, ranked=16),
 }
 

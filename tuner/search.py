@@ -49,6 +49,7 @@ class StudyContext:
     settle_by: float | None = None  # verifications may run to this (the sweep's own deadline)
     costs: Costs = field(default_factory=Costs)  # what measurements have cost lately, shared by every phase
     rankers: Any = None  # tuner.ranking.Rankers: the learned ranking (None: off)
+    prior: Any = None  # tuner.ranking.PriorRows: shipped winners of this device model, seeds when the database has none
 
     def time_left(self) -> bool:
         return fits(self.deadline, 0.0)
@@ -125,12 +126,18 @@ def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[s
     study = _load_study(tuning, task, space, joining=join)
     if join:
         return study
-    near = near_seeds(task.kind, task.signature, space, tuning.db.winners_of_kind(task.kind, tuning.device_id, task.id))
+    near = near_seeds(task.kind, task.signature, space, _near_winners(tuning, task))
     first = [space.default, *near, *tuning.first_configs(task, space)]
     if tuning.from_similar:  # enqueued, so each is measured here before it can win
         first += [c for c in tuning.db.winners_elsewhere(task.id, tuning.device_id) if space.is_valid(c)]
     enqueue_new(study, [space.optuna_params(c) for c in first if config_hash(c) not in seen])
     return study
+
+
+def _near_winners(tuning: StudyContext, task: TaskRecord) -> list[tuple[dict[str, Any], dict[str, Any], float | None]]:
+    """Other tasks' winners of the task's kind on this device: the database's, else the shipped prior's."""
+    own = tuning.db.winners_of_kind(task.kind, tuning.device_id, task.id)
+    return own or (tuning.prior.winners_of_kind(task.kind, task.key) if tuning.prior is not None else [])
 
 
 def enqueue_new(study: Any, params: list[dict[str, Any]]) -> None:
@@ -361,6 +368,19 @@ def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure:
         with tuning.costs.timed(f"{space.family}:verify"):
             m = measure(top.config, tuning.budget.verify_rounds)
     return settle(tuning, task, space, default, default_ms, top, m)
+
+
+def settle_measured(tuning: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, top: TrialRecord | None, gain: float) -> TaskOutcome:
+    """No time to verify: ``top`` wins on its own trial when that beat the default by ``gain``, far past the noise
+    between two runs. Only for trials timed beside the default in one run whose compile passed the numerics check
+    with them chosen (a site batch); else, as :func:`unverified`, the stored answer stays."""
+    default_ms = default.median_ms if default else (top.baseline_ms if top else None)
+    if top is None or top.ratio is None or top.ratio > 1 - gain or not top.median_ms or not top.baseline_ms:
+        return unverified(tuning, task, space, default_ms)
+    tuning.db.set_winner(task.id, tuning.device_id, top.id, top.config, top.median_ms, top.baseline_ms)
+    outcome = TaskOutcome(task, top.config, False, top.baseline_ms, top.median_ms, 0, len(tuning.db.trials(task.id, tuning.device_id)))
+    annotate_study(tuning, task, outcome)
+    return outcome
 
 
 def unverified(tuning: StudyContext, task: TaskRecord, space: Space, default_ms: float | None) -> TaskOutcome:

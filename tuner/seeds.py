@@ -2,7 +2,8 @@
 workload's, another batch size's), nearest first, so a study measures what won nearby before it searches.
 
 A template site is near another of the same op, input count, dtypes and stride order; nearer when its sizes are
-closer (in powers of two). Other kinds rank the other tasks' winners by their verified speedup. Every seed is
+closer (in powers of two). Other kinds rank the other tasks' winners by their verified speedup; another graph's
+fusion grouping lends its knobs (its vetoes name that graph's fusions), on this graph's default. Every seed is
 validated against this task's own space and measured here before it can win."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from tuner.core import InputRow, Kind
 from tuner.search_spaces import Space
+from tuner.search_spaces import fusion as fusion_space
 
 MAX_SEEDS = 3
 
@@ -38,6 +40,8 @@ def near_seeds(kind: str, signature: dict[str, Any], space: Space, others: list[
     valid in ``space`` and other than its default."""
     if kind == Kind.SITE:
         ranked = [(d, config) for sig, config, _ in others if (d := site_distance(signature, sig)) is not None]
+    elif kind == Kind.FUSION:
+        ranked = [(-(speedup or 0.0), {**space.default, **fusion_space.knobs_of(config)}) for _, config, speedup in others]
     else:
         ranked = [(-(speedup or 0.0), config) for _, config, speedup in others]
     out: list[dict[str, Any]] = []

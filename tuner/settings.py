@@ -8,6 +8,7 @@
                     or ``cudagraph`` (replays of each choice captured in a CUDA graph; experimental)
 ``TUNER_COMPILE_THREADS`` threads that compile a batch of Triton kernel configs in parallel (default 8)
 ``TUNER_TRANSFER``  ``0`` keeps ``backend="tuned"`` to exact entries (no answers from the nearest stored sizes)
+``TUNER_PRIOR``     ``0``: a sweep uses only its database's measurements (not the shipped prior, ``tuner.ranking.prior``)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Settings:
     site_timing: str = "launch"
     compile_threads: int = 8
     transfer: bool = True
+    prior: bool = True
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -47,12 +49,17 @@ class Settings:
         threads = env.get("TUNER_COMPILE_THREADS") or "8"
         if not threads.isdigit() or int(threads) < 1:
             raise TunerError(f"TUNER_COMPILE_THREADS must be a positive whole number, not {threads!r}")
-        transfer = env.get("TUNER_TRANSFER", "1").strip().lower()
-        if transfer not in ("0", "1", "false", "true", "no", "yes", ""):
-            raise TunerError(f"TUNER_TRANSFER must be 0 or 1, not {transfer!r}")
+        transfer, prior = _flag(env, "TUNER_TRANSFER"), _flag(env, "TUNER_PRIOR")
         return cls(cache_dir=cache_dir, db_url=db_url, log_level=env.get("TUNER_LOG") or None,
                    shared_db_url=env.get("TUNER_SHARED_DB") or None, site_timing=site_timing, compile_threads=int(threads),
-                   transfer=transfer not in ("0", "false", "no"))
+                   transfer=transfer, prior=prior)
+
+
+def _flag(env: dict[str, str], name: str) -> bool:
+    value = env.get(name, "1").strip().lower()
+    if value not in ("0", "1", "false", "true", "no", "yes", ""):
+        raise TunerError(f"{name} must be 0 or 1, not {value!r}")
+    return value not in ("0", "false", "no")
 
 
 @functools.lru_cache(maxsize=1)

@@ -15,7 +15,8 @@ from tuner.measure import CaptureResult, Worker
 from tuner.phases import FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
 from tuner.phases.forecast import forecast, forecast_line
 from tuner.progress import Progress
-from tuner.ranking import Rankers
+from tuner.ranking import PriorRows, Rankers
+from tuner.ranking.prior import rows_for
 from tuner.search import StudyContext, open_storage
 from tuner.settings import settings
 from tuner.tasks import tasks_from_capture
@@ -33,6 +34,7 @@ class SweepOptions:
     workers: int = 1  # local workers sharing this sweep (each takes a share of the template sites)
     fusion: bool = True  # search fusion groupings per graph after the kernel winners
     ranking: bool = True  # measure the candidates a model fit on the database predicts fastest (tuner.ranking)
+    prior: bool = True  # also learn from (and seed with) the measurements tuner ships for this device model
     started: float | None = None  # time.monotonic() when the command started: a time budget counts from there
 
 
@@ -95,8 +97,12 @@ def _deadlines(budget_s: float | None, t0: float) -> dict[str, float | None]:
 def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureResult, progress: Progress, t0: float) -> SweepContext:
     device = DeviceInfo(**capture.device)
     device_id = db.device_id(device)
+    prior = rows_for(device.kind, device.name) if opts.prior else PriorRows()
+    if prior.files:
+        progress.note(f"learning also from the measurements tuner ships for the {device.name} ({', '.join(prior.files)}; --no-prior: not)")
     tuning = StudyContext(
-        db=db, storage=open_storage(opts.db_url), device_id=device_id, rankers=Rankers(db, device_id) if opts.ranking else None,
+        db=db, storage=open_storage(opts.db_url), device_id=device_id, prior=prior,
+        rankers=Rankers(db, device_id, prior) if opts.ranking else None,
         environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
         sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
         from_similar=opts.from_similar, costs=worker.costs, **_deadlines(opts.budget.time_budget_s, t0),

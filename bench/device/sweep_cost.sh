@@ -5,19 +5,23 @@
 # the bench, .devdata with the sweeps' databases).
 #   SWEEP: bash bench/device/sweep_cost.sh sweep MODEL "60 120" --dtype bf16 --batch 32 --channels-last
 #   BENCH: bash bench/device/sweep_cost.sh bench MODEL "60 120" --dtype bf16 --batch 32 --channels-last
+# A budget of "default" is the --budget default sweep with no time budget (stopped with Ctrl-C after DEFAULT_LIMIT s).
 # Results in $OUT: sweep-MODEL-S.log (its wall time on the last line), MODEL-S.db and .stats.json, bench-MODEL.json/.png.
 # bench/analysis/sweep_cost.py turns them into bench/results/<device>/MODEL-sweep-cost.json and its PNG.
 set -uo pipefail
 source bench/device/setup.sh
 STEP=$1; MODEL=$2; BUDGETS=$3; shift 3
 W="--model $MODEL --device cuda $*"
-quiet() { grep -v "^AUTOTUNE\|^  \|torch.__trace\|SingleProcess\|━━\|│        │" ; }
+quiet() { grep --line-buffered -v "^AUTOTUNE\|^  \|torch.__trace\|SingleProcess\|━━\|│        │" ; }
+stamp() { python3 -uc "import sys, time; t = time.time()
+for line in sys.stdin: print(f'[{time.time() - t:6.1f}] {line}', end='')"; }
 if [ "$STEP" = sweep ]; then
   for S in $BUDGETS; do
     DB=/tmp/$MODEL-$S.db; rm -f "$DB"
     export TUNER_CACHE_DIR=/tmp/fresh-$MODEL-$S/tuner TORCHINDUCTOR_CACHE_DIR=/tmp/fresh-$MODEL-$S/inductor TRITON_CACHE_DIR=/tmp/fresh-$MODEL-$S/triton
+    if [ "$S" = default ]; then LIMIT=${DEFAULT_LIMIT:-540}; TB=(); else LIMIT=$((S * 11 / 10 + 30)); TB=(--time-budget "$S"); fi
     start=$(date +%s.%N)
-    timeout -s INT $((S * 11 / 10 + 30)) python3 -m tuner sweep $W --budget default --time-budget "$S" --db "sqlite:///$DB" 2>&1 | quiet > "$OUT/sweep-$MODEL-$S.log"
+    timeout -s INT "$LIMIT" python3 -m tuner sweep $W --budget default "${TB[@]}" --db "sqlite:///$DB" 2>&1 | quiet | stamp > "$OUT/sweep-$MODEL-$S.log"
     wall=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
     echo "sweep wall: $wall s (--time-budget $S)" | tee -a "$OUT/sweep-$MODEL-$S.log"
     grep -E "deadline|ends by|done:|budget" "$OUT/sweep-$MODEL-$S.log" | head -12

@@ -115,3 +115,32 @@ def test_with_room_for_more_a_second_batch_is_sized_to_end_by_the_deadline(db_ur
     assert [n for n, _ in calls] == [4, 6] and all(end <= deadline for _, end in calls)
     assert measured == 8 and cut == set()  # every choice of both sites measured, by the deadline
     db.close()
+
+
+def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_url, monkeypatch):
+    """The probe finds one site 20% faster and the other 5% faster; nothing is left for the verification compile.
+    The 20% gain (far past the noise, timed beside its default in a compile that chose it and passed the numerics
+    check) is stored as the winner; the 5% one keeps Inductor's default until a verified run."""
+    import dataclasses
+
+    from tuner.site_batches import UNVERIFIED_GAIN, tune_sites
+
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.clock.now", clock.now)
+    db, tuning, group = _sites(db_url)
+    (t1, r1), (t2, r2) = group
+    faster = {t1.key: 0.8, t2.key: 0.95}
+    assert 1 - faster[t1.key] > UNVERIFIED_GAIN > 1 - faster[t2.key] > tuning.budget.min_gain
+
+    def measure(request):
+        clock.t += 0.2 * sum(len(v) for v in request.values())
+        return SiteTimings(Status.OK, {k: {c: (1.0 if i == 0 else faster[k]) for i, c in enumerate(v)} for k, v in request.items()})
+
+    tuning = dataclasses.replace(tuning, deadline=clock.t + 1.0, settle_by=clock.t + 1.0)
+    outcomes, measured, _ = tune_sites(tuning, group, measure, batch=16)
+    by_id = {o.task.id: o for o in outcomes}
+    assert measured == 4
+    assert not by_id[r1.id].is_default and by_id[r1.id].speedup == 1.25
+    assert db.winner_config(r1.id, tuning.device_id) == by_id[r1.id].winner
+    assert by_id[r2.id].is_default and db.winner_config(r2.id, tuning.device_id) == t2.space.default
+    db.close()

@@ -37,6 +37,7 @@ def sweep(
     from_similar: Annotated[bool, typer.Option(help="Seed each study with this task's winners from other device models (re-measured here before use).")] = False,
     fusion: Annotated[bool, typer.Option("--fusion/--no-fusion", help="After the kernels, search each graph's fusion grouping (knobs and vetoes of single fusions), measured end to end.")] = True,
     ranking: Annotated[bool, typer.Option("--ranking/--no-ranking", help="Measure first the candidates that a cost model, fit on this database's trials of the same device model, predicts fastest (with too few trials there, the unranked order).")] = True,
+    prior: Annotated[bool, typer.Option("--prior/--no-prior", help="Also learn the ranking from, and seed studies with, the measurements tuner ships for this device model (tuner/ranking/priors; none for most devices). Never written into --db.")] = True,
     share_gpu: Annotated[bool, typer.Option(help="With --workers on CUDA: let all workers share the visible GPUs' first one.")] = False,
     db: DbOption = None,
 ) -> None:
@@ -66,7 +67,7 @@ def sweep(
         share = _share(the_budget, started, len(sizes) - i)
         if len(sizes) > 1:
             console.print(f"[bold]batch {size}[/] ({i + 1} of {len(sizes)})" + (f": {share.time_budget_s:.0f} s of the budget" if share.time_budget_s else ""))
-        opts = SweepOptions(spec, share, db_url(db), sampler, seed, from_similar, workers, fusion, ranking, time.monotonic() if i else started)
+        opts = SweepOptions(spec, share, db_url(db), sampler, seed, from_similar, workers, fusion, ranking, prior, time.monotonic() if i else started)
         report = _sweep_one(opts, ends_by, share_gpu)
         defaults = {o.task.key: _default_of(o) for o in report.outcomes}
         print_report(console, report, defaults)

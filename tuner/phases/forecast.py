@@ -29,7 +29,7 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion: 
         GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, graphs)[1]),
     }
     if fusion:  # one grouping per graph, each with the site budget's trials (the groupings are recorded later)
-        out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), len(graphs) * sweep.budget.site_target)])
+        out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), len(graphs) * sweep.budget.fusion_target)])
     out[WholeCheckPhase.name] = WHOLE_COMPILES * costs.expect(CAPTURE)
     return {name: s for name, s in out.items() if s > 0}
 

@@ -71,11 +71,11 @@ class FusionPhase(Phase):
         sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
         groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model)
         self.pairs = list(zip(groupings, sweep.workload.register(groupings)))
-        trials = planned(sweep.budget.site_target, groupings)
+        trials = planned(sweep.budget.fusion_target, groupings)
         return Plan(groupings, trials, cost=[(str(Kind.FUSION), trials)])
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
-        _tune(sweep, deadline, self.pairs, self.everything, target=sweep.budget.site_target)
+        _tune(sweep, deadline, self.pairs, self.everything, target=sweep.budget.fusion_target)
 
     def changed_kernels(self, sweep: SweepContext) -> bool:
         """Whether a grouping other than Inductor's won (its kernels then have new sources, to be tuned too)."""

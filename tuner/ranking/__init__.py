@@ -1,7 +1,7 @@
 """The learned ranking: which candidates a task measures first, predicted by a cost model fit on the database.
 
 ``Rankers`` fits one model per group (template sites, Triton kernels) on every timed trial of this device model,
-once per sweep, when a study first asks. A task with a model measures its default, the ``budget.ranked``
+the database's and the shipped prior's (``tuner.ranking.prior``), once per sweep, when a study first asks. A task with a model measures its default, the ``budget.ranked``
 candidates predicted fastest (from every valid config of its space, Inductor's offered ones included) and
 ``EXPLORE`` more that Optuna picks; a task without one keeps the unranked order (Inductor's list, then Optuna).
 """
@@ -16,19 +16,21 @@ from tuner.core import KERNEL_KINDS, Kind
 from tuner.keys import config_hash
 from tuner.ranking.features import KERNELS, SITES, group_of
 from tuner.ranking.model import Ranker, Sample
+from tuner.ranking.prior import PriorRows
 
 EXPLORE = 2  # candidates beyond the ranked ones that the sampler picks (what the model has not learned)
 MAX_POOL = 20000  # candidates predicted per task at most (a deterministic sample of a larger space)
 TIMED = ("ok", "pruned")  # a pruned trial's probe time still says it is slow
 GROUP_KINDS = {SITES: (Kind.SITE,), KERNELS: tuple(KERNEL_KINDS)}
 
-__all__ = ["EXPLORE", "Ranker", "Rankers", "Sample"]
+__all__ = ["EXPLORE", "PriorRows", "Ranker", "Rankers", "Sample"]
 
 
 @dataclass
 class Rankers:
     db: Any
     device_id: int
+    prior: PriorRows = field(default_factory=PriorRows)  # the shipped measurements of this device model
     fitted: dict[str, Ranker | None] = field(default_factory=dict)
 
     def for_kind(self, kind: str) -> Ranker | None:
@@ -36,7 +38,7 @@ class Rankers:
         if group is None:
             return None
         if group not in self.fitted:
-            rows = self.db.timed_trials(GROUP_KINDS[group], self.device_id, TIMED)
+            rows = self.db.timed_trials(GROUP_KINDS[group], self.device_id, TIMED) + self.prior.timed(GROUP_KINDS[group])
             self.fitted[group] = Ranker.fit(group, [Sample(*row) for row in rows])
         return self.fitted[group]
 

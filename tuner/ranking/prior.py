@@ -1,0 +1,112 @@
+"""The shipped prior: measurements tuner comes with, so a sweep from an empty database still ranks its candidates.
+
+A prior is a tuner export file (``tuner db export``) in ``tuner/ranking/priors/``, read as any imported file is:
+parsed and validated completely (``tuner.db.transfer.read_import``: every config against its task's space, no
+pickle), never written into the user's database. What it gives a sweep on the same device model (same device name
+and kind), next to that database's own rows:
+
+- the timed trials the learned ranking trains on (``Rankers``), and
+- the verified winners that seed a new study after the database's own near winners (``tuner.seeds``).
+
+The shipped files, and which workloads they hold, are listed by ``describe()`` and in ``priors/README.md``.
+Turned off with ``TUNER_PRIOR=0`` (``tuner sweep --no-prior``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("tuner.ranking")
+
+PRIOR_DIR = Path(__file__).with_name("priors")
+TIMED = ("ok", "pruned")
+
+
+@dataclass(frozen=True)
+class PriorRows:
+    """One device model's rows from every shipped prior file."""
+
+    trials: tuple[tuple[str, str, dict[str, Any], dict[str, Any], float], ...] = ()  # (kind, key, signature, config, ratio)
+    winners: tuple[tuple[str, str, dict[str, Any], dict[str, Any], float | None], ...] = ()  # (kind, key, sig, config, speedup)
+    files: tuple[str, ...] = field(default=())
+
+    def timed(self, kinds: tuple[str, ...]) -> list[tuple[str, dict[str, Any], dict[str, Any], float]]:
+        """(task key, signature, config, ratio) of the timed trials of ``kinds``, as ``Database.timed_trials``."""
+        wanted = {str(k) for k in kinds}
+        return [(key, sig, config, ratio) for kind, key, sig, config, ratio in self.trials if kind in wanted]
+
+    def winners_of_kind(self, kind: str, exclude_key: str) -> list[tuple[dict[str, Any], dict[str, Any], float | None]]:
+        """(signature, config, speedup) of the winners of ``kind``, as ``Database.winners_of_kind``."""
+        return [(sig, config, speedup) for k, key, sig, config, speedup in self.winners if k == str(kind) and key != exclude_key]
+
+
+def prior_files(directory: Path = PRIOR_DIR) -> list[Path]:
+    return sorted(p for p in directory.glob("*.jsonl*") if p.is_file())
+
+
+@functools.lru_cache(maxsize=8)
+def rows_for(device_kind: str, device_name: str, directory: Path = PRIOR_DIR) -> PriorRows:
+    """The prior's rows measured on this device model (empty when none was, or when priors are off)."""
+    from tuner.settings import settings
+
+    if not settings().prior:
+        return PriorRows()
+    trials: list[Any] = []
+    winners: list[Any] = []
+    files: list[str] = []
+    for path in prior_files(directory):
+        got = _read(path, device_kind, device_name)
+        if got is not None and (got[0] or got[1]):
+            trials += got[0]
+            winners += got[1]
+            files.append(path.name)
+    return PriorRows(tuple(trials), tuple(winners), tuple(files))
+
+
+def _read(path: Path, device_kind: str, device_name: str) -> tuple[list[Any], list[Any]] | None:
+    from tuner.db.transfer import ImportRefused, read_import
+
+    try:
+        plan = read_import(path)
+    except (ImportRefused, OSError) as e:  # a damaged prior costs its rows, never the sweep
+        log.warning("ranking prior %s skipped: %s", path.name, e)
+        return None
+    here = {fp for fp, d in plan.devices.items() if d["kind"] == device_kind and d["name"] == device_name}
+    tasks = plan.tasks
+    trials = [
+        (tasks[t["task"]]["kind"], t["task"], tasks[t["task"]]["signature"], t["config"], t["median_ms"] / t["baseline_ms"])
+        for t in plan.trials
+        if t["device"] in here and t["status"] in TIMED and t["task"] in tasks and t["median_ms"] and t["baseline_ms"]
+    ]
+    winners = [
+        (tasks[w["task"]]["kind"], w["task"], tasks[w["task"]]["signature"], w["config"],
+         (w["baseline_ms"] / w["median_ms"]) if w["median_ms"] and w["baseline_ms"] else None)
+        for w in plan.winners
+        if w["device"] in here and w["task"] in tasks
+    ]
+    return trials, winners
+
+
+def describe(directory: Path = PRIOR_DIR) -> list[dict[str, Any]]:
+    """What each shipped prior file holds: its devices, workloads and counts (for ``tuner db show`` and the docs)."""
+    from tuner.db.transfer import ImportRefused, read_import
+
+    out = []
+    for path in prior_files(directory):
+        try:
+            plan = read_import(path)
+        except (ImportRefused, OSError) as e:
+            out.append({"file": path.name, "error": str(e)})
+            continue
+        out.append({
+            "file": path.name,
+            "devices": sorted({d["name"] for d in plan.devices.values()}),
+            "workloads": sorted({w["workload"] for w in plan.workloads}),
+            "trials": len(plan.trials),
+            "winners": len(plan.winners),
+        })
+    return out
