@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,20 +135,25 @@ class Captured:
 
 
 def capture_first_call(kernels: list[Any]) -> list[Captured]:
-    """Wrap each kernel's ``run`` (on the instance) so its first call's arguments are kept."""
+    """Wrap each kernel's ``run`` (on the instance, still a method of it) so its first call's arguments are kept.
+
+    It must stay a bound method: Inductor's template benchmark (``TritonBenchmarkRequest.make_run_fn``) sets
+    ``run.__self__.with_bandwidth_info``, and a template choice rendered during the capture shares its module, so
+    its kernel object, with the same choice rendered again in a later site batch (found on the H200: every site
+    batch with one of Inductor's Triton choices failed to compile)."""
     out = []
     for k in kernels:
         cap = Captured(k)
         original = k.run
 
-        def run(*args: Any, _cap: Captured = cap, _orig: Callable[..., Any] = original, **kwargs: Any) -> Any:
+        def run(self: Any, *args: Any, _cap: Captured = cap, _orig: Callable[..., Any] = original, **kwargs: Any) -> Any:
             if not _cap.called:
                 _cap.called = True
                 _cap.args = [clone_preserving_strides(a) for a in args]
                 _cap.kwargs = {n: clone_preserving_strides(v) for n, v in kwargs.items() if n != "stream"}
             return _orig(*args, **kwargs)
 
-        process.rebind(k, "run", run)
+        process.rebind(k, "run", types.MethodType(run, k))
         out.append(cap)
     return out
 

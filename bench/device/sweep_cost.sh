@@ -27,6 +27,7 @@ if [ "$STEP" = sweep ]; then
     grep -E "deadline|ends by|done:|budget" "$OUT/sweep-$MODEL-$S.log" | head -12
     python3 -m tuner db stats --json --db "sqlite:///$DB" > "$OUT/$MODEL-$S.stats.json"
     cp "$DB" "$OUT/$MODEL-$S.db"
+    tar czf "$OUT/logs-$MODEL-$S.tgz" -C "$TUNER_CACHE_DIR" logs 2>/dev/null
   done
   exit 0
 fi
