@@ -261,9 +261,10 @@ class Database:
     def top_winners(self, limit: int = 20) -> list[dict[str, Any]]:
         with self.session() as s:
             rows = s.execute(
-                select(Task.name, Task.kind, Device.name, Winner.config, Winner.median_ms, Winner.baseline_ms, Task.signature)
+                select(Task.name, Task.kind, Device.name, Winner.config, Winner.median_ms, Winner.baseline_ms, Task.signature, Trial.spread_ms)
                 .join(Winner, Winner.task_id == Task.id)
                 .join(Device, Device.id == Winner.device_id)
+                .outerjoin(Trial, Trial.id == Winner.trial_id)
             ).all()
         out = [
             {
@@ -275,8 +276,9 @@ class Database:
                 "baseline_ms": base,
                 "speedup": (base / med) if med and base else None,
                 "signature": sig,
+                "spread_ms": spread,  # the winning trial's spread (interquartile range of its timing samples)
             }
-            for name, kind, dev, cfg, med, base, sig in rows
+            for name, kind, dev, cfg, med, base, sig, spread in rows
         ]
         out.sort(key=lambda r: -(r["speedup"] or 0.0))
         return out[:limit]

@@ -45,7 +45,7 @@ def stats(db: DbOption = None, as_json: Annotated[bool, typer.Option("--json", h
 @app.command()
 @friendly
 def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, help="How many winners to list.")] = 20) -> None:
-    """List the winners with the largest speedups over Inductor's defaults."""
+    """List the winners with the largest speedups over Inductor's defaults, each with the spread of its timing."""
     from tuner.db import Database
 
     database = Database.open(db_url(db), create=False)
@@ -57,7 +57,7 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
     from tuner.search_spaces import InvalidConfig, space_for
 
     t = Table(title=f"top {len(rows)} winners")
-    for col in ("task", "kind", "device", "default ms", "tuned ms", "speedup", "winner (changes from the default)"):
+    for col in ("task", "kind", "device", "default ms", "tuned ms", "spread ms", "speedup", "winner (changes from the default)"):
         t.add_column(col, overflow="fold")
     for r in rows:
         fmt = lambda v: f"{v:.4g}" if v else "-"  # noqa: E731
@@ -65,7 +65,8 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
             change = config_diff(r["config"], space_for(r["kind"], r["signature"] or {}).default)
         except InvalidConfig:
             change = json.dumps(r["config"], sort_keys=True)
-        t.add_row(r["task"], r["kind"], r["device"], fmt(r["baseline_ms"]), fmt(r["median_ms"]),
+        spread = "-" if r["spread_ms"] is None else f"{r['spread_ms']:.2g}"
+        t.add_row(r["task"], r["kind"], r["device"], fmt(r["baseline_ms"]), fmt(r["median_ms"]), spread,
                   f"{r['speedup']:.3f}x" if r["speedup"] else "-", change)
     console.print(t)
 

@@ -126,7 +126,8 @@ class KernelBench:
         kwargs, stream = dict(entry.captured.kwargs), kh.raw_stream(self.device_index)
         return float(triton.testing.do_bench(lambda: kh.call(launch, args, kwargs, stream), warmup=2, rep=self.rep_ms, return_mode="median"))
 
-    def _interleaved(self, entry: KernelEntry, cand: Any, base: Any) -> tuple[float, float, float, float]:
+    def _interleaved(self, entry: KernelEntry, cand: Any, base: Any) -> tuple[float, float, float, float, float]:
+        """Median, min and spread (range over rounds) of the candidate, then the default's median and spread."""
         args_c, args_b = _fresh(entry.captured.args), _fresh(entry.captured.args)
         c, b = [], []
         for r in range(self.rounds):
@@ -136,8 +137,7 @@ class KernelBench:
             else:
                 b.append(self._time(entry, base, args_b))
                 c.append(self._time(entry, cand, args_c))
-        spread = max(c) - min(c)
-        return statistics.median(c), min(c), spread, statistics.median(b)
+        return statistics.median(c), min(c), max(c) - min(c), statistics.median(b), max(b) - min(b)
 
     def measure(self, key: str, configs: list[dict[str, Any]], rounds: int | None = None) -> list[Measurement]:
         entry = self.entries.get(key)
@@ -177,11 +177,11 @@ class KernelBench:
             probe = self._probe(entry, launch)
             if probe is not None:
                 return probe
-            med, lo, spread, base_ms = self._interleaved(entry, launch, base)
+            med, lo, spread, base_ms, base_spread = self._interleaved(entry, launch, base)
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e, compiling=False), error=describe(e))
         entry.best_ms = min(entry.best_ms or med, med)
-        return Measurement(Status.OK, med, lo, spread, base_ms)
+        return Measurement(Status.OK, med, lo, spread, base_ms, baseline_spread_ms=base_spread)
 
     def _probe(self, entry: KernelEntry, launch: Any) -> Measurement | None:
         """Early exit: a short timing of the candidate; a ``pruned`` measurement when it is clearly slower than the

@@ -17,6 +17,7 @@ class Measurement:
     baseline_ms: float | None = None
     error: str | None = None
     compile_s: float | None = None
+    baseline_spread_ms: float | None = None  # the default's spread in the same run (``spread_ms`` is the candidate's)
 
     @property
     def ok(self) -> bool:
@@ -29,8 +30,19 @@ class Measurement:
         return self.median_ms / self.baseline_ms
 
     def beats_default(self, min_gain: float) -> bool:
-        """Whether this measurement shows its config faster than the default it was timed against by ``min_gain``."""
-        return self.ratio is not None and self.ratio < 1 - min_gain
+        """Whether this measurement shows its config faster than the default it was timed against by ``min_gain``,
+        and by more than the noise it measured: the gain must clear half the sum of both sides' spreads, so the
+        two interquartile boxes (median +- spread / 2) do not overlap. A gain inside them is noise, whatever
+        ``min_gain`` says."""
+        return self.ratio is not None and self.ratio < 1 - min_gain and not self.within_noise
+
+    @property
+    def within_noise(self) -> bool:
+        """Whether the gain over the default (if any) lies inside the measured spreads of the two sides."""
+        if self.median_ms is None or self.baseline_ms is None:
+            return True
+        noise = ((self.spread_ms or 0.0) + (self.baseline_spread_ms or 0.0)) / 2
+        return self.baseline_ms - self.median_ms <= noise
 
     @property
     def errors(self) -> list[str]:

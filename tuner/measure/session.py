@@ -197,7 +197,7 @@ class Session:
             return Measurement(classify(e), error=describe(e))
         c = t["candidate"]
         b = t.get("baseline", c)
-        return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=cand.compile_s)
+        return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=cand.compile_s, baseline_spread_ms=b.spread_ms)
 
     def time_sites(self, job: SiteBatch) -> SiteTimings:
         """Kernel level: while one compile lowers the graph, Inductor's benchmarker times the requested
