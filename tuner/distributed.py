@@ -1,6 +1,7 @@
 """``tuner sweep --workers N``: N local sweep processes cooperating through the database's task claims.
 
-On CUDA each worker gets one visible GPU (round robin over those visible), unless they are asked to share.
+On CUDA each worker gets one visible GPU (round robin over those visible), unless they are asked to share; on the
+CPU each gets its own cores (``tuner.affinity``) and a thread count to match.
 Workers on other machines join by running the same ``tuner sweep`` against the same database URL.
 """
 
@@ -12,6 +13,7 @@ import os
 import queue
 from typing import Any
 
+from tuner.affinity import core_sets, pin
 from tuner.progress import Progress
 from tuner.sweep import SweepOptions, SweepReport, run_sweep
 
@@ -63,9 +65,11 @@ class MergedProgress:
             self.shown.note(f"{label}: {args[0]}")
 
 
-def _child(opts: SweepOptions, gpu: str | None, out: Any, index: int) -> None:
+def _child(opts: SweepOptions, gpu: str | None, out: Any, index: int, cores: list[int] | None = None) -> None:
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    if cores is not None:  # before anything starts a process or a thread pool: they inherit it
+        pin(cores)
     try:
         out.put(("ok", (index, run_sweep(opts, QueueProgress(out, index)))))
     except KeyboardInterrupt:
@@ -92,13 +96,16 @@ def run_workers(
     Database.open(opts.db_url).close()  # one process creates the schema, before the workers race
     open_storage(opts.db_url)
     gpus = visible_gpus() if opts.spec.device == "cuda" and not share_gpu else []
+    cores = cpu_plan(opts, n)
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     procs = []
     for i in range(n):
         gpu = gpus[i % len(gpus)] if gpus else None
+        mine = cores[i] if cores else None
+        spec = dataclasses.replace(opts.spec, threads=len(mine)) if mine else opts.spec
         # One seed for all: a study is driven by its claim holder; a worker joining it samples with a seed of its own.
-        p = ctx.Process(target=_child, args=(dataclasses.replace(opts), gpu, out, i))
+        p = ctx.Process(target=_child, args=(dataclasses.replace(opts, spec=spec), gpu, out, i, mine))
         p.start()
         procs.append(p)
     merged = MergedProgress(progress or Progress(), n)
@@ -126,6 +133,11 @@ def run_workers(
     for p in procs:
         p.join()
     return reports, errors
+
+
+def cpu_plan(opts: SweepOptions, n: int) -> list[list[int]]:
+    """Each CPU worker's cores (disjoint; ``--threads`` each, else an even split); none on CUDA."""
+    return core_sets(n, opts.spec.threads) if opts.spec.device == "cpu" else []
 
 
 def combine(reports: list[SweepReport]) -> SweepReport:

@@ -1,6 +1,8 @@
 """The CPU path end to end, for real: spawned workers, real Inductor compiles, real SQLite."""
 
 import json
+import os
+import re
 
 import pytest
 import torch
@@ -128,10 +130,19 @@ def test_db_commands(db_url, tmp_path):
     assert v.exit_code == 0 and v.output.startswith("tuner ")
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two workers need two cores")
 def test_two_local_workers_share_one_sweep(db_url, cwd_root):
-    result = runner.invoke(app, ["sweep", *MLP[:-2], "--threads", "1", "--budget", "quick", "--trials", "2", "--workers", "2", "--db", db_url])
+    result = runner.invoke(app, ["sweep", *MLP[:-2], "--threads", "1", "--budget", "quick", "--trials", "2", "--workers", "2", "--db", db_url], terminal_width=400)
     assert result.exit_code == 0, result.output
     assert "worker 1/2: capturing" in result.output and "worker 2/2: capturing" in result.output  # the workers' progress, drawn here
+    # Each worker measured on its own core (issue 17): the plan said so before they started, and each worker's
+    # measuring process reported the cores it may run on, as the kernel gives them (os.sched_getaffinity).
+    cores = sorted(os.sched_getaffinity(0))
+    assert f"worker 1 on core {cores[0]}, worker 2 on core {cores[1]} (1 thread each" in result.output
+    seen = {w: re.search(rf"worker {w}/2: measuring on CPU core\(s\) ([0-9,]+) with 1 thread", result.output) for w in (1, 2)}
+    assert all(seen.values()), result.output
+    sets = [set(map(int, m.group(1).split(","))) for m in seen.values()]
+    assert sets[0].isdisjoint(sets[1]) and all(len(x) == 1 for x in sets)
     db = Database.open(db_url)
     s = db.stats()
     db.close()

@@ -33,7 +33,7 @@ def sweep(
     threads: ThreadsOpt = None,
     seq_len: SeqLenOpt = 128,
     seed: Annotated[int, typer.Option(help="Seed for the model, the inputs and the sampler.")] = 0,
-    workers: Annotated[int, typer.Option(help="Local worker processes sharing the sweep through the database (CUDA: one per visible GPU).", min=1)] = 1,
+    workers: Annotated[int, typer.Option(help="Local worker processes sharing the sweep through the database (CUDA: one per visible GPU; CPU: each on its own cores, --threads each or the cores split evenly).", min=1)] = 1,
     from_similar: Annotated[bool, typer.Option(help="Seed each study with this task's winners from other device models (re-measured here before use).")] = False,
     fusion: Annotated[bool, typer.Option("--fusion/--no-fusion", help="After the kernels, search each graph's fusion grouping (knobs and vetoes of single fusions), measured end to end.")] = True,
     ranking: Annotated[bool, typer.Option("--ranking/--no-ranking", help="Measure first the candidates that a cost model, fit on this database's trials of the same device model, predicts fastest (with too few trials there, the unranked order).")] = True,
@@ -107,7 +107,12 @@ def _sweep_one(opts, ends_by: float | None, share_gpu: bool):  # type: ignore[no
         from tuner.cli.common import err_console
         from tuner.distributed import combine, run_workers
 
+        from tuner.affinity import describe
+        from tuner.distributed import cpu_plan
+
         console.print(f"[dim]{opts.workers} workers sharing {opts.db_url}[/]")
+        if opts.spec.device == "cpu":
+            console.print(describe(cpu_plan(opts, opts.workers)), highlight=False)
         with RichProgress(console, ends_by) as progress:
             reports, errors = run_workers(opts, opts.workers, share_gpu=share_gpu, progress=progress)
         for e in errors:

@@ -89,3 +89,4 @@ class CaptureResult:
     compile_s: float
     eager_ms: float | None = None
     kernels: list[dict[str, Any]] = field(default_factory=list)  # the Triton kernels' task records (CUDA)
+    cores: list[int] = field(default_factory=list)  # the CPU cores the measuring process may run on

@@ -13,7 +13,9 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tuner.affinity import available_cores
 from tuner.measure.classify import CompileFailed, Inaccurate, classify, describe
+from tuner.measure import quiet
 from tuner.measure.jobs import GraphTrial, KernelBatch, SiteBatch
 from tuner.measure.numerics import TOLERANCE, eager_error, relative_error, tolerance_for, widened_by_default
 from tuner.measure.result import CaptureResult, KernelResults, Measurement, SiteTimings, Status
@@ -47,6 +49,7 @@ class Session:
         self.model = build_model(spec)
         self.inputs = make_inputs(spec)
         self._sync = synchronizer(spec.device)
+        self._quiet = spec.device == "cpu"  # CPU timing windows exclude every other compile and timing of the sweep
         self.reference = self._run(self.model, 0, grads=True)
         self.eager_error = eager_error(spec.mode, self.model, self.inputs[0], self.reference)
         self.tolerance = tolerance_for(spec.dtype, self.eager_error)
@@ -69,7 +72,8 @@ class Session:
         return lambda i: self._run(fn, i)
 
     def eager_ms(self, rounds: int = 5) -> float:
-        return interleaved({"eager": self._step(self.model)}, rounds=rounds, min_sample_ms=20.0, sync=self._sync)["eager"].median_ms
+        with quiet.timing(self._quiet):
+            return interleaved({"eager": self._step(self.model)}, rounds=rounds, min_sample_ms=20.0, sync=self._sync)["eager"].median_ms
 
     # --- compiling ----------------------------------------------------------------------------
     def _backend(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None) -> Any:
@@ -104,10 +108,12 @@ class Session:
             return dataclasses.replace(self._compiled[key], compile_s=0.0)
         backend = self._backend(forcing, recorder, benchmark, kernel_sink)
         fn = self.torch.compile(copy.deepcopy(self.model), backend=backend)
+        window = quiet.timing if benchmark is not None else quiet.compiling  # a site batch times while it compiles
         t0 = time.perf_counter()
         try:
-            out = self._run(fn, 0, grads=True)
-            self._sync()
+            with window(self._quiet):
+                out = self._run(fn, 0, grads=True)
+                self._sync()
         except Exception as e:
             raise CompileFailed(describe(e)) from e
         done = Compiled(fn, time.perf_counter() - t0, relative_error(out, self.reference), backend.context.timings, backend.context.pruned)
@@ -155,6 +161,7 @@ class Session:
             compile_s=done.compile_s,
             eager_ms=self.eager_ms(),
             kernels=self.kernels.register(sink) if sink is not None else [],
+            cores=available_cores(),
         )
 
     def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
@@ -192,7 +199,8 @@ class Session:
         if cand.fn is not base.fn:
             fns["baseline"] = self._step(base.fn)
         try:
-            t = interleaved(fns, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
+            with quiet.timing(self._quiet):
+                t = interleaved(fns, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e), error=describe(e))
         c = t["candidate"]

@@ -1,0 +1,57 @@
+"""Quiet CPU timing windows: real processes and a real flock. Compiles run beside each other; a timing window
+runs alone, after the compiles in flight and before the next ones."""
+
+import multiprocessing as mp
+import time
+
+
+def _hold(kind, cache_dir, seconds, started, out):
+    import os
+
+    os.environ["TUNER_CACHE_DIR"] = cache_dir
+    from tuner.measure import quiet
+
+    with getattr(quiet, kind)():
+        started.set()
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        out.put((kind, t0, time.monotonic()))
+
+
+def _run(first, second, tmp_path):
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    a_in, b_in = ctx.Event(), ctx.Event()
+    a = ctx.Process(target=_hold, args=(first, str(tmp_path), 1.5, a_in, out))
+    a.start()
+    assert a_in.wait(60)
+    b = ctx.Process(target=_hold, args=(second, str(tmp_path), 0.2, b_in, out))
+    b.start()
+    got = sorted([out.get(timeout=60), out.get(timeout=60)], key=lambda r: r[1])
+    a.join(30)
+    b.join(30)
+    return got
+
+
+def test_a_compile_waits_for_a_timing_window_to_close(tmp_path):
+    (k1, _, end1), (k2, start2, _) = _run("timing", "compiling", tmp_path)
+    assert (k1, k2) == ("timing", "compiling") and start2 >= end1
+
+
+def test_a_timing_window_waits_for_the_compile_in_flight(tmp_path):
+    (k1, _, end1), (k2, start2, _) = _run("compiling", "timing", tmp_path)
+    assert (k1, k2) == ("compiling", "timing") and start2 >= end1
+
+
+def test_compiles_run_side_by_side(tmp_path):
+    (_, _, end1), (_, start2, _) = _run("compiling", "compiling", tmp_path)
+    assert start2 < end1  # the second began while the first still held its shared lock
+
+
+def test_nothing_is_locked_off_the_cpu(tmp_path, monkeypatch):
+    from tuner.measure import quiet
+
+    monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path / "nope"))
+    with quiet.timing(enabled=False):
+        pass
+    assert not (tmp_path / "nope").exists()
