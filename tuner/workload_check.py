@@ -34,7 +34,7 @@ def check_whole(measure: MeasureForcing, parts: Parts, min_gain: float, note: Ca
     later, the check decides on what it has measured."""
     parts = {name: tasks for name, tasks in parts.items() if tasks}
     whole = measure(_kinds(parts))
-    if whole is None or not whole.ok or whole.ratio is None or whole.ratio <= 1 + min_gain:
+    if whole is None or not whole.ok or not whole.slower_than_default(min_gain):  # slower only inside the noise: kept
         return whole, []
     note(f"all winners together are {whole.ratio:.2f}x Inductor's time: measuring without each kind of winner")
     best, blamed = whole, None

@@ -24,3 +24,11 @@ def test_a_training_capture_is_not_kept_its_weights_took_a_step():
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", mode="train", input_shape=(16, 64), threads=2))
     session.capture()
     assert session.compile({}).compile_s > 0.0
+
+
+def test_every_spelling_of_nothing_forced_is_the_kept_defaults_compile():
+    from tuner.core import Forcing
+
+    session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
+    session.capture()
+    assert session.compile(Forcing().to_json()).fn is session.compile({}).fn

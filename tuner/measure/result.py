@@ -36,13 +36,20 @@ class Measurement:
         ``min_gain`` says."""
         return self.ratio is not None and self.ratio < 1 - min_gain and not self.within_noise
 
+    def slower_than_default(self, min_gain: float) -> bool:
+        """Whether this measurement shows its config slower than the default by ``min_gain`` and past the noise."""
+        return self.ratio is not None and self.ratio > 1 + min_gain and self.median_ms - self.baseline_ms > self._noise  # type: ignore[operator]
+
+    @property
+    def _noise(self) -> float:
+        return ((self.spread_ms or 0.0) + (self.baseline_spread_ms or 0.0)) / 2
+
     @property
     def within_noise(self) -> bool:
         """Whether the gain over the default (if any) lies inside the measured spreads of the two sides."""
         if self.median_ms is None or self.baseline_ms is None:
             return True
-        noise = ((self.spread_ms or 0.0) + (self.baseline_spread_ms or 0.0)) / 2
-        return self.baseline_ms - self.median_ms <= noise
+        return self.baseline_ms - self.median_ms <= self._noise
 
     @property
     def errors(self) -> list[str]:

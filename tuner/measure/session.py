@@ -15,6 +15,7 @@ from typing import Any
 
 from tuner.affinity import available_cores
 from tuner.measure.classify import CompileFailed, Inaccurate, classify, describe
+from tuner.core import Forcing
 from tuner.measure import quiet
 from tuner.measure.jobs import GraphTrial, KernelBatch, SiteBatch
 from tuner.measure.numerics import TOLERANCE, eager_error, relative_error, tolerance_for, widened_by_default
@@ -101,7 +102,7 @@ class Session:
 
         key = digest(forcing)
         fresh = recorder is not None or benchmark is not None or kernel_sink is not None
-        if not fresh and not forcing and self._defaults is not None:
+        if not fresh and self._defaults is not None and Forcing.from_json(forcing) == Forcing():
             return dataclasses.replace(self._defaults, compile_s=0.0)
         if key in self._compiled and not fresh:
             self._compiled.move_to_end(key)
