@@ -97,14 +97,15 @@ PROBE_CHOICES = 2  # candidates per site in a batch whose cost is not known yet:
 
 def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
     """Candidates to ask each of ``sites`` open sites for in the next batch so that the batch ends by the deadline:
-    ``batch`` without a deadline, a small probe while the cost per choice is unknown, else as many as fit (0: none)."""
+    a small probe while the cost per choice is unknown (so the progress's ETA rests on a measured cost, with or
+    without a deadline), then ``batch`` without a deadline, else as many as fit (0: none)."""
     if sites == 0 or not tuning.time_left():
         return 0
     per_choice = tuning.costs.expect(SITE_CHOICE)
-    if tuning.deadline is None:
-        return batch
     if not per_choice:
         return min(batch, PROBE_CHOICES)
+    if tuning.deadline is None:
+        return batch
     left = tuning.deadline - clock.now()
     return max(0, min(batch, int(left / (per_choice * sites)) - 1))  # each site also times its default
 

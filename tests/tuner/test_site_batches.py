@@ -70,13 +70,15 @@ def _slow(calls, per_choice_s, clock=None):
     return measure
 
 
-def test_without_a_deadline_a_batch_offers_every_site_all_it_can(db_url):
+def test_without_a_deadline_a_probe_then_one_batch_offers_every_site_all_it_can(db_url):
     from tuner.site_batches import tune_sites
 
     db, tuning, group = _sites(db_url)
     calls = []
-    _, measured, cut = tune_sites(tuning, group, _slow(calls, 0.0), batch=16)
-    assert calls == [8] and measured == 8 and cut == set()  # two sites, each its default and its 3 other choices
+    _, measured, cut = tune_sites(tuning, group, _slow(calls, 0.001), batch=16)
+    # A probe first (each site's default and one candidate: the cost per choice, so the ETA is measured), then
+    # every site's default and all its other choices in one batch; two sites of four choices each.
+    assert calls == [4, 6] and measured == 8 and cut == set()
     db.close()
 
 
