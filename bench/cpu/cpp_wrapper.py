@@ -1,6 +1,6 @@
 """Is Inductor's C++ wrapper (``cpp_wrapper=True``) a lever for CPU inference at batch 1 (issue 16, item 3)? One
 process: the model compiled frozen with Inductor's defaults and with the C++ wrapper, then 30 interleaved calls of
-each; median and IQR. ``python bench/cpu/cpp_wrapper.py resnet18`` (results: bench/results/cpu-xeon-2c/cpp-wrapper.json).
+each; median and IQR. ``python bench/cpu/cpp_wrapper.py resnet18`` (results: bench/results/cpu-xeon-2c/cpu-levers.json).
 """
 import time, torch, torchvision, statistics, sys
 import torch._inductor.config as c
