@@ -55,3 +55,39 @@ def test_nothing_is_locked_off_the_cpu(tmp_path, monkeypatch):
     with quiet.timing(enabled=False):
         pass
     assert not (tmp_path / "nope").exists()
+
+
+def _compile_in_turns(cache_dir, until, started):
+    """Back-to-back compiles that overlap: the shared lock is never free while two of these run."""
+    import os
+
+    os.environ["TUNER_CACHE_DIR"] = cache_dir
+    from tuner.measure import quiet
+
+    started.set()
+    while time.monotonic() < until:
+        with quiet.compiling():
+            time.sleep(0.3)
+
+
+def test_back_to_back_compiles_do_not_starve_a_timing_window(tmp_path):
+    ctx = mp.get_context("spawn")
+    until = time.monotonic() + 20
+    events = [ctx.Event(), ctx.Event()]
+    compilers = []
+    for i, ev in enumerate(events):
+        p = ctx.Process(target=_compile_in_turns, args=(str(tmp_path), until, ev))
+        p.start()
+        compilers.append(p)
+        assert ev.wait(60)
+        time.sleep(0.15)  # staggered, so one of them always holds the shared lock
+    time.sleep(1.0)
+    out, in_ = ctx.Queue(), ctx.Event()
+    t0 = time.monotonic()
+    timer = ctx.Process(target=_hold, args=("timing", str(tmp_path), 0.1, in_, out))
+    timer.start()
+    _, started, _ = out.get(timeout=30)
+    assert started - t0 < 5.0  # it got its window while the compiles were still going (they run until t0 + ~18 s)
+    timer.join(30)
+    for p in compilers:
+        p.join(60)

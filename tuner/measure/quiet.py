@@ -16,28 +16,38 @@ from pathlib import Path
 _held: dict[str, int] = {}  # nested use in one process: the outermost lock rules
 
 
-def lock_path() -> Path:
+def lock_path(name: str = "cpu-measure") -> Path:
     from tuner.settings import settings
 
-    return settings().cache_dir / "cpu-measure.lock"
+    return settings().cache_dir / f"{name}.lock"
+
+
+def _open(name: str) -> int:
+    path = lock_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
 
 @contextlib.contextmanager
 def _locked(mode: int, name: str, enabled: bool) -> Iterator[None]:
+    """The shared lock (compiles) or the exclusive one (timing), taken through a turnstile: a timing window that
+    waits holds the turnstile, so compiles that start after it queue behind it instead of keeping the shared lock
+    held for ever (flock alone lets back-to-back shared holders starve an exclusive one)."""
     if not enabled or _held:
         yield
         return
-    path = lock_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    gate, fd = _open("cpu-measure-gate"), _open("cpu-measure")
     try:
+        fcntl.flock(gate, fcntl.LOCK_EX if mode == fcntl.LOCK_EX else fcntl.LOCK_SH)
         fcntl.flock(fd, mode)
+        fcntl.flock(gate, fcntl.LOCK_UN)
         _held[name] = fd
         yield
     finally:
         _held.pop(name, None)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+        os.close(gate)
 
 
 def compiling(enabled: bool = True) -> contextlib.AbstractContextManager[None]:
