@@ -52,7 +52,6 @@ class SweepReport:
     wall_s: float = 0.0
     trials_measured: int = 0
     whole_checked: bool = False  # this worker measured all winners together (the last worker to finish does)
-    cores: list[int] = field(default_factory=list)  # the CPU cores its measurements ran on
 
     @property
     def speedup(self) -> float | None:
@@ -127,7 +126,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     try:
         progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
         capture = worker.start()
-        report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s, cores=capture.cores)
+        report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
         if opts.spec.device == "cpu":
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
         sweep = _context(opts, db, worker, capture, progress, t0)
