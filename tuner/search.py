@@ -349,6 +349,12 @@ def settle(
             winner, best_ms, default_ms, is_default, trial_id = top.config, m.median_ms, m.baseline_ms, False, rec.id
         elif m.ok:
             default_ms = best_ms = m.baseline_ms
+    return _store_winner(tuning, task, trial_id, winner, is_default, default_ms, best_ms)
+
+
+def _store_winner(tuning: StudyContext, task: TaskRecord, trial_id: int | None, winner: dict[str, Any], is_default: bool,
+                  default_ms: float | None, best_ms: float | None) -> TaskOutcome:
+    """Store the task's winner and return its outcome; the study carries it as user attributes (the dashboard)."""
     tuning.db.set_winner(task.id, tuning.device_id, trial_id, winner, best_ms, default_ms)
     total = len(tuning.db.trials(task.id, tuning.device_id))
     outcome = TaskOutcome(task, winner, is_default, default_ms, best_ms, 0, total)
@@ -377,10 +383,7 @@ def settle_measured(tuning: StudyContext, task: TaskRecord, space: Space, defaul
     default_ms = default.median_ms if default else (top.baseline_ms if top else None)
     if top is None or top.ratio is None or top.ratio > 1 - gain or not top.median_ms or not top.baseline_ms:
         return unverified(tuning, task, space, default_ms)
-    tuning.db.set_winner(task.id, tuning.device_id, top.id, top.config, top.median_ms, top.baseline_ms)
-    outcome = TaskOutcome(task, top.config, False, top.baseline_ms, top.median_ms, 0, len(tuning.db.trials(task.id, tuning.device_id)))
-    annotate_study(tuning, task, outcome)
-    return outcome
+    return _store_winner(tuning, task, top.id, top.config, False, top.baseline_ms, top.median_ms)
 
 
 def unverified(tuning: StudyContext, task: TaskRecord, space: Space, default_ms: float | None) -> TaskOutcome:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-_held: dict[str, int] = {}  # nested use in one process: the outermost lock rules
+_holding: set[str] = set()  # the lock this process holds now: nested use leaves the outermost lock in charge
 
 
 def lock_path(name: str = "cpu-measure") -> Path:
@@ -33,7 +33,7 @@ def _locked(mode: int, name: str, enabled: bool) -> Iterator[None]:
     """The shared lock (compiles) or the exclusive one (timing), taken through a turnstile: a timing window that
     waits holds the turnstile, so compiles that start after it queue behind it instead of keeping the shared lock
     held for ever (flock alone lets back-to-back shared holders starve an exclusive one)."""
-    if not enabled or _held:
+    if not enabled or _holding:
         yield
         return
     gate, fd = _open("cpu-measure-gate"), _open("cpu-measure")
@@ -41,10 +41,10 @@ def _locked(mode: int, name: str, enabled: bool) -> Iterator[None]:
         fcntl.flock(gate, fcntl.LOCK_EX if mode == fcntl.LOCK_EX else fcntl.LOCK_SH)
         fcntl.flock(fd, mode)
         fcntl.flock(gate, fcntl.LOCK_UN)
-        _held[name] = fd
+        _holding.add(name)
         yield
     finally:
-        _held.pop(name, None)
+        _holding.discard(name)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
         os.close(gate)

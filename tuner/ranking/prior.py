@@ -67,13 +67,21 @@ def rows_for(device_kind: str, device_name: str, directory: Path = PRIOR_DIR) ->
     return PriorRows(tuple(trials), tuple(winners), tuple(files))
 
 
-def _read(path: Path, device_kind: str, device_name: str) -> tuple[list[Any], list[Any]] | None:
+def _plan(path: Path) -> tuple[Any, str | None]:
+    """(the validated import plan of ``path``, None) or (None, why it cannot be read): a damaged prior costs its
+    rows, never the sweep."""
     from tuner.db.transfer import ImportRefused, read_import
 
     try:
-        plan = read_import(path)
-    except (ImportRefused, OSError) as e:  # a damaged prior costs its rows, never the sweep
-        log.warning("ranking prior %s skipped: %s", path.name, e)
+        return read_import(path), None
+    except (ImportRefused, OSError) as e:
+        return None, str(e)
+
+
+def _read(path: Path, device_kind: str, device_name: str) -> tuple[list[Any], list[Any]] | None:
+    plan, error = _plan(path)
+    if plan is None:
+        log.warning("ranking prior %s skipped: %s", path.name, error)
         return None
     here = {fp for fp, d in plan.devices.items() if d["kind"] == device_kind and d["name"] == device_name}
     tasks = plan.tasks
@@ -92,15 +100,12 @@ def _read(path: Path, device_kind: str, device_name: str) -> tuple[list[Any], li
 
 
 def describe(directory: Path = PRIOR_DIR) -> list[dict[str, Any]]:
-    """What each shipped prior file holds: its devices, workloads and counts (for ``tuner db show`` and the docs)."""
-    from tuner.db.transfer import ImportRefused, read_import
-
+    """What each shipped prior file holds: its devices, workloads and counts (what ``priors/README.md`` lists)."""
     out = []
     for path in prior_files(directory):
-        try:
-            plan = read_import(path)
-        except (ImportRefused, OSError) as e:
-            out.append({"file": path.name, "error": str(e)})
+        plan, error = _plan(path)
+        if plan is None:
+            out.append({"file": path.name, "error": error})
             continue
         out.append({
             "file": path.name,
