@@ -91,6 +91,25 @@ def configure_measuring(threads: int | None, freezing: bool, *, sweep: bool) -> 
     torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit, 4096)
     if sweep:
         torch._functorch.config.enable_autograd_cache = False
+        share_triton_cache()
+
+
+def share_triton_cache() -> None:
+    """Have this process's Triton build with the ptxas Inductor's compile workers use (torch's own, where the build
+    ships one), so that a kernel the workers compiled is found in Triton's cache here. Inductor points its workers at
+    it but not the parent process that compiles through them, whose ptxas is then another one, and Triton's cache
+    keys include the ptxas version: on the H200 (torch 2.11) every Triton choice of a site batch, compiled by the
+    workers, was compiled again in the sweep's process when timed (``bench/device/site_cost.py``). Where this torch
+    lacks the helper, nothing changes but the time."""
+    import logging
+
+    try:
+        from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
+    except ImportError:
+        logging.getLogger("tuner.backend").info("torch._inductor.runtime.compile_tasks._set_triton_ptxas_path is missing: "
+                                                "Triton kernels the compile workers built may be built again when timed")
+        return
+    _set_triton_ptxas_path()
 
 
 @contextlib.contextmanager
