@@ -97,6 +97,7 @@ class CompileContext:
         kernel_sink: list[Any] | None = None,
         site_timing: str = "launch",
         nearest: Nearest | None = None,
+        site_defer: bool = False,
     ):
         self.forcing = forcing
         self.device_type = device_type
@@ -104,6 +105,7 @@ class CompileContext:
         self.benchmark = benchmark or {}
         self.kernel_sink = kernel_sink
         self.site_timing = site_timing
+        self.site_defer = site_defer
         self.transfer = nearest is not None
         self.nearest = nearest or None  # answers for tasks with no exact entry (``tuner.nearest``); None: none
         self._graphs_seen: Counter[str] = Counter()  # graphs looked up so far, forward and backward (their names)
@@ -205,6 +207,12 @@ class CompileContext:
     @property
     def times_sites_as_graphs(self) -> bool:
         return self.site_timing == "cudagraph" and self.device_type == "cuda" and bool(self.benchmark)
+
+    @property
+    def defers_sites(self) -> bool:
+        """Whether a benchmarked CUDA site's choices are timed when Inductor schedules, not where it lowers the site
+        (``hooks/selector``): their compiles then overlap the rest of the lowering instead of waiting site by site."""
+        return self.site_defer and self.device_type == "cuda" and bool(self.benchmark)
 
     def fusion_allowed(self, pid: str, score: int) -> bool:
         """Asked by the fusion hook for every fusion Inductor is about to allow."""

@@ -6,6 +6,9 @@
 ``TUNER_CACHE_DIR`` where the default database and scratch files live
 ``TUNER_SITE_TIMING`` how a sweep times template-site choices on CUDA: ``launch`` (Inductor's way, the default)
                     or ``cudagraph`` (replays of each choice captured in a CUDA graph; experimental)
+``TUNER_SITE_DEFER`` ``0``: a CUDA site batch times each site as Inductor lowers it, its choices compiled only
+                    then; ``1`` (the default) lets every site's choices compile in the background while the rest
+                    of the graph is lowered, and times them all when Inductor schedules (``hooks/selector``)
 ``TUNER_COMPILE_THREADS`` threads that compile a batch of Triton kernel configs in parallel (default 8)
 ``TUNER_TRANSFER``  ``0`` keeps ``backend="tuned"`` to exact entries (no answers from the nearest stored sizes)
 ``TUNER_PRIOR``     ``0``: a sweep uses only its database's measurements (not the shipped prior, ``tuner.ranking.prior``)
@@ -34,6 +37,7 @@ class Settings:
     compile_threads: int = 8
     transfer: bool = True
     prior: bool = True
+    site_defer: bool = True
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -49,10 +53,10 @@ class Settings:
         threads = env.get("TUNER_COMPILE_THREADS") or "8"
         if not threads.isdigit() or int(threads) < 1:
             raise TunerError(f"TUNER_COMPILE_THREADS must be a positive whole number, not {threads!r}")
-        transfer, prior = _flag(env, "TUNER_TRANSFER"), _flag(env, "TUNER_PRIOR")
+        transfer, prior, defer = _flag(env, "TUNER_TRANSFER"), _flag(env, "TUNER_PRIOR"), _flag(env, "TUNER_SITE_DEFER")
         return cls(cache_dir=cache_dir, db_url=db_url, log_level=env.get("TUNER_LOG") or None,
                    shared_db_url=env.get("TUNER_SHARED_DB") or None, site_timing=site_timing, compile_threads=int(threads),
-                   transfer=transfer, prior=prior)
+                   transfer=transfer, prior=prior, site_defer=defer)
 
 
 def _flag(env: dict[str, str], name: str) -> bool:

@@ -104,6 +104,11 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         # conv list there): its forced Triton config is built here, from its id.
         if ctx is not None and (len(choices) > 1 or name == "convolution"):
             choices = self._answer(ctx, name, list(choices), list(input_nodes), layout)
+            if len(choices) > 1 and ctx.defers_sites and "return_multi_template" in kwargs:
+                # Inductor's deferred selection (a MultiTemplateBuffer, timed by the scheduler): the choices'
+                # precompiles start now, in the background, and the rest of the graph is lowered meanwhile; a
+                # batch of sites then compiles its choices together, not a site's few at a time.
+                kwargs["return_multi_template"] = True
         return super().__call__(name, choices, input_nodes, layout, *args, **kwargs)
 
     @staticmethod

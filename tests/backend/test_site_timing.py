@@ -1,5 +1,5 @@
-"""Which compiles time their site choices as CUDA-graph replays (``TUNER_SITE_TIMING=cudagraph``); the replays
-themselves are tested on the GPU (tests/gpu)."""
+"""Which compiles time their site choices as CUDA-graph replays (``TUNER_SITE_TIMING=cudagraph``) or defer them to
+Inductor's scheduler (``TUNER_SITE_DEFER``); both are tested for real on the GPU (tests/gpu)."""
 
 import pytest
 
@@ -19,6 +19,27 @@ from tuner.core import Forcing
 def test_only_cuda_site_benchmarks_are_timed_as_graphs(device, timing, rounds, expect):
     ctx = CompileContext(Forcing(), device, benchmark=rounds, site_timing=timing)
     assert ctx.times_sites_as_graphs is expect
+
+
+@pytest.mark.parametrize(
+    "device, defer, rounds, expect",
+    [
+        ("cuda", True, {"k": ("a", "b")}, True),  # a CUDA site batch: Inductor's deferred selection, timed at scheduling
+        ("cuda", False, {"k": ("a", "b")}, False),  # TUNER_SITE_DEFER=0: timed where the site is lowered
+        ("cpu", True, {"k": ("a", "b")}, False),  # Inductor never defers a CPP-backend site
+        ("cuda", True, None, False),  # a compile that benchmarks nothing (forcing, recording) is untouched
+    ],
+)
+def test_only_cuda_site_benchmarks_are_deferred(device, defer, rounds, expect):
+    ctx = CompileContext(Forcing(), device, benchmark=rounds, site_defer=defer)
+    assert ctx.defers_sites is expect
+
+
+def test_site_defer_is_on_unless_turned_off():
+    from tuner.settings import Settings
+
+    assert Settings.from_env({}).site_defer is True
+    assert Settings.from_env({"TUNER_SITE_DEFER": "0"}).site_defer is False
 
 
 def test_a_choice_that_cannot_be_captured_is_timed_as_inductor_would(monkeypatch, caplog):

@@ -83,9 +83,11 @@ class Session:
         from tuner.core import Forcing
         from tuner.settings import settings
 
-        ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing)
+        ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing,
+                             site_defer=settings().site_defer)
         # Sweep compiles neither read nor fill Inductor's caches: a user's later compile must do its own lowering.
-        # Site benchmarks happen at the site, not deferred to the scheduler.
+        # Epilogue fusions are not benchmarked: a site's timings are its choices' own (with ``site_defer`` they are
+        # still taken at the scheduler, hooks/selector).
         sweep_patches = {"fx_graph_cache": False, "autotune_local_cache": False, "benchmark_epilogue_fusion": False}
 
         def backend(gm: Any, example_inputs: Any, **_: Any) -> Any:
