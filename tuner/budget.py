@@ -21,6 +21,7 @@ class Budget:
     site_trials: int | None = None  # template sites (a round of them costs a whole compile); None: ``trials``
     ranked: int = 8  # with a learned ranking: candidates measured per task, the predicted fastest (tuner.ranking)
     fusion_trials: int | None = None  # per graph (a trial is a whole compile and its timing); None: ``site_target``
+    as_fast_as_max_autotune: bool = False  # with no time budget given, take one that ends before max-autotune would
 
     @property
     def site_target(self) -> int:
@@ -35,9 +36,23 @@ PRESETS = {
     "quick": Budget("quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02, ranked=4, fusion_trials=3),
     # Fusion: Inductor's grouping, the (up to 3) seeds from other graphs' winning knobs, and one more; each is a
     # whole compile (~25 s for resnet50 on an H200), so 8 would take the default sweep past max-autotune's compile.
-    "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02, site_trials=8, fusion_trials=5),
+    "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02, site_trials=8, fusion_trials=5,
+                      as_fast_as_max_autotune=True),
     "full": Budget("full", trials=60, rounds=25, min_sample_ms=30.0, verify_rounds=40, min_gain=0.01, ranked=16),
 }
+
+
+# The share of max-autotune's expected compile time a budget sized by it takes as its time budget: a sweep usually
+# ends before its time budget, and may end 1.1x past it (+20 s) at worst (tuner.sweep.promised_end_s).
+MAX_AUTOTUNE_SHARE = 0.9
+
+
+def within_max_autotune(budget: Budget, max_autotune_s: float | None) -> Budget:
+    """``budget`` with a time budget of ``MAX_AUTOTUNE_SHARE`` x max-autotune's expected compile time, where it asks
+    for one (``as_fast_as_max_autotune``), none was given and there is an estimate; else ``budget`` unchanged."""
+    if not budget.as_fast_as_max_autotune or budget.time_budget_s is not None or not max_autotune_s:
+        return budget
+    return dataclasses.replace(budget, time_budget_s=round(MAX_AUTOTUNE_SHARE * max_autotune_s))
 
 
 def make_budget(preset: str = "default", *, trials: int | None = None, time_budget_s: float | None = None) -> Budget:
@@ -48,7 +63,7 @@ def make_budget(preset: str = "default", *, trials: int | None = None, time_budg
     if trials is not None:
         if trials < 1:
             raise TunerError("--trials must be at least 1")
-        b = dataclasses.replace(b, trials=trials, site_trials=None)
+        b = dataclasses.replace(b, trials=trials, site_trials=None, as_fast_as_max_autotune=False)
     if time_budget_s is not None:
         if time_budget_s <= 0:
             raise TunerError("--time-budget must be positive")

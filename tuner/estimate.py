@@ -14,12 +14,26 @@ from tuner.core import KERNEL_KINDS
 SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site batch (its share of the compile included)
 # Seconds per trial, medians of sweeps on the H200 (torch 2.11, resnet50/squeezenet1_1/vit_b_16, bf16 b32) and on a
 # 2-core Xeon (CI, resnet18 b1 64x64): a site choice includes its share of the batch's compile; a graph trial is a
-# whole compile and its timing. The H200's site choice: 0.45 s for Inductor's listed configs, 1.22 s for tuner's
-# generated ones (what a learned ranking mostly picks; bench/device/site_cost.py, resnet50, 72 choices in 88 s).
+# whole compile and its timing. The H200's site choice: 0.32 s in a batch of 72 generated choices for resnet50
+# (bench/device/site_cost.py, with the compile workers' Triton cache shared and site timings deferred), 0.65 s in
+# a --budget default sweep (119 site trials in 78 s, verification included).
 PRIORS = {
-    "cuda": {SITE_CHOICE: 1.0, "kernel": 0.3, "graph": 25.0},
+    "cuda": {SITE_CHOICE: 0.6, "kernel": 0.3, "graph": 25.0},
     "cpu": {SITE_CHOICE: 2.0, "kernel": 1.0, "graph": 8.0},
 }
+
+
+# Seconds max-autotune's compile spends per choice it benchmarks at the template sites, beyond the default compile:
+# H200, torch 2.11, resnet50 bf16 b32 (465 choices at 24 sites), freezing + max-autotune compiled in 253-298 s
+# against a default compile of 21-26 s (bench/results/h200/resnet50-sweep-cost*.json). No CPU figure yet.
+MAX_AUTOTUNE_CHOICE_S = {"cuda": 0.5}
+
+
+def max_autotune_s(device_type: str, default_compile_s: float, listed_choices: int) -> float | None:
+    """About how long max-autotune would take to compile a workload whose default compile took
+    ``default_compile_s`` and whose template sites list ``listed_choices`` choices; None where not measured."""
+    per = MAX_AUTOTUNE_CHOICE_S.get(device_type)
+    return None if per is None or not listed_choices else default_compile_s + listed_choices * per
 
 
 def _prior_kind(kind: str) -> str:
@@ -37,4 +51,4 @@ def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str,
     return sum(n * per_trial(costs, device_type, kind) for kind, n in kinds_and_trials)
 
 
-__all__ = ["PRIORS", "SITE_CHOICE", "expected_s", "per_trial"]
+__all__ = ["MAX_AUTOTUNE_CHOICE_S", "PRIORS", "SITE_CHOICE", "expected_s", "max_autotune_s", "per_trial"]

@@ -3,14 +3,16 @@ template sites, Triton kernels (CUDA), CPU codegen knobs, fusion groupings, the 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tuner.budget import Budget
+from tuner.budget import Budget, within_max_autotune
 from tuner.core import TaskOutcome
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
+from tuner.estimate import max_autotune_s
 from tuner.measure import CaptureResult, Worker
 from tuner.phases import FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
 from tuner.phases.forecast import forecast, forecast_line
@@ -129,6 +131,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
         if opts.spec.device == "cpu":
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
+        opts = _sized(opts, capture, progress)
         sweep = _context(opts, db, worker, capture, progress, t0)
         progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, opts.fusion)))
         run_phases(sweep, phases(opts, whole))
@@ -144,6 +147,20 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         db.close()
     assert report is not None
     return report
+
+
+def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress) -> SweepOptions:
+    """The options with the budget's own time budget, where it takes one from max-autotune's expected compile time
+    (``--budget default`` with no ``--time-budget``, on a device where that cost was measured)."""
+    listed = sum(len(s["choices"]) for s in capture.sites)
+    expected = max_autotune_s(opts.spec.device, capture.compile_s, listed)
+    budget = within_max_autotune(opts.budget, expected)
+    if budget is opts.budget:
+        return opts
+    progress.note(f"--budget {budget.name}: max-autotune would take ~{expected:.0f} s to compile this workload (an estimate, from "
+                  f"its {listed} template choices), so this sweep takes a time budget of {budget.time_budget_s:.0f} s from the "
+                  "command's start (--time-budget S: another)")
+    return dataclasses.replace(opts, budget=budget)
 
 
 def _finish(report: SweepReport, sweep: SweepContext | None, whole: WholeCheckPhase, wall_s: float) -> None:

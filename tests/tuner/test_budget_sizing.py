@@ -1,0 +1,25 @@
+"""--budget default sizes itself by max-autotune's expected compile time (tuner.budget.within_max_autotune)."""
+
+from tuner.budget import MAX_AUTOTUNE_SHARE, make_budget, within_max_autotune
+from tuner.estimate import max_autotune_s
+
+
+def test_default_budget_takes_a_share_of_max_autotunes_expected_compile():
+    expected = max_autotune_s("cuda", 21.0, 465)
+    assert expected is not None and 240 < expected < 260  # resnet50 on the H200 measured 253-298 s
+    sized = within_max_autotune(make_budget("default"), expected)
+    assert sized.time_budget_s == round(MAX_AUTOTUNE_SHARE * expected)
+
+
+def test_an_explicit_limit_or_trial_count_or_another_preset_is_kept():
+    expected = 250.0
+    assert within_max_autotune(make_budget("default", time_budget_s=60), expected).time_budget_s == 60
+    assert within_max_autotune(make_budget("default", trials=5), expected).time_budget_s is None
+    assert within_max_autotune(make_budget("quick"), expected).time_budget_s is None
+    assert within_max_autotune(make_budget("full"), expected).time_budget_s is None
+
+
+def test_no_estimate_where_the_cost_was_never_measured():
+    assert max_autotune_s("cpu", 8.0, 30) is None
+    assert max_autotune_s("cuda", 8.0, 0) is None
+    assert within_max_autotune(make_budget("default"), None).time_budget_s is None
