@@ -6,7 +6,9 @@ whose last line is its wall time, and its database's ``tuner db stats --json``).
         --sweep 60:s60:sweep-resnet50-60.log:resnet50-60.stats.json:6853389 ...
 
 Each ``--sweep`` is BUDGET_S:LABEL:LOG:STATS:COMMIT; LABEL is the bench mode ``tuned-LABEL`` that timed its database
-(``-`` when no bench run timed it: a run kept for its wall time only).
+(``-`` when no bench run timed it: a run kept for its wall time only). BUDGET_S ``default`` is a ``--budget default``
+sweep with no ``--time-budget``: its time budget is the one it took from max-autotune's expected compile time (its log
+says which), or none.
 """
 
 from __future__ import annotations
@@ -18,21 +20,25 @@ from pathlib import Path
 from typing import Any
 
 WALL = re.compile(r"sweep wall: ([0-9.]+) s")
+IMPLICIT = re.compile(r"takes a time budget\s+of\s+([0-9.]+)\s+s", re.S)  # tuner.sweep._sized's note (wrapped lines)
 
 
 def sweep_row(spec: str, bench: dict[str, Any]) -> dict[str, Any]:
     budget, label, log, stats_path, commit = spec.split(":")
-    walls = WALL.findall(Path(log).read_text())
+    text = Path(log).read_text()
+    walls = WALL.findall(text)
     stats = json.loads(Path(stats_path).read_text())
     by_status = stats.get("trials_by_status", {})
     results = bench["results"]
-    s = float(budget)
+    implicit = IMPLICIT.search(re.sub(r"\n\[ *[0-9.]+\] ", " ", text)) if budget == "default" else None
+    s = float(implicit.group(1)) if implicit else None if budget == "default" else float(budget)
     row: dict[str, Any] = {
-        "budget": "default", "time_budget_s": s, "wall_s": float(walls[-1]), "promised_s": 1.1 * s + 20,
+        "budget": "default", "time_budget_s": s, "time_budget_from": "max-autotune estimate" if implicit else ("--time-budget" if s else None),
+        "wall_s": float(walls[-1]), "promised_s": 1.1 * s + 20 if s else None,
         "trials": by_status.get("ok", 0) + by_status.get("pruned", 0), "pruned": by_status.get("pruned", 0),
         "rejected_by_space": by_status.get("invalid", 0), "commit": commit, "log": log,
     }
-    row["kept_promise"] = row["wall_s"] <= row["promised_s"]
+    row["kept_promise"] = row["wall_s"] <= row["promised_s"] if s else None
     if label != "-":
         row.update(tuned_ms=results[f"tuned-{label}"]["median_ms"], freezing_max_autotune_ms=results["freezing-max-autotune"]["median_ms"],
                    default_ms=results["default"]["median_ms"], benchmarks_at_compile=results[f"tuned-{label}"].get("benchmarks"))
@@ -73,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": bench["model"], "device": bench["device"], "device_kind": bench["device_kind"], "torch": bench["torch"],
         "triton": bench.get("triton"), "date": bench["date"], "gpus": 1, "workload": {k: bench[k] for k in ("dtype", "batch", "channels_last", "mode")},
         "max_autotune_compile_s": bench["results"]["freezing-max-autotune"]["compile_s"], "bench_command": bench["command"],
-        "sweeps": sorted((sweep_row(s, bench) for s in args.sweep), key=lambda r: (r["time_budget_s"], r["commit"])), "note": args.note,
+        "sweeps": sorted((sweep_row(s, bench) for s in args.sweep), key=lambda r: (r["time_budget_s"] or 1e9, r["commit"])), "note": args.note,
     }
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     if any("tuned_ms" in s for s in doc["sweeps"]):

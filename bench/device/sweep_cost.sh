@@ -6,7 +6,8 @@
 #   SWEEP: bash bench/device/sweep_cost.sh sweep MODEL "60 120" --dtype bf16 --batch 32 --channels-last
 #   BENCH: bash bench/device/sweep_cost.sh bench MODEL "60 120" --dtype bf16 --batch 32 --channels-last
 # A budget of "default" is the --budget default sweep with no time budget (stopped with Ctrl-C after DEFAULT_LIMIT s).
-# Results in $OUT: sweep-MODEL-S.log (its wall time on the last line), MODEL-S.db and .stats.json, bench-MODEL.json/.png.
+# Results in $OUT (few files: the device tool brings back at most 8): MODEL-S.db and MODEL-S.tgz (sweep-MODEL-S.log,
+# its wall time on the last line, MODEL-S.stats.json and the workers' logs), bench-MODEL.json/.png.
 # bench/analysis/sweep_cost.py turns them into bench/results/<device>/MODEL-sweep-cost.json and its PNG.
 set -uo pipefail
 source bench/device/setup.sh
@@ -27,7 +28,8 @@ if [ "$STEP" = sweep ]; then
     grep -E "deadline|ends by|done:|budget" "$OUT/sweep-$MODEL-$S.log" | head -12
     python3 -m tuner db stats --json --db "sqlite:///$DB" > "$OUT/$MODEL-$S.stats.json"
     cp "$DB" "$OUT/$MODEL-$S.db"
-    tar czf "$OUT/logs-$MODEL-$S.tgz" -C "$TUNER_CACHE_DIR" logs 2>/dev/null
+    cp -r "$TUNER_CACHE_DIR/logs" "$OUT/logs-$MODEL-$S" 2>/dev/null
+    (cd "$OUT" && tar czf "$MODEL-$S.tgz" "sweep-$MODEL-$S.log" "$MODEL-$S.stats.json" "logs-$MODEL-$S" 2>/dev/null && rm -r "sweep-$MODEL-$S.log" "$MODEL-$S.stats.json" "logs-$MODEL-$S")
   done
   exit 0
 fi
