@@ -97,10 +97,11 @@ def provenance(device_kind: str) -> dict[str, Any]:
 
 def run_bench(
     spec: WorkloadSpec, mode_names: list[str], db_url: str, *, rounds: int = 30, min_sample_ms: float = 25.0,
-    progress: Any = None, extra_dbs: dict[str, str] | None = None,
+    progress: Any = None, extra_dbs: dict[str, str] | None = None, checkpoint: Any = None,
 ) -> dict[str, Any]:
-    import torch
-
+    """Compile every mode, then time them all in interleaved rounds. ``checkpoint``, if given, gets the document
+    as it stands after each mode's compile (``"partial": true``, no timings yet), so a run stopped before its timing
+    still leaves the compile times it measured."""
     from tuner.backend import stats
 
     table = modes_for(spec, db_url, extra_dbs)
@@ -141,6 +142,10 @@ def run_bench(
         results.setdefault(name, {})["compile_s"] = round(compile_s, 3)
         if benchmarks is not None:
             results[name]["benchmarks"] = benchmarks
+        if progress and m.backend is not None:
+            progress(f"{name}: compiled in {compile_s:.1f} s")
+        if checkpoint:
+            checkpoint({**_document(spec, rounds, copy.deepcopy(results)), "partial": True})
     # Like a sweep: a mode's numerics pass when about as close to eager as Inductor's default compile is.
     bound = widened_by_default(tolerance, results.get("default", {}).get("rel_error", 0.0))
     for name, r in results.items():
@@ -162,11 +167,17 @@ def run_bench(
     for r in results.values():
         if eager:
             r["speedup_vs_eager"] = round(eager / r["median_ms"], 3)
+    return _document(spec, rounds, results)
+
+
+def _document(spec: WorkloadSpec, rounds: int, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    import torch
+
     return {
         "model": spec.model,
         **provenance(spec.device),
         "dtype": spec.dtype,
-        "batch": batch,
+        "batch": spec.shape[0],
         "input_shape": list(spec.shape),
         "mode": spec.mode,
         "channels_last": spec.channels_last,

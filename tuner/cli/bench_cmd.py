@@ -30,7 +30,7 @@ def bench(
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
     threads: ThreadsOpt = None,
     seq_len: SeqLenOpt = 128,
-    out: Annotated[Path | None, typer.Option(help="Write the JSON here (and a PNG beside it).", show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the JSON here (and a PNG beside it). Written again after each mode's compile, marked partial, so a run stopped early keeps its compile times.", show_default=False)] = None,
     db: DbOption = None,
     also_db: Annotated[list[str] | None, typer.Option(
         "--also-db", help="LABEL=URL: another tuning database, benchmarked as mode tuned-LABEL in the same run (repeatable).",
@@ -47,7 +47,10 @@ def bench(
         extra[label] = db_url(url)
     mode_names = [m.strip() for m in modes.split(",") if m.strip()] + [f"tuned-{label}" for label in extra]
     spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)
-    result = run_bench(spec, mode_names, db_url(db), rounds=rounds, extra_dbs=extra,
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    write = (lambda doc: out.write_text(json.dumps(doc, indent=2) + "\n")) if out is not None else None
+    result = run_bench(spec, mode_names, db_url(db), rounds=rounds, extra_dbs=extra, checkpoint=write,
                        progress=lambda s: console.print(f"[dim]{s}[/]"))
     t = Table(title=f"{spec.name} on {result['device']} (torch {result['torch']})")
     for col in ("mode", "median ms", "img/s", "compile s", "vs eager", "benchmarks"):
@@ -57,8 +60,7 @@ def bench(
                   f"{r['speedup_vs_eager']:.2f}x" if "speedup_vs_eager" in r else "-", str(r.get("benchmarks", "")))
     console.print(t)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n")
+        out.write_text(json.dumps(result, indent=2) + "\n")  # the whole document: no "partial" mark
         png = out.with_suffix(".png")
         drew = plot(result, str(png))
         console.print(f"wrote {out}" + (f" and {png}" if drew else " (no PNG: pip install matplotlib)"))

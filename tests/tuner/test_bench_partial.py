@@ -1,0 +1,31 @@
+"""tuner bench keeps what it measured when stopped early: the JSON is written after each mode's compile."""
+
+import json
+
+from typer.testing import CliRunner
+
+from tuner.benchmark import run_bench
+from tuner.cli import app
+from tuner.workload import WorkloadSpec
+
+MLP = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(2, 64), threads=2)
+
+
+def test_each_compile_is_checkpointed_before_the_timing(tmp_path):
+    seen = []
+    result = run_bench(MLP, ["eager", "default"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3, checkpoint=seen.append)
+    assert [sorted(d["results"]) for d in seen] == [["eager"], ["default", "eager"]]
+    assert all(d["partial"] is True and "median_ms" not in d["results"]["eager"] for d in seen)
+    assert seen[-1]["results"]["default"]["compile_s"] > 0
+    assert "partial" not in result and result["results"]["default"]["median_ms"] > 0
+
+
+def test_the_cli_leaves_the_whole_document_unmarked(tmp_path):
+    out = tmp_path / "bench.json"
+    args = ["bench", "--model", "tests.helpers.models:mlp", "--device", "cpu", "--threads", "2", "--input-shape", "2,64",
+            "--modes", "default", "--rounds", "3", "--db", f"sqlite:///{tmp_path / 'none.db'}", "--out", str(out)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert "default: compiled in" in r.output
+    doc = json.loads(out.read_text())
+    assert "partial" not in doc and doc["results"]["default"]["median_ms"] > 0
