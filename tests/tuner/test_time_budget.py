@@ -102,6 +102,11 @@ def test_a_phase_of_compiles_gets_room_for_one_step_when_the_sweep_can_afford_it
         tuning.deadline = time.monotonic() + left
         got = deadline_for(sweep, 0.4, compiles) - time.monotonic()
         assert abs(got - expected) < 1, (left, compiles, got)
+    # A phase that leaves 2 compiles (60 s) to the later ones counts only the time beyond them, when there is some.
+    for left, leaves, expected in [(100, 2.0, 16), (300, 2.0, 96), (50, 2.0, 20), (60, 2.0, 24)]:
+        tuning.deadline = time.monotonic() + left
+        got = deadline_for(sweep, 0.4, 0.0, leaves) - time.monotonic()
+        assert abs(got - expected) < 1, (left, leaves, got)
     db.close()
 
 

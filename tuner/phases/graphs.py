@@ -59,6 +59,7 @@ class FusionPhase(Phase):
     """Each graph's fusion grouping, measured end to end with every winner so far forced."""
 
     name = "fusion groupings"
+    compiles = 1.5  # a grouping's trial is a compile and its timing: never given less than one while the sweep can afford it
 
     def __init__(self, share: float = 1.0):
         self.share = share
