@@ -113,61 +113,52 @@ def test_site_batch_times_choices_side_by_side(session):
     assert site["default"] in t and all(c in t for c in triton)
 
 
+def _site_batch_under(session, monkeypatch, var, value):
+    """A site batch of an mm or conv site's default and three other choices, run with ``var=value`` set; every
+    choice must come back timed. Returns the choices."""
+    import math
+
+    from tuner.measure.jobs import SiteBatch
+    from tuner.measure.result import Status
+    from tuner.settings import settings
+
+    cap = session.capture()
+    site = next(s for s in cap.sites if s["op"].startswith("addmm") or s["op"].startswith("convolution"))
+    choices = (site["default"], *[c for c in site["choices"] if c != site["default"]][:3])
+    monkeypatch.setenv(var, value)
+    settings.cache_clear()
+    try:
+        r = SiteBatch({}, {site["key"]: choices}).run(session)
+    finally:
+        monkeypatch.delenv(var)
+        settings.cache_clear()
+    assert r.status is Status.OK, r.error
+    t = r.timings[site["key"]]
+    assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t
+    return choices
+
+
 @pytest.mark.parametrize("defer", ["0", "1"])
 def test_site_batch_timed_at_the_site_or_deferred_to_the_scheduler(session, monkeypatch, defer):
     """TUNER_SITE_DEFER: with 1 (the default) a site's choices become Inductor's deferred selection, timed when it
     schedules; either way every choice is timed, and the sweep's process builds with the compile workers' ptxas."""
-    import math
     import os
     from pathlib import Path
 
     import torch
 
-    from tuner.measure.jobs import SiteBatch
-    from tuner.measure.result import Status
-    from tuner.settings import settings
-
     ptxas = Path(torch.__file__).parent / "bin" / "ptxas"
     if ptxas.exists():
         assert os.environ.get("TRITON_PTXAS_PATH") == str(ptxas)
-    cap = session.capture()
-    site = next(s for s in cap.sites if s["op"].startswith("addmm") or s["op"].startswith("convolution"))
-    choices = (site["default"], *[c for c in site["choices"] if c != site["default"]][:3])
-    monkeypatch.setenv("TUNER_SITE_DEFER", defer)
-    settings.cache_clear()
-    try:
-        r = SiteBatch({}, {site["key"]: choices}).run(session)
-    finally:
-        monkeypatch.delenv("TUNER_SITE_DEFER")
-        settings.cache_clear()
-    assert r.status is Status.OK, r.error
-    t = r.timings[site["key"]]
-    assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t
+    _site_batch_under(session, monkeypatch, "TUNER_SITE_DEFER", defer)
 
 
 def test_site_batch_timed_as_cuda_graph_replays(session, monkeypatch):
     """TUNER_SITE_TIMING=cudagraph: every benchmarked choice at the site is timed as replays of a CUDA graph."""
-    import math
-
     from tuner.backend import counters
-    from tuner.measure.jobs import SiteBatch
-    from tuner.measure.result import Status
-    from tuner.settings import settings
 
-    cap = session.capture()
-    site = next(s for s in cap.sites if s["op"].startswith("addmm") or s["op"].startswith("convolution"))
-    choices = (site["default"], *[c for c in site["choices"] if c != site["default"]][:3])
-    monkeypatch.setenv("TUNER_SITE_TIMING", "cudagraph")
-    settings.cache_clear()
     before = counters.count("graph_timed")
-    try:
-        r = SiteBatch({}, {site["key"]: choices}).run(session)
-    finally:
-        monkeypatch.delenv("TUNER_SITE_TIMING")
-        settings.cache_clear()
-    assert r.status is Status.OK, r.error
-    t = r.timings[site["key"]]
-    assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t
+    choices = _site_batch_under(session, monkeypatch, "TUNER_SITE_TIMING", "cudagraph")
     assert counters.count("graph_timed") - before >= len(choices)
 
 
