@@ -68,7 +68,7 @@ PHASE_SHARE = {"sites": 0.4, "kernels": 0.6, "graphs": 0.5, "fusion": 0.7}
 # Inductor's, when the time budget has room for them: on resnet50 (H200) the kernels' winners gave a few percent,
 # a fusion grouping ten (bench/results/h200/resnet50-bf16-b32.jsonl.gz), and a 230-s sweep whose kernels took
 # their whole share left the fusion phase 5 s (bench/results/h200/sweep-cost/sweep-resnet50-default-s10.log).
-FUSION_ROOM = 2.0
+FUSION_ROOM = 2.0  # and the fusion phase is given at least 1.5 compiles there (a grouping's trial is a compile)
 WHOLE_SHARE = 0.15  # of a time budget, kept for verification and the whole-workload check at the end
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
@@ -80,7 +80,7 @@ def phases(opts: SweepOptions, whole: WholeCheckPhase) -> Iterator[Phase]:
     yield KernelPhase("compiling with the template winners forced", PHASE_SHARE["kernels"] if fusion else 1.0, leaves=FUSION_ROOM if fusion and cuda else 0.0)
     yield GraphKnobPhase(PHASE_SHARE["graphs"] if fusion else 1.0)
     if fusion:
-        groupings = FusionPhase(PHASE_SHARE["fusion"] if cuda else 1.0)
+        groupings = FusionPhase(PHASE_SHARE["fusion"] if cuda else 1.0, compiles=1.5 if cuda else 0.0)
         yield groupings
         yield KernelPhase("of the winning fusion groupings", when=lambda sweep: groupings.changed_kernels(sweep) and sweep.time_left() and sweep.can_capture())
     yield whole

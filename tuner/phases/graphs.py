@@ -59,10 +59,10 @@ class FusionPhase(Phase):
     """Each graph's fusion grouping, measured end to end with every winner so far forced."""
 
     name = "fusion groupings"
-    compiles = 1.5  # a grouping's trial is a compile and its timing: never given less than one while the sweep can afford it
 
-    def __init__(self, share: float = 1.0):
+    def __init__(self, share: float = 1.0, compiles: float = 0.0):
         self.share = share
+        self.compiles = compiles  # the least time worth giving it, in compiles (a grouping's trial is one)
         self.pairs: list[Any] = []  # planned (task, record) pairs; none when the phase did not run
 
     def plan(self, sweep: SweepContext) -> Plan:
