@@ -6,6 +6,9 @@
     torch.compile(model, backend="tuned", options={"db": LOCAL, "shared_db": "postgresql+psycopg://…"})
     torch.compile(model, backend="tuned", options={"fusion": False})   # kernel winners only, Inductor's fusion
     torch.compile(model, backend="tuned", options={"transfer": False}) # exact entries only (TUNER_TRANSFER=0)
+    torch.compile(model, backend="tuned", mode="reduce-overhead")       # CUDA graphs, the winners inside them
+    torch.compile(model, backend="tuned", options={"db": URL, "mode": "reduce-overhead"})  # both (torch.compile
+                                                                        # takes mode= or options=, not the two)
 
 Winners are read from the local database first, then the shared one (``TUNER_SHARED_DB``); the local
 answer wins where both have one. A task with no exact entry (another batch size, say) gets the winner of the
@@ -30,7 +33,7 @@ from tuner.errors import StorageError, TunerError
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
-OPTIONS = ("db", "shared_db", "fusion", "transfer")
+OPTIONS = ("db", "shared_db", "fusion", "transfer", "mode")
 _warned: set[str] = set()
 
 
@@ -79,6 +82,7 @@ class Options:
     urls: list[str]
     fusion: bool = True
     transfer: bool = True
+    mode: str | None = None  # one of Inductor's modes (torch._inductor.list_mode_options), as torch.compile's mode=
 
     @classmethod
     def parse(cls, options: dict[str, Any] | None) -> Options:
@@ -92,7 +96,14 @@ class Options:
         shared = options.get("shared_db") or settings().shared_db_url
         urls = [str(options.get("db") or settings().db_url), *([str(shared)] if shared else [])]
         transfer = options.get("transfer", settings().transfer)
-        return cls(urls, options.get("fusion", True), transfer)
+        mode = options.get("mode")
+        if mode is not None:
+            import torch
+
+            modes = list(torch._inductor.list_mode_options())
+            if mode not in modes:
+                raise TunerError(f"backend 'tuned': option 'mode' must be one of {modes}, not {mode!r}")
+        return cls(urls, options.get("fusion", True), transfer, mode)
 
 
 def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
@@ -107,6 +118,7 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
     if not opts.fusion:
         forcing, nearest = forcing.without_fusion(), nearest.without_fusion()
     ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None)
+    mode = mode or opts.mode
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
     import torch._inductor.config as inductor_config
 

@@ -37,6 +37,9 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         "eager": Mode(None),
         "default": Mode("inductor"),
         "max-autotune-no-cudagraphs": Mode("inductor", "max-autotune-no-cudagraphs"),
+        "max-autotune": Mode("inductor", "max-autotune"),  # with CUDA graphs
+        "reduce-overhead": Mode("inductor", "reduce-overhead"),  # CUDA graphs, Inductor's default kernels
+        "tuned-reduce-overhead": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("mode", "reduce-overhead"))),
         "freezing-max-autotune": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
         "tuned": tuned,
         "tuned-kernels": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("fusion", False))),
@@ -163,6 +166,8 @@ def run_bench(
             median_ms=round(t.median_ms, 4), min_ms=round(t.min_ms, 4), spread_ms=round(t.spread_ms, 4),
             samples=t.samples, img_per_s=round(batch * 1e3 / t.median_ms, 1),
         )
+        if spec.mode == "decode":  # one token per sequence per step
+            results[n]["tokens_per_s"] = results[n]["img_per_s"]
     eager = results.get("eager", {}).get("median_ms")
     for r in results.values():
         if eager:

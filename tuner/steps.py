@@ -9,7 +9,7 @@ def run_step(mode: str, fn: Any, x: Any, *, grads: bool = False) -> Any:
     """With ``grads``, return what numerics compare: the output (and, training, every parameter's gradient)."""
     import torch
 
-    if mode == "infer":
+    if mode != "train":  # inference, or a decode step
         with torch.no_grad():
             return fn(x)
     params = list((getattr(fn, "_orig_mod", None) or fn).parameters())

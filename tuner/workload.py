@@ -10,7 +10,7 @@ from typing import Any
 from tuner.errors import WorkloadError
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-MODES = ("infer", "train")
+MODES = ("infer", "train", "decode")
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class WorkloadSpec:
     freezing: bool = True  # inference only: Inductor freezing (constant weights)
     seed: int = 0
     threads: int | None = None  # CPU threads; None: torch's default
-    seq_len: int = 128  # token inputs (``hf:`` models): (batch, seq_len)
+    seq_len: int = 128  # token inputs (``hf:`` models): (batch, seq_len); decode: the KV cache's length
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -39,6 +39,9 @@ class WorkloadSpec:
             raise WorkloadError("--batch, --image-size and --seq-len must be positive")
         if self.input_shape is not None and (not self.input_shape or any(d < 1 for d in self.input_shape)):
             raise WorkloadError(f"--input-shape must be positive integers, got {self.input_shape}")
+        if self.mode == "decode" and (not self.model.startswith("hf:") or self.input_shape is not None):
+            raise WorkloadError("--mode decode takes a Hugging Face language model (--model hf:gpt2, say) and --batch and "
+                                "--seq-len (the KV cache's length), not --input-shape")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -46,6 +49,8 @@ class WorkloadSpec:
 
         if self.input_shape:
             return tuple(self.input_shape)
+        if self.mode == "decode":
+            return (self.batch, 1)  # one new token per sequence
         return (self.batch, self.seq_len) if takes_tokens(self.model) else (self.batch, 3, self.image_size, self.image_size)
 
     @property
@@ -56,8 +61,9 @@ class WorkloadSpec:
     def name(self) -> str:
         dims = "x".join(map(str, self.shape))
         cl = "/cl" if self.channels_last else ""
-        fz = "" if self.uses_freezing or self.mode == "train" else "/nofreeze"
-        return f"{self.model}/{self.mode}/{self.device}/{self.dtype}/{dims}{cl}{fz}"
+        fz = "" if self.uses_freezing or self.mode != "infer" else "/nofreeze"
+        kv = f"/kv{self.seq_len}" if self.mode == "decode" else ""
+        return f"{self.model}/{self.mode}/{self.device}/{self.dtype}/{dims}{cl}{fz}{kv}"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,7 +124,12 @@ def build_model(spec: WorkloadSpec) -> Any:
     from tuner import model_zoo
 
     torch.manual_seed(spec.seed)
-    model = model_zoo.load(spec.model)
+    if spec.mode == "decode":
+        from tuner.decoder import from_config
+
+        model = from_config(model_zoo.hf_config(spec.model.removeprefix("hf:"), spec.model), spec.batch, spec.seq_len, spec.seed)
+    else:
+        model = model_zoo.load(spec.model)
     if not isinstance(model, torch.nn.Module):
         raise WorkloadError(f"{spec.model!r} did not give a torch.nn.Module")
     model = model.to(device=spec.device, dtype=torch_dtype(spec))

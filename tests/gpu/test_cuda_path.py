@@ -323,3 +323,22 @@ def test_exported_lookup_table_drives_inductor_without_tuner(db_url, tmp_path, c
     assert json.loads(lut.read_text()), "the convnet's linear layer is an addmm site: it must be exported"
     assert "addmm" in _benchmarked_ops("-")  # plain max-autotune benchmarks the GEMM ...
     assert "addmm" not in _benchmarked_ops(str(lut))  # ... Inductor with the exported table does not
+
+
+def test_a_decode_step_runs_inside_cuda_graphs_with_the_tuned_backend(tmp_path):
+    """--mode decode under backend="tuned" with reduce-overhead: CUDA graphs are not skipped (the KV cache is
+    updated in place, in buffers at fixed addresses), and the output matches eager."""
+    import torch
+    from torch._dynamo.utils import counters as dynamo_counters
+
+    from tuner.workload import build_model, make_inputs
+
+    spec = WorkloadSpec(model="hf:gpt2,n_layer=2,n_embd=128,n_head=4,vocab_size=1024", device="cuda", mode="decode", batch=4, seq_len=64, dtype="bf16")
+    model, x = build_model(spec), make_inputs(spec)[0]
+    skips = dynamo_counters["inductor"]["cudagraph_skips"]
+    with torch.no_grad():
+        ref = model(x)
+        fn = torch.compile(model, backend="tuned", options={"db": f"sqlite:///{tmp_path / 'empty.db'}", "mode": "reduce-overhead"})
+        outs = [fn(x).clone() for _ in range(3)]  # the first records, the later ones replay
+    assert dynamo_counters["inductor"]["cudagraph_skips"] == skips
+    assert all(torch.allclose(o.float(), ref.float(), rtol=2e-2, atol=2e-2) for o in outs)

@@ -26,7 +26,7 @@ def bench(
     input_shape: InputShapeOpt = None,
     channels_last: ChannelsLastOpt = False,
     freezing: FreezingOpt = True,
-    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, freezing-max-autotune, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-strict (exact entries only, no answers from other sizes).")] = "eager,default,freezing-max-autotune,tuned",
+    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing-max-autotune, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs).")] = "eager,default,freezing-max-autotune,tuned",
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
     threads: ThreadsOpt = None,
     seq_len: SeqLenOpt = 128,
@@ -53,7 +53,7 @@ def bench(
     result = run_bench(spec, mode_names, db_url(db), rounds=rounds, extra_dbs=extra, checkpoint=write,
                        progress=lambda s: console.print(f"[dim]{s}[/]"))
     t = Table(title=f"{spec.name} on {result['device']} (torch {result['torch']})")
-    for col in ("mode", "median ms", "img/s", "compile s", "vs eager", "benchmarks"):
+    for col in ("mode", "median ms", "tok/s" if spec.mode == "decode" else "img/s", "compile s", "vs eager", "benchmarks"):
         t.add_column(col)
     for name, r in result["results"].items():
         t.add_row(name, f"{r['median_ms']:.4g}", f"{r['img_per_s']:.0f}", f"{r['compile_s']:.1f}",

@@ -1,0 +1,81 @@
+"""The decode step of a GPT-2-style language model with a static KV cache: the workload of ``--mode decode``.
+
+One call takes one new token per sequence, ``(batch, 1)`` ids, and gives its logits, attending to a cache of
+``cache_len`` positions: the ``cache_len - 1`` before it, filled when the model is built, and its own, written at the
+last slot on every call (so every call does the same work, and the same input gives the same output). The sizes
+come from a Hugging Face config (``hf:gpt2``: 12 layers of 768, 12 heads, 50257 tokens); the modules are tuner's
+own (LayerNorm, fused QKV projection, scaled-dot-product attention over the cache, a tanh-GELU MLP, a head tied to
+the token embedding), not Transformers' modeling code, whose cache API changes between releases. The cache lives
+in buffers, updated in place, so it stays at one address: what CUDA graphs (``mode="reduce-overhead"``) need.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tuner.errors import WorkloadError
+
+CACHE_SCALE = 0.5  # the prefilled keys' and values' scale: a softmax over them is neither flat nor one-hot
+
+
+class _Block(nn.Module):
+    def __init__(self, width: int, heads: int, batch: int, cache_len: int, gen: torch.Generator):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.fc, self.out = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+        shape = (batch, heads, cache_len, width // heads)
+        self.register_buffer("k", CACHE_SCALE * torch.randn(shape, generator=gen))
+        self.register_buffer("v", CACHE_SCALE * torch.randn(shape, generator=gen))
+
+    def forward(self, x: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
+        b, _, width = x.shape
+        q, k, v = (t.view(b, 1, self.heads, width // self.heads).transpose(1, 2) for t in self.qkv(self.ln1(x)).split(width, dim=-1))
+        self.k.index_copy_(2, slot, k)
+        self.v.index_copy_(2, slot, v)
+        attended = F.scaled_dot_product_attention(q, self.k, self.v)  # every cached position precedes the new token
+        x = x + self.proj(attended.transpose(1, 2).reshape(b, 1, width))
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class DecodeStep(nn.Module):
+    """``(batch, 1)`` token ids to ``(batch, 1, vocab)`` logits, one step of decoding against the static cache."""
+
+    def __init__(self, vocab: int, width: int, layers: int, heads: int, batch: int, cache_len: int, seed: int = 0):
+        super().__init__()
+        if width % heads:
+            raise WorkloadError(f"--mode decode: a width of {width} does not split into {heads} heads")
+        gen = torch.Generator().manual_seed(seed)
+        self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(cache_len, width)
+        self.blocks = nn.ModuleList(_Block(width, heads, batch, cache_len, gen) for _ in range(layers))
+        self.ln = nn.LayerNorm(width)
+        self.register_buffer("slot", torch.tensor([cache_len - 1]))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.wte(ids) + self.wpe(self.slot)
+        for block in self.blocks:
+            x = block(x, self.slot)
+        return self.ln(x) @ self.wte.weight.t()
+
+
+def _size(config: Any, *names: str) -> int:
+    for name in names:
+        if isinstance(getattr(config, name, None), int):
+            return int(getattr(config, name))
+    raise WorkloadError(f"--mode decode: the model's config has none of {', '.join(names)}")
+
+
+def from_config(config: Any, batch: int, cache_len: int, seed: int = 0) -> DecodeStep:
+    """A decode step at the sizes of a Transformers config (GPT-2's names, or the common ``hidden_size`` ones)."""
+    return DecodeStep(
+        vocab=_size(config, "vocab_size"),
+        width=_size(config, "n_embd", "hidden_size", "d_model"),
+        layers=_size(config, "n_layer", "num_hidden_layers", "num_layers"),
+        heads=_size(config, "n_head", "num_attention_heads", "num_heads"),
+        batch=batch, cache_len=cache_len, seed=seed,
+    )
