@@ -59,7 +59,7 @@ ImageSizeOpt = Annotated[int, typer.Option("--image-size", help="Square image si
 InputShapeOpt = Annotated[str | None, typer.Option("--input-shape", help="Full input shape, batch first, e.g. 8,3,224,224 (overrides --batch/--image-size).", show_default=False)]
 ChannelsLastOpt = Annotated[bool, typer.Option("--channels-last/--no-channels-last", help="Run the model in channels_last memory format.")]
 FreezingOpt = Annotated[bool, typer.Option("--freezing/--no-freezing", help="Inference: freeze weights into constants (what backend='tuned' then needs too).")]
-SeqLenOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence, for hf: models (random token ids).")]
+SeqLenOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence, for hf: models (random token ids); with --mode decode, the KV cache's length.")]
 ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads (default: torch's). CPU winners are keyed by it: deploy with the same.", show_default=False)]
 
 
