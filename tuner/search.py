@@ -8,6 +8,8 @@ median over the baseline's median *timed in the same run*, which cancels drift b
 
 from __future__ import annotations
 
+from collections import Counter
+
 import os
 import time
 import warnings
@@ -50,6 +52,7 @@ class StudyContext:
     costs: Costs = field(default_factory=Costs)  # what measurements have cost lately, shared by every phase
     rankers: Any = None  # tuner.ranking.Rankers: the learned ranking (None: off)
     prior: Any = None  # tuner.ranking.PriorRows: shipped winners of this device model, seeds when the database has none
+    stored: Counter[str] = field(default_factory=Counter)  # trials this sweep stored, by status, shared by every phase
 
     def time_left(self) -> bool:
         return fits(self.deadline, 0.0)
@@ -111,10 +114,15 @@ class TrialSink(Protocol):
 
 
 def record(tuning: TrialSink, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
-    return tuning.db.record_trial(
+    """Store one trial (and count it in the sweep's tally, where ``tuning`` keeps one)."""
+    trial = tuning.db.record_trial(
         task.id, tuning.device_id, tuning.environment_id, config, m.status.value,
         median_ms=m.median_ms, min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error,
     )
+    tally = getattr(tuning, "stored", None)
+    if tally is not None:
+        tally[m.status.value] += 1
+    return trial
 
 
 def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False) -> Any:

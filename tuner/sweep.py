@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tuner.budget import Budget, within_max_autotune
-from tuner.core import TaskOutcome
+from tuner.core import Status, TaskOutcome
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.estimate import max_autotune_s
@@ -173,6 +173,7 @@ def _finish(report: SweepReport, sweep: SweepContext | None, whole: WholeCheckPh
     if sweep is None:
         return
     report.outcomes = [sweep.outcomes[r.id] for r in sweep.workload.records if r.id in sweep.outcomes]
-    report.trials_measured = sweep.measured
+    # Every trial this sweep stored but those its spaces rejected unmeasured: the defaults' timings included.
+    report.trials_measured = sum(n for status, n in sweep.tuning.stored.items() if status != Status.INVALID.value)
     report.whole_checked = whole.checked
     report.default_ms, report.tuned_ms = whole.default_ms, whole.tuned_ms

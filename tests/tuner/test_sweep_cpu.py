@@ -50,6 +50,10 @@ def test_sweep_then_tuned_compile_benchmarks_nothing(db_url, cwd_root):
     assert stats["tasks"] == 4  # two packed_linear sites + the graph's codegen knobs + its fusion grouping
     assert stats["winners"] == 4
     assert stats["trials"] >= 8
+    # The closing count is every trial stored but those the spaces rejected unmeasured (the defaults' included).
+    said_measured = int(re.search(r"done: (\d+) trials measured", flat).group(1))
+    by_status = stats["trials_by_status"]
+    assert said_measured == sum(n for status, n in by_status.items() if status != "invalid"), (said_measured, by_status)
 
     inductor_config.freezing = True
     tb.reset_stats()

@@ -57,7 +57,6 @@ class SweepContext:
     model: str
     workers: int = 1  # local workers sharing the sweep
     outcomes: dict[int, TaskOutcome] = field(default_factory=dict)
-    measured: int = 0
 
     @property
     def db(self) -> Database:
@@ -71,9 +70,8 @@ class SweepContext:
         """One read of the stored winners of every task of the workload."""
         return Winners.read(self.db, [r.id for r in self.workload.records], self.tuning.device_id)
 
-    def add(self, outcomes: list[TaskOutcome], measured: int) -> None:
+    def add(self, outcomes: list[TaskOutcome]) -> None:
         self.outcomes.update({o.task.id: o for o in outcomes})
-        self.measured += measured
 
     def time_left(self) -> bool:
         return self.tuning.time_left()

@@ -26,8 +26,8 @@ def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: 
         return lambda config, rounds: sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms))
 
     tasks, records = [t for t, _ in pairs], [r for _, r in pairs]
-    got, measured = tune_tasks(sweep.until(deadline), tasks, records, measure_for, sweep.winners(), sweep.progress, target=target, join=True)
-    sweep.add(got, measured)
+    got, _ = tune_tasks(sweep.until(deadline), tasks, records, measure_for, sweep.winners(), sweep.progress, target=target, join=True)
+    sweep.add(got)
 
 
 class GraphKnobPhase(Phase):

@@ -80,8 +80,8 @@ class KernelPhase(Phase):
         def measure_for(task: TaskSpec, _base: Any) -> MeasureMany:
             return lambda configs, rounds: measure_kernel(sweep.worker, task, configs, rounds)
 
-        got, measured = tune_tasks(sweep.until(deadline), self.kernels, self.records, measure_for, sweep.winners(), sweep.progress, batch=KERNEL_BATCH)
-        sweep.add(got, measured)
+        got, _ = tune_tasks(sweep.until(deadline), self.kernels, self.records, measure_for, sweep.winners(), sweep.progress, batch=KERNEL_BATCH)
+        sweep.add(got)
 
 
 def measure_kernel(worker: Worker, task: TaskSpec, configs: list[dict[str, Any]], rounds: int) -> list[Measurement]:

@@ -52,6 +52,6 @@ class SitePhase(Phase):
             return sweep.worker.run(SiteBatch(base, request))
 
         batch = SITE_BATCH.get(sweep.device_type, SITE_BATCH["cpu"])
-        got, measured = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress)
-        sweep.add(list(got.values()), measured)
+        got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress)
+        sweep.add(list(got.values()))
         wait_for_others(sweep.db, sweep.tuning, [r.id for _, r in self.sites], sweep.progress)
