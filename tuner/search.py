@@ -1,18 +1,17 @@
 """One Optuna study per task, driven with ask/tell; every measurement goes to the database first.
 
-Trial one is Inductor's default (``enqueue_trial``), so a winner is never worse than the
-baseline. A config measured before (by anyone, on this device model) is never measured
-again: its stored result is told to the study instead. The objective is the candidate's
-median over the baseline's median *timed in the same run*, which cancels drift between trials.
+Trial one is Inductor's default (``enqueue_trial``), so a winner is never worse than the baseline. A config
+measured before (by anyone, on this device model) is never measured again: its stored result is told to the study
+instead. The objective is the candidate's median over the baseline's median *timed in the same run*, which cancels
+drift between trials.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-
 import os
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -52,7 +51,7 @@ class StudyContext:
     costs: Costs = field(default_factory=Costs)  # what measurements have cost lately, shared by every phase
     rankers: Any = None  # tuner.ranking.Rankers: the learned ranking (None: off)
     prior: Any = None  # tuner.ranking.PriorRows: shipped winners of this device model, seeds when the database has none
-    stored: Counter[str] = field(default_factory=Counter)  # trials this sweep stored, by status, shared by every phase
+    stored: Counter[str] = field(default_factory=Counter)  # trials this sweep stored (search.record), by status
 
     def time_left(self) -> bool:
         return fits(self.deadline, 0.0)
@@ -114,13 +113,9 @@ class TrialSink(Protocol):
 
 
 def record(tuning: TrialSink, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
-    """Store one trial (and count it in the sweep's tally, where ``tuning`` keeps one)."""
-    trial = tuning.db.record_trial(
-        task.id, tuning.device_id, tuning.environment_id, config, m.status.value,
-        median_ms=m.median_ms, min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error,
-    )
-    tally = getattr(tuning, "stored", None)
-    if tally is not None:
+    trial = tuning.db.record_trial(task.id, tuning.device_id, tuning.environment_id, config, m.status.value, median_ms=m.median_ms,
+                                   min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error)
+    if (tally := getattr(tuning, "stored", None)) is not None:
         tally[m.status.value] += 1
     return trial
 
