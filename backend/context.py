@@ -85,7 +85,7 @@ class CompileContext:
     """``benchmark``: {site key: choice ids} to time side by side at each of those sites with Inductor's
     own benchmarker, in one compile; the timings land in :attr:`timings` ({site key: {choice id: ms}}).
     ``kernel_sink``: a list that collects the Triton kernels each graph's compile produced. ``site_timing``:
-    ``cudagraph`` times the benchmarked choices of a CUDA site as CUDA-graph replays (``hooks/site_timing``).
+    how the benchmarked choices of a CUDA site are timed (``hooks/site_timing``: pipelined, launch, cudagraph).
     ``nearest``: where a task has no exact answer, the nearest stored one stands in (counted as ``transferred``)."""
 
     def __init__(
@@ -95,7 +95,7 @@ class CompileContext:
         recorder: Recorder | None = None,
         benchmark: dict[str, tuple[str, ...]] | None = None,
         kernel_sink: list[Any] | None = None,
-        site_timing: str = "launch",
+        site_timing: str = "pipelined",
         nearest: Nearest | None = None,
         site_defer: bool = False,
     ):
@@ -205,8 +205,11 @@ class CompileContext:
         return self.device_type == "cuda" and bool(self.benchmark)
 
     @property
-    def times_sites_as_graphs(self) -> bool:
-        return self.site_timing == "cudagraph" and self.device_type == "cuda" and bool(self.benchmark)
+    def retimes_sites(self) -> str | None:
+        """How this compile's benchmarked CUDA site choices are timed in place of Inductor's way (``hooks/site_timing``
+        ``TIMERS``), or None: Inductor's own timing (``launch``, the CPU, a compile that benchmarks nothing)."""
+        on = self.site_timing != "launch" and self.device_type == "cuda" and bool(self.benchmark)
+        return self.site_timing if on else None
 
     @property
     def defers_sites(self) -> bool:

@@ -4,8 +4,9 @@
 ``TUNER_SHARED_DB`` a team's shared database, read after the local one at compile time
 ``TUNER_LOG``       log level of the ``tuner`` logger (e.g. ``info``)
 ``TUNER_CACHE_DIR`` where the default database and scratch files live
-``TUNER_SITE_TIMING`` how a sweep times template-site choices on CUDA: ``launch`` (Inductor's way, the default)
-                    or ``cudagraph`` (replays of each choice captured in a CUDA graph; experimental)
+``TUNER_SITE_TIMING`` how a sweep times template-site choices on CUDA: ``pipelined`` (the default: calls back to
+                    back, host time counted where it exceeds the device's, as in the model), ``launch`` (Inductor's
+                    way) or ``cudagraph`` (replays of a CUDA graph: the device's time alone); ``backend/hooks/site_timing``
 ``TUNER_SITE_DEFER`` ``0``: a CUDA site batch times each site as Inductor lowers it, its choices compiled only
                     then; ``1`` (the default) lets every site's choices compile in the background while the rest
                     of the graph is lowered, and times them all when Inductor schedules (``hooks/selector``)
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from tuner.errors import TunerError
 
-SITE_TIMINGS = ("launch", "cudagraph")
+SITE_TIMINGS = ("pipelined", "launch", "cudagraph")
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Settings:
     db_url: str
     log_level: str | None
     shared_db_url: str | None = None
-    site_timing: str = "launch"
+    site_timing: str = "pipelined"
     compile_threads: int = 8
     transfer: bool = True
     prior: bool = True
@@ -47,7 +48,7 @@ class Settings:
         )
         cache_dir = Path(base)
         db_url = env.get("TUNER_DB") or f"sqlite:///{cache_dir / 'tuning.db'}"
-        site_timing = env.get("TUNER_SITE_TIMING") or "launch"
+        site_timing = env.get("TUNER_SITE_TIMING") or "pipelined"
         if site_timing not in SITE_TIMINGS:
             raise TunerError(f"TUNER_SITE_TIMING must be one of {', '.join(SITE_TIMINGS)}, not {site_timing!r}")
         threads = env.get("TUNER_COMPILE_THREADS") or "8"

@@ -125,9 +125,9 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         if len(choices) < 2:
             return choices
         picks = [choices[i] for i in ctx.select_site(payload, ids, default_index(choices), scalars_of(choices))]
-        if len(picks) > 1 and ctx.times_sites_as_graphs:
+        if len(picks) > 1 and ctx.retimes_sites:
             for c in picks:
-                site_timing.time_as_graph(c)
+                site_timing.retime(c, ctx.retimes_sites)
         if len(picks) > 1 and ctx.prunes_sites:  # the default first, then candidates, each probed before its full timing
             key = task_key(Kind.SITE, payload)
             site_timing.prune_slow(picks, [choice_id(c) for c in picks], lambda cid, ms: ctx.record_pruned(key, cid, ms))

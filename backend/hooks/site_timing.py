@@ -1,14 +1,18 @@
-"""Hook (b'): how a template site's choices are timed when a sweep benchmarks them.
+"""Hook (b'): how a template site's choices are timed when a sweep benchmarks them (``TUNER_SITE_TIMING``).
 
-Inductor times each choice by launching it from Python between two events, L2 flushed before each run. A choice
-whose Python launch outlasts the flush (ATen's ``addmm``, called through its wrapper) then carries host time in
-its device time: on the H200, vit_b_16's sites timed cuBLAS 2-3x slower than it runs inside the compiled graph,
-and Triton configs won sites they lose in the model. With ``TUNER_SITE_TIMING=cudagraph`` each benchmarked choice
-is captured once in a CUDA graph and the graph's replays are timed instead (the same benchmarker, L2 flushed),
-so no choice's launch is in its time. Experimental: not yet measured on a GPU (``bench/extern_timing.py``).
+``pipelined`` (the default on CUDA): each choice runs a few calls back to back between two events, as the kernels
+of a compiled graph follow one another, and its time is the per-call median. The host's time to launch a call then
+counts wherever it exceeds the device's, as it does in the model. On the H200 (torch 2.11, resnet50 bf16 b32,
+bench/device/why_sites.sh and graph_levers.sh) the graph of Inductor's defaults runs its kernels in 1.52 ms of
+device time but takes 2.1-3.5 ms a step: ATen's convolutions cost more host time than device time. Timed on the
+device alone, as Inductor's scheduler times a deferred site, cuDNN won sites its Triton rivals win in the model.
+
+``launch``: Inductor's own timing, each run launched from Python after an L2 flush: a launch that outlasts the
+flush shows up, but by how much depends on the flush. ``cudagraph``: replays of each choice captured once in a
+CUDA graph, the device's time alone (what a workload run under CUDA graphs pays).
 
 Uses only ``choice.benchmark``, ``choice.bmreq.make_run_fn`` or ``choice.to_callable`` (ChoiceCaller's API on
-torch 2.11 through 2.14); a choice that cannot be captured is timed as Inductor would, with a warning.
+torch 2.11 through 2.14); a choice that cannot be run so is timed as Inductor would, with a warning.
 """
 
 from __future__ import annotations
@@ -59,26 +63,63 @@ def timed_choice(choice: Any) -> Any:
     return choice
 
 
-def time_as_graph(choice: Any) -> None:
-    """Make ``choice.benchmark`` time replays of a CUDA graph of one run (idempotent), through :func:`timed_choice`."""
+def _graph_ms(fn: Callable[[], Any]) -> float:
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    return float(benchmarker.benchmark_gpu(_graph_of(fn).replay))
+
+
+CALLS, SAMPLES = 8, 7  # a pipelined sample: CALLS calls back to back; its time, the median of SAMPLES samples
+
+
+def _pipelined_ms(fn: Callable[[], Any]) -> float:
+    """The median per-call time of ``CALLS`` back-to-back calls of ``fn`` between two CUDA events, after a warm-up:
+    max(host, device) per call, as in a compiled graph's stream."""
+    import statistics
+
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(SAMPLES):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(CALLS):
+            fn()
+        end.record()
+        end.synchronize()
+        per_call.append(start.elapsed_time(end) / CALLS)
+    return statistics.median(per_call)
+
+
+# TUNER_SITE_TIMING -> (how a run function is timed, the counter each timed choice bumps)
+TIMERS: dict[str, tuple[Callable[[Callable[[], Any]], float], str]] = {
+    "cudagraph": (_graph_ms, "graph_timed"),
+    "pipelined": (_pipelined_ms, "pipelined_timed"),
+}
+
+
+def retime(choice: Any, how: str) -> None:
+    """Make ``choice.benchmark`` time its runs the ``how`` way (:data:`TIMERS`; idempotent), through
+    :func:`timed_choice`. A choice that cannot be run so is timed as Inductor would, with a warning."""
     choice = timed_choice(choice)
-    if getattr(choice, "_tuner_graph_timed", False):
+    if getattr(choice, "_tuner_timed", None) == how:
         return
+    timer, counter = TIMERS[how]
     launched = choice.benchmark
 
     def benchmark(*args: Any, out: Any) -> float:
-        from torch._inductor.runtime.benchmarking import benchmarker
-
         try:
-            graph = _graph_of(run_fn(choice, args, out))
-        except Exception as e:  # noqa: BLE001 - any capture failure: time it as Inductor would
-            log.warning("cannot time %s as a CUDA graph (%s: %s); timing its launches", choice, type(e).__name__, e)
+            ms = timer(run_fn(choice, args, out))
+        except Exception as e:  # noqa: BLE001 - any failure (no GPU, a capture error): time it as Inductor would
+            log.warning("cannot time %s %s (%s: %s); timing it as Inductor does", choice, how, type(e).__name__, e)
             return launched(*args, out=out)
-        counters.bump("graph_timed")
-        return benchmarker.benchmark_gpu(graph.replay)
+        counters.bump(counter)
+        return ms
 
     process.rebind(choice, "benchmark", benchmark)
-    choice._tuner_graph_timed = True
+    choice._tuner_timed = how
 
 
 # Early exit (tuner.backend.pruning): a probe here is timed around a Python call, so a candidate must be slower than

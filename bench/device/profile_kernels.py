@@ -51,6 +51,8 @@ def main() -> None:
     ap.add_argument("--mode", default="infer")
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--db", required=True)
+    ap.add_argument("--also-db", action="append", default=[], metavar="NAME=URL",
+                    help="another database, profiled as mode tuned-NAME (its winners forced, as tuned)")
     ap.add_argument("--modes", default="default,tuned")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--top", type=int, default=25)
@@ -61,7 +63,7 @@ def main() -> None:
 
     configure_measuring(spec.threads, spec.uses_freezing, sweep=False)
     model, inputs = build_model(spec), make_inputs(spec)
-    table = modes_for(spec, a.db)
+    table = modes_for(spec, a.db, dict(x.split("=", 1) for x in a.also_db))
     per_mode = {}
     for name in a.modes.split(","):
         fn, _, _ = compile_mode(spec, table[name], model, inputs[0])

@@ -1,5 +1,6 @@
-"""Which compiles time their site choices as CUDA-graph replays (``TUNER_SITE_TIMING=cudagraph``) or defer them to
-Inductor's scheduler (``TUNER_SITE_DEFER``); both are tested for real on the GPU (tests/gpu)."""
+"""Which compiles time their site choices their own way (``TUNER_SITE_TIMING``: pipelined calls, the default, or
+CUDA-graph replays) or defer them to Inductor's scheduler (``TUNER_SITE_DEFER``); all are tested for real on the
+GPU (tests/gpu)."""
 
 import pytest
 
@@ -10,15 +11,27 @@ from tuner.core import Forcing
 @pytest.mark.parametrize(
     "device, timing, rounds, expect",
     [
-        ("cuda", "cudagraph", {"k": ("a", "b")}, True),
-        ("cuda", "launch", {"k": ("a", "b")}, False),  # Inductor's own timing, the default
-        ("cpu", "cudagraph", {"k": ("a", "b")}, False),  # no CUDA graphs on the CPU: timed as Inductor does
-        ("cuda", "cudagraph", None, False),  # a compile that benchmarks nothing (forcing, recording) is untouched
+        ("cuda", "cudagraph", {"k": ("a", "b")}, "cudagraph"),
+        ("cuda", "pipelined", {"k": ("a", "b")}, "pipelined"),
+        ("cuda", "launch", {"k": ("a", "b")}, None),  # Inductor's own timing
+        ("cpu", "cudagraph", {"k": ("a", "b")}, None),  # no CUDA graphs on the CPU: timed as Inductor does
+        ("cpu", "pipelined", {"k": ("a", "b")}, None),
+        ("cuda", "cudagraph", None, None),  # a compile that benchmarks nothing (forcing, recording) is untouched
     ],
 )
-def test_only_cuda_site_benchmarks_are_timed_as_graphs(device, timing, rounds, expect):
+def test_only_cuda_site_benchmarks_are_timed_our_way(device, timing, rounds, expect):
     ctx = CompileContext(Forcing(), device, benchmark=rounds, site_timing=timing)
-    assert ctx.times_sites_as_graphs is expect
+    assert ctx.retimes_sites == expect
+
+
+def test_site_timing_is_pipelined_unless_set_and_a_bad_value_is_refused():
+    from tuner.errors import TunerError
+    from tuner.settings import Settings
+
+    assert Settings.from_env({}).site_timing == "pipelined"
+    assert Settings.from_env({"TUNER_SITE_TIMING": "launch"}).site_timing == "launch"
+    with pytest.raises(TunerError, match="TUNER_SITE_TIMING must be one of pipelined, launch, cudagraph"):
+        Settings.from_env({"TUNER_SITE_TIMING": "graphs"})
 
 
 @pytest.mark.parametrize(
@@ -42,10 +55,11 @@ def test_site_defer_is_on_unless_turned_off():
     assert Settings.from_env({"TUNER_SITE_DEFER": "0"}).site_defer is False
 
 
-def test_a_choice_that_cannot_be_captured_is_timed_as_inductor_would(monkeypatch, caplog):
-    """On the CPU no choice can be captured in a CUDA graph: forced on anyway, every choice of a real site round
-    (ATen's and a CPP GEMM template behind its input-preparing wrapper) falls back to its own timing, with a
-    warning, and the round's timings are complete."""
+@pytest.mark.parametrize("how", ["cudagraph", "pipelined"])
+def test_a_choice_that_cannot_be_timed_our_way_is_timed_as_inductor_would(monkeypatch, caplog, how):
+    """On the CPU no choice can be captured in a CUDA graph or timed between CUDA events: forced on anyway, every
+    choice of a real site round (ATen's and a CPP GEMM template behind its input-preparing wrapper) falls back to
+    its own timing, with a warning, and the round's timings are complete."""
     import logging
     import math
 
@@ -58,15 +72,16 @@ def test_a_choice_that_cannot_be_captured_is_timed_as_inductor_would(monkeypatch
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
     site = next(s for s in session.capture().sites if len(s["choices"]) >= 2)
     choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
-    monkeypatch.setattr(CompileContext, "times_sites_as_graphs", property(lambda self: bool(self.benchmark)))
-    before = counters.count("graph_timed")
+    monkeypatch.setattr(CompileContext, "retimes_sites", property(lambda self: how if self.benchmark else None))
+    counter = {"cudagraph": "graph_timed", "pipelined": "pipelined_timed"}[how]
+    before = counters.count(counter)
     with caplog.at_level(logging.WARNING, logger="tuner.backend"):
         r = SiteBatch({}, {site["key"]: choices}).run(session)
     assert r.status is Status.OK, r.error
     t = r.timings[site["key"]]
     assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t
-    assert counters.count("graph_timed") == before
-    reasons = [m.split(" as a CUDA graph (", 1)[1] for m in caplog.messages if m.startswith("cannot time")]
+    assert counters.count(counter) == before
+    reasons = [m.split(f" {how} (", 1)[1] for m in caplog.messages if m.startswith("cannot time")]
     assert len(reasons) >= len(choices)
     # each run function was built (for a wrapper choice, from its wrapped one's prepared inputs): the capture
     # itself is what failed, for want of a GPU

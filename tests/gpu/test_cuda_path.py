@@ -153,13 +153,15 @@ def test_site_batch_timed_at_the_site_or_deferred_to_the_scheduler(session, monk
     _site_batch_under(session, monkeypatch, "TUNER_SITE_DEFER", defer)
 
 
-def test_site_batch_timed_as_cuda_graph_replays(session, monkeypatch):
-    """TUNER_SITE_TIMING=cudagraph: every benchmarked choice at the site is timed as replays of a CUDA graph."""
+@pytest.mark.parametrize("how, counter", [("cudagraph", "graph_timed"), ("pipelined", "pipelined_timed")])
+def test_site_batch_timed_our_way(session, monkeypatch, how, counter):
+    """TUNER_SITE_TIMING=cudagraph: every benchmarked choice at the site is timed as replays of a CUDA graph;
+    pipelined (the default): as back-to-back calls. Deferred to Inductor's scheduler, as a sweep times them."""
     from tuner.backend import counters
 
-    before = counters.count("graph_timed")
-    choices = _site_batch_under(session, monkeypatch, "TUNER_SITE_TIMING", "cudagraph")
-    assert counters.count("graph_timed") - before >= len(choices)
+    before = counters.count(counter)
+    choices = _site_batch_under(session, monkeypatch, "TUNER_SITE_TIMING", how)
+    assert counters.count(counter) - before >= len(choices)
 
 
 def _generated(session):

@@ -45,7 +45,7 @@ class SitePhase(Phase):
             sweep.progress.note(f"template sites skipped: a site batch is a compile (~{compile_s:.0f} s), more than the {left:.0f} s this phase has")
             return
         if sweep.device_type == "cuda" and settings().site_timing == "cudagraph":
-            sweep.progress.note("template-site choices are timed as CUDA-graph replays (TUNER_SITE_TIMING=cudagraph, experimental)")
+            sweep.progress.note("template-site choices are timed as CUDA-graph replays, the device's time alone (TUNER_SITE_TIMING=cudagraph)")
         base = sweep.winners().forcing(self.sites).to_json()
 
         def measure(request: Request) -> SiteTimings:
