@@ -19,10 +19,39 @@ class Costs:
     """Seconds the latest measurements of each kind took ({kind: seconds}, the newest last)."""
 
     seen: dict[str, list[float]] = field(default_factory=dict)
+    sized: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # {kind: [(items, seconds)]}
+    slopes: dict[str, float] = field(default_factory=dict)  # {kind: prior seconds per item} (see line)
 
     def observe(self, kind: str, seconds: float) -> None:
         self.seen.setdefault(kind, []).append(seconds)
         del self.seen[kind][:-RECENT]
+
+    def observe_sized(self, kind: str, items: int, seconds: float) -> None:
+        """Work of ``kind`` that took ``seconds`` for ``items`` items: kept for :meth:`line`, and its mean per item
+        for :meth:`expect`."""
+        self.sized.setdefault(kind, []).append((items, seconds))
+        del self.sized[kind][:-RECENT]
+        self.observe(kind, seconds / max(1, items))
+
+    def line(self, kind: str) -> tuple[float, float] | None:
+        """(fixed seconds, seconds per item) of work of ``kind`` whose cost grows with its size (a site batch: a
+        compile, then its choices), from the recent ones; None before the first. Sizes that differ give the line
+        through them (least squares); one size alone, the line through it with the prior slope of ``slopes``
+        (none: through zero, all of it per item). Neither part is ever negative."""
+        per_item_prior = self.slopes.get(kind)
+        seen = self.sized.get(kind)
+        if not seen:
+            return None
+        n = [float(i) for i, _ in seen]
+        t = [s for _, s in seen]
+        mean_n, mean_t = statistics.fmean(n), statistics.fmean(t)
+        spread = sum((x - mean_n) ** 2 for x in n)
+        if spread >= 0.1 * mean_n**2 * len(n):  # sizes at least ~30% apart: the data decide the slope
+            slope = sum((x - mean_n) * (y - mean_t) for x, y in zip(n, t)) / spread
+        else:
+            slope = per_item_prior if per_item_prior is not None else mean_t / max(1.0, mean_n)
+        slope = min(max(slope, 0.0), mean_t / max(1.0, mean_n))  # between nothing and everything per item
+        return max(0.0, mean_t - slope * mean_n), slope
 
     def expect(self, kind: str, fallback: str | None = None, scale: float = 1.0) -> float:
         """The median of the recent ones of ``kind``; else ``scale`` times ``fallback``'s; else 0 (unknown)."""

@@ -23,6 +23,13 @@ PRIORS = {
 }
 
 
+# Seconds a site batch spends per choice beyond its compile, until the sweep has timed batches of two sizes: H200,
+# torch 2.11, resnet50 bf16 b32, 72 choices in 23.1 s (bench/results/h200/resnet50-site-cost-s10.json) and a compile
+# that benchmarks nothing in 13-19 s (tuner bench's tuned compiles). None measured on the CPU: there a batch's first
+# cost is taken as all per choice, as before.
+SITE_CHOICE_MARGINAL = {"cuda": 0.13}
+
+
 # Seconds max-autotune's compile spends per choice it benchmarks at the template sites, beyond the default compile:
 # H200, torch 2.11, resnet50 bf16 b32 (465 choices at 24 sites), freezing + max-autotune compiled in 253-298 s
 # against a default compile of 21-26 s (bench/results/h200/resnet50-sweep-cost*.json). No CPU figure yet.
@@ -51,4 +58,4 @@ def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str,
     return sum(n * per_trial(costs, device_type, kind) for kind, n in kinds_and_trials)
 
 
-__all__ = ["MAX_AUTOTUNE_CHOICE_S", "PRIORS", "SITE_CHOICE", "expected_s", "max_autotune_s", "per_trial"]
+__all__ = ["MAX_AUTOTUNE_CHOICE_S", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]

@@ -97,16 +97,21 @@ PROBE_CHOICES = 2  # candidates per site in a batch whose cost is not known yet:
 
 def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
     """Candidates to ask each of ``sites`` open sites for in the next batch so that the batch ends by the deadline:
-    a small probe while the cost per choice is unknown (so the progress's ETA rests on a measured cost, with or
-    without a deadline), then ``batch`` without a deadline, else as many as fit (0: none)."""
+    a small probe while the cost is unknown (so the progress's ETA rests on a measured cost, with or without a
+    deadline), then ``batch`` without a deadline, else as many as fit (0: none). A batch costs a compile plus a
+    share per choice (``Costs.line``, its prior share in ``Costs.slopes`` until batches of two sizes have run), so
+    a larger batch costs less per choice than the probe did."""
     if sites == 0 or not tuning.time_left():
         return 0
-    per_choice = tuning.costs.expect(SITE_CHOICE)
-    if not per_choice:
+    line = tuning.costs.line(SITE_CHOICE)
+    if line is None:
         return min(batch, PROBE_CHOICES)
     if tuning.deadline is None:
         return batch
-    left = tuning.deadline - clock.now()
+    fixed, per_choice = line
+    left = tuning.deadline - clock.now() - fixed
+    if left <= 0 or per_choice <= 0:
+        return 0 if left <= 0 else batch
     return max(0, min(batch, int(left / (per_choice * sites)) - 1))  # each site also times its default
 
 
@@ -116,7 +121,7 @@ def _timed(tuning: StudyContext, measure: MeasureSites, request: Request) -> dic
     try:
         return measure_split(measure, request)
     finally:
-        tuning.costs.observe(SITE_CHOICE, (clock.now() - t0) / max(1, sum(len(c) for c in request.values())))
+        tuning.costs.observe_sized(SITE_CHOICE, sum(len(c) for c in request.values()), clock.now() - t0)
 
 
 def tune_sites(
@@ -162,7 +167,8 @@ def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites) -> 
     best = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)[1:]) for s in sites}
     request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None}
     # One compile for every site; it may run past the phase's deadline, not past the sweep's (``settle_by``).
-    expected = tuning.costs.expect(SITE_CHOICE) * sum(len(c) for c in request.values())
+    fixed, per_choice = tuning.costs.line(SITE_CHOICE) or (0.0, 0.0)
+    expected = fixed + per_choice * sum(len(c) for c in request.values())
     if request and not fits(tuning.settle_by, expected):
         return [settle_measured(tuning, s.rec, s.task.space, d, top, UNVERIFIED_GAIN) for s, d, top in best.values()]
     results = _timed(tuning, measure, request) if request else {}

@@ -1,6 +1,8 @@
 """Site batches: a failing batch is split until only the failing choice is charged with the failure.
 The measurements are scripted (a batch fails whenever it contains the bad choice), as in the replay tests."""
 
+import pytest
+
 from tuner.measure.result import SiteTimings, Status
 from tuner.site_batches import measure_split
 
@@ -146,3 +148,63 @@ def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_ur
     assert db.winner_config(r1.id, tuning.device_id) == by_id[r1.id].winner
     assert by_id[r2.id].is_default and db.winner_config(r2.id, tuning.device_id) == t2.space.default
     db.close()
+
+
+def _affine(calls, fixed_s, per_choice_s, clock):
+    """A batch costs a compile (``fixed_s``) plus ``per_choice_s`` per choice, on ``clock``."""
+
+    def measure(request):
+        n = sum(len(v) for v in request.values())
+        clock.t += fixed_s + per_choice_s * n
+        calls.append((n, clock.t))
+        return SiteTimings(Status.OK, {k: {c: 1.0 + i / 10 for i, c in enumerate(v)} for k, v in request.items()})
+
+    return measure
+
+
+@pytest.mark.parametrize("prior, sizes, measured_choices", [(0.1, [4, 6], 8), (None, [4, 4], 6)])
+def test_a_batch_is_sized_as_a_compile_plus_a_share_per_choice(db_url, monkeypatch, prior, sizes, measured_choices):
+    """Batches cost 1 s of compile plus 0.1 s per choice. The probe (each site's default and first candidate: 4
+    choices) takes 1.4 s; 1.7 s are left. Known to be mostly compile (a prior share of 0.1 s per choice), the second
+    batch offers both sites' two remaining candidates (6 choices with the defaults, 1.6 s): all 8 measured. Taken
+    as all per choice (0.35 s, no prior), it offers one candidate per site, and the last two stay unmeasured."""
+    import dataclasses
+
+    from tuner.estimate import SITE_CHOICE
+    from tuner.site_batches import tune_sites
+
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.clock.now", clock.now)
+    db, tuning, group = _sites(db_url)
+    if prior is not None:
+        tuning.costs.slopes[SITE_CHOICE] = prior
+    deadline = clock.t + 1.4 + 1.7
+    tuning = dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 10)
+    calls = []
+    _, measured, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock), batch=16)
+    assert [n for n, _ in calls][: len(sizes)] == sizes
+    assert all(end <= deadline for _, end in calls[: len(sizes)])
+    assert measured == measured_choices
+    db.close()
+
+
+def test_a_batch_cost_line_comes_from_the_prior_then_from_batches_of_two_sizes():
+    from tuner.clock import Costs
+
+    costs = Costs(slopes={"k": 0.1})
+    assert costs.line("k") is None
+    costs.observe_sized("k", 40, 6.0)  # one size: the prior's slope through it
+    fixed, per = costs.line("k")
+    assert per == 0.1 and abs(fixed - 2.0) < 1e-9
+    costs.observe_sized("k", 100, 15.0)  # two sizes: the line through them (0.15 s per item, 0 fixed)
+    fixed, per = costs.line("k")
+    assert abs(per - 0.15) < 1e-9 and abs(fixed) < 1e-9
+    assert costs.expect("k") == (6.0 / 40 + 15.0 / 100) / 2  # the mean per item, as before
+    # A prior steeper than the work itself is capped: never a negative fixed part.
+    steep = Costs(slopes={"k": 1.0})
+    steep.observe_sized("k", 10, 2.0)
+    assert steep.line("k") == (0.0, 0.2)
+    # No prior: through zero, all of it per item.
+    plain = Costs()
+    plain.observe_sized("k", 10, 2.0)
+    assert plain.line("k") == (0.0, 0.2)

@@ -12,7 +12,7 @@ from tuner.clock import fits
 from tuner.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
 from tuner.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
-from tuner.estimate import SITE_CHOICE
+from tuner.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL
 from tuner.site_batches import Request, site_target
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
@@ -52,6 +52,8 @@ class SitePhase(Phase):
             return sweep.worker.run(SiteBatch(base, request))
 
         batch = SITE_BATCH.get(sweep.device_type, SITE_BATCH["cpu"])
+        if sweep.device_type in SITE_CHOICE_MARGINAL:  # a batch: a compile, then a share per choice (site_batches)
+            sweep.tuning.costs.slopes.setdefault(SITE_CHOICE, SITE_CHOICE_MARGINAL[sweep.device_type])
         got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress)
         sweep.add(list(got.values()))
         wait_for_others(sweep.db, sweep.tuning, [r.id for _, r in self.sites], sweep.progress)
