@@ -72,9 +72,9 @@ def _graph_ms(fn: Callable[[], Any]) -> float:
 CALLS, SAMPLES = 8, 7  # a pipelined sample: CALLS calls back to back; its time, the median of SAMPLES samples
 
 
-def _pipelined_ms(fn: Callable[[], Any]) -> float:
-    """The median per-call time of ``CALLS`` back-to-back calls of ``fn`` between two CUDA events, after a warm-up:
-    max(host, device) per call, as in a compiled graph's stream."""
+def pipelined_ms(fn: Callable[[], Any], calls: int = CALLS, samples: int = SAMPLES) -> float:
+    """The median per-call time of ``calls`` back-to-back calls of ``fn`` between two CUDA events (``samples``
+    samples, after a warm-up): max(host, device) per call, as in a compiled graph's stream."""
     import statistics
 
     import torch
@@ -82,21 +82,21 @@ def _pipelined_ms(fn: Callable[[], Any]) -> float:
     fn()
     torch.cuda.synchronize()
     per_call = []
-    for _ in range(SAMPLES):
+    for _ in range(samples):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(CALLS):
+        for _ in range(calls):
             fn()
         end.record()
         end.synchronize()
-        per_call.append(start.elapsed_time(end) / CALLS)
+        per_call.append(start.elapsed_time(end) / calls)
     return statistics.median(per_call)
 
 
 # TUNER_SITE_TIMING -> (how a run function is timed, the counter each timed choice bumps)
 TIMERS: dict[str, tuple[Callable[[Callable[[], Any]], float], str]] = {
     "cudagraph": (_graph_ms, "graph_timed"),
-    "pipelined": (_pipelined_ms, "pipelined_timed"),
+    "pipelined": (pipelined_ms, "pipelined_timed"),
 }
 
 

@@ -25,6 +25,8 @@ import statistics
 import time
 from typing import Any
 
+from tuner.backend.hooks.site_timing import pipelined_ms
+
 # (name, M, K, N): vit_b_16 b32 (6304 = 32 x 197 tokens) and resnet50's classifier.
 SHAPES = [
     ("vit qkv", 6304, 768, 2304),
@@ -34,21 +36,6 @@ SHAPES = [
     ("vit head", 32, 768, 1000),
     ("resnet50 fc", 32, 2048, 1000),
 ]
-
-
-def _loop_ms(fn: Any, calls: int = 20, reps: int = 25) -> float:
-    import torch
-
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(reps):
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / calls)
-    return statistics.median(samples)
 
 
 def _cpu_us(fn: Any, calls: int = 200) -> float:
@@ -84,7 +71,7 @@ def measure(m: int, k: int, n: int) -> dict[str, float | None]:
     return {
         "site_ms": statistics.median(site),
         "graph_ms": statistics.median(graph(fn) for _ in range(5)) if graph else None,
-        "loop_ms": _loop_ms(fn),
+        "loop_ms": pipelined_ms(fn, calls=20, samples=25),
         "cpu_us": _cpu_us(fn),
     }
 
