@@ -74,6 +74,9 @@ class Kind(str, enum.Enum):
 
 
 GRAPH_KINDS = (Kind.CPP_GRAPH,)
+# Kinds whose every trial compiles and times the whole workload beside its base (a GraphTrial): their studies measure
+# no separate default trial, whose time each trial's baseline already gives (31 s of a 231-s resnet50 sweep, H200).
+BESIDE_BASE = (*GRAPH_KINDS, Kind.FUSION)
 KERNEL_KINDS = (Kind.TRITON_POINTWISE, Kind.TRITON_REDUCTION, Kind.TRITON_PERSISTENT_REDUCTION)
 # The kinds of winner the whole-workload check can drop, as the sweep reports them.
 WINNER_GROUPS = {"template-site": (Kind.SITE,), "Triton-kernel": KERNEL_KINDS, "graph-knob": GRAPH_KINDS, "fusion-grouping": (Kind.FUSION,)}
@@ -249,6 +252,6 @@ class TaskOutcome:
 
 
 __all__ = [
-    "GRAPH_KINDS", "KERNEL_KINDS", "WINNER_GROUPS", "Forcing", "InputRow", "Kind", "Status", "TaskOutcome", "TaskSpec",
+    "BESIDE_BASE", "GRAPH_KINDS", "KERNEL_KINDS", "WINNER_GROUPS", "Forcing", "InputRow", "Kind", "Status", "TaskOutcome", "TaskSpec",
     "Winners", "kernel_lookup_hash", "site_name", "valid_winners",
 ]

@@ -1,9 +1,9 @@
 """One Optuna study per task, driven with ask/tell; every measurement goes to the database first.
 
-Trial one is Inductor's default (``enqueue_trial``), so a winner is never worse than the baseline. A config
-measured before (by anyone, on this device model) is never measured again: its stored result is told to the study
-instead. The objective is the candidate's median over the baseline's median *timed in the same run*, which cancels
-drift between trials.
+Trial one is Inductor's default (``enqueue_trial``), so a winner is never worse than the baseline; a graph's knobs
+and fusion grouping skip it, each of their trials timing the default beside it (``BESIDE_BASE``). A config measured
+before (by anyone, on this device model) is never measured again: its stored result is told to the study instead.
+The objective is the candidate's median over the baseline's median *timed in the same run* (drift cancels).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from tuner.budget import Budget
 from tuner.clock import CAPTURE, Costs, fits
-from tuner.core import GRAPH_KINDS, Kind, TaskOutcome
+from tuner.core import BESIDE_BASE, GRAPH_KINDS, Kind, TaskOutcome
 from tuner.db import Database, TaskRecord, TrialRecord
 from tuner.keys import canonical_json, config_hash
 from tuner.measure.result import Measurement, Status
@@ -130,7 +130,7 @@ def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[s
     if join:
         return study
     near = near_seeds(task.kind, task.signature, space, _near_winners(tuning, task))
-    first = [space.default, *near, *tuning.first_configs(task, space)]
+    first = [*([] if task.kind in BESIDE_BASE else [space.default]), *near, *tuning.first_configs(task, space)]
     if tuning.from_similar:  # enqueued, so each is measured here before it can win
         first += [c for c in tuning.db.winners_elsewhere(task.id, tuning.device_id) if space.is_valid(c)]
     enqueue_new(study, [space.optuna_params(c) for c in first if config_hash(c) not in seen])

@@ -16,7 +16,6 @@ from tuner.estimate import max_autotune_s
 from tuner.measure import CaptureResult, Worker
 from tuner.phases import FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
 from tuner.phases.forecast import forecast, forecast_line
-from tuner.phases.whole import WHOLE_COMPILES
 from tuner.progress import Progress
 from tuner.ranking import PriorRows, Rankers
 from tuner.ranking.prior import rows_for
@@ -70,10 +69,7 @@ PHASE_SHARE = {"sites": 0.4, "kernels": 0.6, "graphs": 0.5, "fusion": 0.7}
 # a fusion grouping ten (bench/results/h200/resnet50-bf16-b32.jsonl.gz), and a 230-s sweep whose kernels took
 # their whole share left the fusion phase 5 s (bench/results/h200/sweep-cost/sweep-resnet50-default-s10.log).
 FUSION_ROOM = 2.0  # and the fusion phase is given at least 1.5 compiles there (a grouping's trial is a compile)
-WHOLE_SHARE = 0.15  # of a time budget, kept for verification and the whole-workload check at the end, or the check's
-# expected cost where that is more (up to half the budget): a 231-s resnet50 sweep on the H200 kept 35 s, its check
-# needed ~47 s, and it was skipped (bench/results/h200/sweep-cost/sweep-resnet50-default-s11.log)
-WHOLE_MOST = 0.5
+WHOLE_SHARE = 0.15  # of a time budget, kept for verification and the whole-workload check at the end
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
@@ -97,14 +93,12 @@ def promised_end_s(budget_s: float) -> float:
     return 1.1 * budget_s + 20.0
 
 
-def _deadlines(budget_s: float | None, t0: float, check_s: float = 0.0) -> dict[str, float | None]:
-    """The phases' deadline and the sweep's own, which verification and the whole-workload check may run to. Between
-    them is kept ``WHOLE_SHARE`` of the budget, or the check's expected ``check_s`` where that is more (at most
-    ``WHOLE_MOST`` of the budget)."""
+def _deadlines(budget_s: float | None, t0: float) -> dict[str, float | None]:
+    """The phases' deadline (the budget less the share kept for the end) and the sweep's own, which verification and
+    the whole-workload check may run to."""
     if not budget_s:
         return {"deadline": None, "settle_by": None}
-    kept = max(WHOLE_SHARE * budget_s, min(check_s, WHOLE_MOST * budget_s))
-    return {"deadline": t0 + budget_s - kept, "settle_by": t0 + budget_s}
+    return {"deadline": t0 + (1 - WHOLE_SHARE) * budget_s, "settle_by": t0 + budget_s}
 
 
 def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureResult, progress: Progress, t0: float) -> SweepContext:
@@ -118,8 +112,7 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
         rankers=Rankers(db, device_id, prior) if opts.ranking else None,
         environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
         sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
-        from_similar=opts.from_similar, costs=worker.costs,
-        **_deadlines(opts.budget.time_budget_s, t0, WHOLE_COMPILES * capture.compile_s),
+        from_similar=opts.from_similar, costs=worker.costs, **_deadlines(opts.budget.time_budget_s, t0),
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks_from_capture(capture, opts.spec.model))

@@ -69,8 +69,8 @@ def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(d
 
 
 def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_a_compile(db_url):
-    """A first graph or fusion trial, or the whole-workload check (two compiles), is not started when a compile of
-    the workload would not end in time; a first kernel trial, whose cost is unknown, still is."""
+    """A first graph or fusion trial, or the whole-workload check (a compile, two when its worker must start again),
+    is not started when it would not end in time; a first kernel trial, whose cost is unknown, still is."""
     from tests.helpers.replay import _context
     from tuner.clock import CAPTURE
     from tuner.core import Kind
@@ -81,9 +81,10 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_a_compi
     tuning.deadline = tuning.settle_by = time.monotonic() + 10
     assert not tuning.fits(Kind.CPP_GRAPH) and not tuning.fits(Kind.FUSION)
     assert tuning.fits(Kind.TRITON_POINTWISE)
+    assert not tuning.settles("whole workload", fallback=None, compiles=1)
+    tuning.settle_by = time.monotonic() + 45  # one compile fits, two do not
+    assert tuning.settles("whole workload", fallback=None, compiles=1)
     assert not tuning.settles("whole workload", fallback=None, compiles=2)
-    tuning.settle_by = time.monotonic() + 100
-    assert tuning.settles("whole workload", fallback=None, compiles=2)
     db.close()
 
 

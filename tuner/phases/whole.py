@@ -4,7 +4,7 @@ finish runs it."""
 
 from __future__ import annotations
 
-from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing, Kind
+from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.phases.base import Phase, Plan, SweepContext
@@ -13,7 +13,11 @@ from tuner.workload_check import check_whole
 
 
 WHOLE = "whole workload"  # the cost kind of one whole-workload measurement
-WHOLE_COMPILES = 2  # what one costs before it has been timed: the winners' compile and the defaults'
+# What one costs before it has been timed: the winners' compile (the defaults' is the capture's, which a live worker
+# keeps; one that must start again compiles them first). Estimated before from a fusion trial's time scaled to the
+# check's rounds, a 231-s resnet50 sweep (H200) skipped its check with 34 s left: that trial's 31 s were two compiles,
+# and the check's winners were the trial's compiled base (bench/results/h200/sweep-cost/sweep-resnet50-default-s11.log).
+WHOLE_COMPILES = 1
 
 
 class WholeCheckPhase(Phase):
@@ -46,10 +50,9 @@ class WholeCheckPhase(Phase):
         parts = {name: winners.parts(sweep.workload.pairs(kinds), defaults=False) for name, kinds in WINNER_GROUPS.items()}
 
         tuning = sweep.tuning
-        timed = next((k for k in (Kind.FUSION, Kind.CPP_GRAPH) if tuning.costs.seen.get(k)), None)  # whole-workload trials
 
         def measure(f: Forcing) -> Measurement | None:
-            if not tuning.settles(WHOLE, fallback=timed, compiles=WHOLE_COMPILES):
+            if not tuning.settles(WHOLE, fallback=None, compiles=WHOLE_COMPILES + (0 if sweep.worker.alive else 1)):
                 return None
             with tuning.costs.timed(WHOLE):
                 return sweep.worker.run(GraphTrial({}, f.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
