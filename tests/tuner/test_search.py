@@ -43,6 +43,25 @@ def test_a_batch_asks_each_config_once_and_the_default_first(site):
     assert all(t.state.name == "COMPLETE" for t in done) and len(done) >= 4
 
 
+def test_a_graph_study_measures_no_separate_default_and_still_settles_against_it(db_url):
+    """A graph's knobs (like its fusion grouping) are timed beside their base in every trial: its study enqueues no
+    default trial, and the settled default time comes from the trials' own baselines."""
+    db = Database.open(db_url)
+    task = tasks()[0]
+    rec = db.upsert_task(task.key, task.kind, task.name, task.signature, task.space.fingerprint())
+    tuning = _context(db_url, db, trials=3)
+    asker, told = _asker(tuning, task, rec, target=3)
+    pending = asker.ask_batch(3)
+    configs = [c for c, _ in pending.values()]
+    assert task.space.default not in configs and len(configs) == 3
+    asker.tell_batch(pending, [replay_measure(c, 1) for c in configs])
+    ok, default, top = finalist(tuning, rec, task.space)
+    assert default is None and len(ok) == 3
+    outcome = choose_winner(tuning, rec, task.space, lambda config, rounds: replay_measure(config, rounds))
+    assert outcome.default_ms == 1.0  # the baseline every trial timed beside itself
+    db.close()
+
+
 def test_a_rerun_tells_stored_results_instead_of_measuring_again(site):
     tuning, task, rec = site
     first, _ = _asker(tuning, task, rec, target=2)
