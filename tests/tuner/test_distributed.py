@@ -167,6 +167,25 @@ def test_merged_progress_counts_a_phase_once_and_labels_each_workers_lines():
     ]
 
 
+def test_the_bar_never_shows_more_trials_than_its_total():
+    """Joined trials can outnumber a phase's plan (a two-worker sweep once showed "13/11 trials"): the total grows."""
+    import io
+
+    from rich.console import Console
+
+    from tuner.cli.render import RichProgress
+
+    out = io.StringIO()
+    with RichProgress(Console(file=out, width=100)) as bar:
+        bar.start(2, ["a"])
+        for _ in range(3):
+            bar.trial("ok")
+        shown = bar.bar.tasks[0]
+        assert (shown.completed, shown.total) == (3, 3)
+        bar.start(4, ["b"])  # the next phase adds its plan to what was done
+        assert bar.bar.tasks[0].total == 7
+
+
 @pytest.mark.parametrize("backend", ["postgres", "sqlite"])
 def test_workers_with_nothing_to_claim_join_a_running_study(backend, request, tmp_path):
     url = request.getfixturevalue("pg_url") if backend == "postgres" else f"sqlite:///{tmp_path / 'joined.db'}"

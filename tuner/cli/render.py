@@ -68,6 +68,10 @@ class RichProgress(SweepProgress):
         if status != "ok":
             self.failed += 1
         if self.id is not None:
+            shown = self.bar.tasks[0]
+            if shown.total is not None and shown.completed + 1 > shown.total:
+                # a trial beyond the plan (another worker's study joined): the plan grows; never "13/11 trials"
+                self.bar.update(self.id, total=shown.completed + 1)
             self.bar.advance(self.id)
 
     def note(self, text: str) -> None:
