@@ -24,6 +24,7 @@ from tuner.keys import canonical_json, config_hash
 from tuner.measure.result import Measurement, Status
 from tuner.samplers import make_sampler
 from tuner.seeds import near_seeds
+from tuner.shared_study import suggest_unshared
 from tuner.search_spaces import InvalidConfig, Space
 
 WHOLE_COMPILE_KINDS = (*GRAPH_KINDS, Kind.FUSION)  # a trial of these compiles the whole workload
@@ -164,25 +165,14 @@ def tell(study: Any, ot: Any, trial: TrialRecord) -> None:
         study.tell(ot, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
 
 
-def _running_elsewhere(study: Any, ot: Any) -> bool:
-    """Another worker sharing the study is measuring the config ``ot`` was given right now."""
-    import optuna
-
-    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
-    return any(t.number != ot.number and t.params == ot.params for t in running)
-
-
 def ask_new(
     tuning: StudyContext, task: TaskRecord, space: Space, study: Any, seen: set[str], invalid: set[str], on_trial: Callable[[TrialRecord], None]
 ) -> tuple[Any, dict[str, Any]] | None:
     """Ask the study for one config; a config measured before is told its stored result and an invalid one is
     stored as such (both return None; invalid ones also join ``invalid``); else (trial, config) to measure."""
-    import optuna
-
     ot = study.ask()
-    config = space.suggest(ot)
-    if _running_elsewhere(study, ot):  # not measured twice: the sampler is asked again
-        study.tell(ot, state=optuna.trial.TrialState.FAIL)
+    config = suggest_unshared(study, space, ot)
+    if config is None:  # another worker sharing the study has it
         return None
     prev = tuning.db.find_trial(task.id, tuning.device_id, config)
     if prev is None:

@@ -140,3 +140,23 @@ def test_enqueue_new_skips_what_the_study_has_and_repeats():
     enqueue_new(study, [{"x": 1}, {"x": 2}, {"x": 2}, {"x": 3, "y": "a"}])
     waiting = [t.system_attrs["fixed_params"] for t in study.get_trials(states=(optuna.trial.TrialState.WAITING,))]
     assert waiting == [{"x": 1}, {"x": 2}, {"x": 3, "y": "a"}]
+
+
+def test_a_waiting_trial_another_worker_finished_is_asked_again_not_a_crash(tmp_path):
+    """SQLite cannot lock an enqueued trial for one worker: two can pop it, and the one that suggests after the other
+    finished it used to die (UpdateFinishedTrialError, a two-worker replay test on this machine). It asks again."""
+    import optuna
+
+    from tuner.shared_study import suggest_unshared
+
+    space = tasks()[0].space
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    study = optuna.create_study(study_name="s", storage=url)
+    study.enqueue_trial(space.optuna_params(space.default))
+    other = optuna.load_study(study_name="s", storage=url)  # the other worker: its own storage
+    mine = study.ask()
+    other.get_trials(deepcopy=False)
+    theirs = optuna.trial.Trial(other, mine._trial_id)  # the same waiting trial, popped by both
+    assert suggest_unshared(study, space, mine) == space.default
+    study.tell(mine, 1.0)
+    assert suggest_unshared(other, space, theirs) is None
