@@ -45,12 +45,13 @@ class Costs:
         n = [float(i) for i, _ in seen]
         t = [s for _, s in seen]
         mean_n, mean_t = statistics.fmean(n), statistics.fmean(t)
+        all_per_item = mean_t / max(1.0, mean_n)
         spread = sum((x - mean_n) ** 2 for x in n)
         if spread >= 0.1 * mean_n**2 * len(n):  # sizes at least ~30% apart: the data decide the slope
             slope = sum((x - mean_n) * (y - mean_t) for x, y in zip(n, t)) / spread
         else:
-            slope = per_item_prior if per_item_prior is not None else mean_t / max(1.0, mean_n)
-        slope = min(max(slope, 0.0), mean_t / max(1.0, mean_n))  # between nothing and everything per item
+            slope = per_item_prior if per_item_prior is not None else all_per_item
+        slope = min(max(slope, 0.0), all_per_item)  # between nothing and everything per item
         return max(0.0, mean_t - slope * mean_n), slope
 
     def expect(self, kind: str, fallback: str | None = None, scale: float = 1.0) -> float:

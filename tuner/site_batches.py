@@ -110,8 +110,10 @@ def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
         return batch
     fixed, per_choice = line
     left = tuning.deadline - clock.now() - fixed
-    if left <= 0 or per_choice <= 0:
-        return 0 if left <= 0 else batch
+    if left <= 0:
+        return 0
+    if per_choice <= 0:  # all of it compile: a batch costs the same at any size
+        return batch
     return max(0, min(batch, int(left / (per_choice * sites)) - 1))  # each site also times its default
 
 

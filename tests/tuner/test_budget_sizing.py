@@ -23,4 +23,3 @@ def test_no_estimate_where_the_cost_was_never_measured():
     assert max_autotune_s("cpu", 8.0, 30) is None
     assert max_autotune_s("cuda", 8.0, 0) is None
     assert within_max_autotune(make_budget("default"), None).time_budget_s is None
-
