@@ -33,15 +33,16 @@ class Costs:
         del self.sized[kind][:-RECENT]
         self.observe(kind, seconds / max(1, items))
 
-    def line(self, kind: str) -> tuple[float, float] | None:
+    def line(self, kind: str, fixed_prior: float | None = None) -> tuple[float, float] | None:
         """(fixed seconds, seconds per item) of work of ``kind`` whose cost grows with its size (a site batch: a
-        compile, then its choices), from the recent ones; None before the first. Sizes that differ give the line
-        through them (least squares); one size alone, the line through it with the prior slope of ``slopes``
-        (none: through zero, all of it per item). Neither part is ever negative."""
+        compile, then its choices), from the recent ones. Sizes that differ give the line through them (least
+        squares); one size alone, the line through it with the prior slope of ``slopes`` (none: through zero, all
+        of it per item). Before the first: ``fixed_prior`` (e.g. a compile's measured cost) with the prior slope,
+        where both are known; else None. Neither part is ever negative."""
         per_item_prior = self.slopes.get(kind)
         seen = self.sized.get(kind)
         if not seen:
-            return None
+            return (fixed_prior, per_item_prior) if fixed_prior and per_item_prior is not None else None
         n = [float(i) for i, _ in seen]
         t = [s for _, s in seen]
         mean_n, mean_t = statistics.fmean(n), statistics.fmean(t)

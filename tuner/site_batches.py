@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from tuner.backend.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
 from tuner import clock
-from tuner.clock import fits
+from tuner.clock import CAPTURE, fits
 from tuner.estimate import SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
@@ -97,13 +97,14 @@ PROBE_CHOICES = 2  # candidates per site in a batch whose cost is not known yet:
 
 def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
     """Candidates to ask each of ``sites`` open sites for in the next batch so that the batch ends by the deadline:
-    a small probe while the cost is unknown (so the progress's ETA rests on a measured cost, with or without a
-    deadline), then ``batch`` without a deadline, else as many as fit (0: none). A batch costs a compile plus a
-    share per choice (``Costs.line``, its prior share in ``Costs.slopes`` until batches of two sizes have run), so
-    a larger batch costs less per choice than the probe did."""
+    ``batch`` without a deadline, else as many as fit (0: none). A batch costs a compile plus a share per choice
+    (``Costs.line``, its prior share in ``Costs.slopes`` until batches of two sizes have run), so a larger batch
+    costs less per choice than a small one. Before the first batch, where the device has a prior share, the
+    compile is the workload's measured one and the first batch is sized like any other; where it has none, a small
+    probe measures the cost first (so the progress's ETA rests on a measured cost, with or without a deadline)."""
     if sites == 0 or not tuning.time_left():
         return 0
-    line = tuning.costs.line(SITE_CHOICE)
+    line = tuning.costs.line(SITE_CHOICE, fixed_prior=tuning.costs.expect(CAPTURE) or None)
     if line is None:
         return min(batch, PROBE_CHOICES)
     if tuning.deadline is None:

@@ -188,11 +188,38 @@ def test_a_batch_is_sized_as_a_compile_plus_a_share_per_choice(db_url, monkeypat
     db.close()
 
 
+def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_the_deadline(db_url, monkeypatch):
+    """No probe where the device has a prior share per choice and the capture's compile was timed: batches cost 1 s
+    of compile plus 0.1 s per choice, 1.85 s are left, so the first batch offers each site its default and two
+    candidates (6 choices, 1.6 s). A probe (each site's default and one candidate: 4 choices, 1.4 s) would have left
+    0.45 s, no room for another compile."""
+    import dataclasses
+
+    from tuner.clock import CAPTURE
+    from tuner.estimate import SITE_CHOICE
+    from tuner.site_batches import tune_sites
+
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.clock.now", clock.now)
+    db, tuning, group = _sites(db_url)
+    tuning.costs.slopes[SITE_CHOICE] = 0.1
+    tuning.costs.observe(CAPTURE, 1.0)
+    deadline = clock.t + 1.85
+    tuning = dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 10)
+    calls = []
+    _, measured, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock), batch=16)
+    assert [n for n, _ in calls][:1] == [6] and calls[0][1] <= deadline
+    assert measured == 6
+    db.close()
+
+
 def test_a_batch_cost_line_comes_from_the_prior_then_from_batches_of_two_sizes():
     from tuner.clock import Costs
 
     costs = Costs(slopes={"k": 0.1})
     assert costs.line("k") is None
+    assert costs.line("k", fixed_prior=20.0) == (20.0, 0.1)  # before any batch: a measured compile and the prior
+    assert Costs().line("k", fixed_prior=20.0) is None  # no prior share: unknown until measured
     costs.observe_sized("k", 40, 6.0)  # one size: the prior's slope through it
     fixed, per = costs.line("k")
     assert per == 0.1 and abs(fixed - 2.0) < 1e-9
