@@ -52,6 +52,7 @@ class GraphRecord:
     fusion_key: str = ""
     device: str = "cpu"
     pairs: dict[str, int] = field(default_factory=dict)  # fusions Inductor made or considered: pair id -> score
+    unshared: list[str] = field(default_factory=list)  # template epilogues refused for sharing no indexed data
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
     shapes: list[list[int]] | None = None  # its inputs' sizes
 
@@ -79,6 +80,11 @@ class Recorder:
         g = self.graphs.get(self.current_graph or "")
         if g is not None:
             g.pairs[pid] = max(score, g.pairs.get(pid, score))
+
+    def unshared_epilogue(self, pid: str) -> None:
+        g = self.graphs.get(self.current_graph or "")
+        if g is not None and pid not in g.unshared:
+            g.unshared.append(pid)
 
 
 class CompileContext:
@@ -225,6 +231,12 @@ class CompileContext:
             counters.bump("vetoes")
             return False
         return True
+
+    def fusion_refused_unshared(self, pid: str) -> None:
+        """Told by the fusion hook of a template epilogue that Inductor refused only because the two share no
+        data at the same index (``aggressive_fusion`` would admit it)."""
+        if self.recorder is not None:
+            self.recorder.unshared_epilogue(pid)
 
     def graph_knobs(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The Inductor config patches for this graph: its codegen knobs and its fusion grouping's knobs

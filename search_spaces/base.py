@@ -157,6 +157,11 @@ class Space:
         """Configs to measure first, after the default (none by default)."""
         return []
 
+    def evidence(self) -> list[dict[str, Any]]:
+        """Configs that what was seen of this very task points to, measured before any other task's winners
+        (none by default)."""
+        return []
+
     def optuna_params(self, config: dict[str, Any]) -> dict[str, Any]:
         """The Optuna parameter values that :meth:`suggest` would map to ``config`` (for enqueue_trial)."""
         out: dict[str, Any] = {}

@@ -6,12 +6,16 @@
 resolves two of them per device when left None), ``split_reductions``, ``loop_ordering_after_fusion``;
 on CUDA also ``combo_kernels`` and ``triton.tiling_prevents_{pointwise,reduction}_fusion``.
 (b) Per-pair decisions: ``veto.<pair id>`` (true: Inductor may not make that fusion) for the pairs with
-the highest scores among those Inductor made while the graph was captured. On the CPU,
+the highest scores among those Inductor made while the graph was captured.
+(c) Evidence: where the recording saw Inductor refuse template epilogues only because they share no data at the
+same index (``unshared_epilogues``), the study first measures the default with ``aggressive_fusion``, which admits
+them: each one fused is a kernel launch fewer and an output not written and read back. On the CPU,
 ``cpp.max_horizontal_fusion_size`` stays in the C++ codegen space (``cpp_graph``), tuned before this.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tuner.core import Kind
@@ -68,7 +72,18 @@ def space(context: dict[str, Any]) -> Space:
     params += [Bool(f"veto.{p}") for p in pairs]
     default = {**{p.name: d[p.name] for p in params if p.name in d}, **{f"veto.{p}": False for p in pairs}}
     ctx = {"device": context.get("device"), "defaults": d, "pairs": pairs}
-    return Space(FAMILY, tuple(params), default, (), ctx)
+    if int(context.get("unshared_epilogues") or 0) > 0:  # absent otherwise: older tasks keep their fingerprint
+        ctx["unshared_epilogues"] = int(context["unshared_epilogues"])
+    return FusionSpace(FAMILY, tuple(params), default, (), ctx)
+
+
+@dataclass(frozen=True)
+class FusionSpace(Space):
+    def evidence(self) -> list[dict[str, Any]]:
+        """The default with ``aggressive_fusion``, where the graph has template epilogues only it would fuse."""
+        if not self.context.get("unshared_epilogues") or self.default.get("aggressive_fusion", True):
+            return []
+        return [{**self.default, "aggressive_fusion": True}]
 
 
 def knobs_of(config: dict[str, Any]) -> dict[str, Any]:

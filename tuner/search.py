@@ -122,7 +122,8 @@ def record(tuning: TrialSink, task: TaskRecord, config: dict[str, Any], m: Measu
 
 
 def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False) -> Any:
-    """The task's study (resumed when it exists), with Inductor's default, the winners of near tasks on this device
+    """The task's study (resumed when it exists), with Inductor's default, what the task's own capture points to
+    (``Space.evidence``), the winners of near tasks on this device
     (``tuner.seeds``), the ranked candidates or else the space's seeds (``StudyContext.first_configs``) and, with
     ``from_similar``, other device models' winners enqueued unless already measured. ``join``: another worker
     holds the task and is tuning it now; this one only adds trials (its running trials are not stale, and it
@@ -131,7 +132,7 @@ def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[s
     if join:
         return study
     near = near_seeds(task.kind, task.signature, space, _near_winners(tuning, task))
-    first = [*([] if task.kind in BESIDE_BASE else [space.default]), *near, *tuning.first_configs(task, space)]
+    first = [*([] if task.kind in BESIDE_BASE else [space.default]), *space.evidence(), *near, *tuning.first_configs(task, space)]
     if tuning.from_similar:  # enqueued, so each is measured here before it can win
         first += [c for c in tuning.db.winners_elsewhere(task.id, tuning.device_id) if space.is_valid(c)]
     enqueue_new(study, [space.optuna_params(c) for c in first if config_hash(c) not in seen])

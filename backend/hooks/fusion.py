@@ -44,9 +44,27 @@ def pair_id(node1: Any, node2: Any) -> str:
     return digest([_describe(node1), _describe(node2)])[:16]
 
 
+def _is_template(node: Any) -> bool:
+    is_template = getattr(node, "is_template", None)
+    return bool(is_template()) if callable(is_template) else False
+
+
+def refused_for_no_shared_data(base: bool, node1: Any, shared_data_score: int) -> bool:
+    """Whether Inductor refused to fuse an epilogue into the template ``node1`` only because the two share no data
+    at the same index: its first heuristic refuses a score of 0 unless ``aggressive_fusion`` is set."""
+    from tuner.backend.process import inductor_flag
+
+    return not base and int(shared_data_score) == 0 and _is_template(node1) and not inductor_flag("aggressive_fusion")
+
+
 def allowed(base: bool, node1: Any, node2: Any, shared_data_score: int) -> bool:
-    """Inductor's own answer ``base``, unless the active compile vetoes the pair."""
+    """Inductor's own answer ``base``, unless the active compile vetoes the pair. A template epilogue refused for
+    sharing no indexed data is told to the compile (a recording counts them)."""
     ctx = active()
-    if not base or ctx is None:
+    if ctx is None:
+        return base
+    if not base:
+        if refused_for_no_shared_data(base, node1, shared_data_score):
+            ctx.fusion_refused_unshared(pair_id(node1, node2))
         return base
     return ctx.fusion_allowed(pair_id(node1, node2), int(shared_data_score))

@@ -97,3 +97,46 @@ def test_stale_grouping_falls_back_to_inductors_fusion(db_url):
     y = torch.compile(same, backend="tuned", options={"db": db_url})(x)  # the unchanged graph gets its grouping
     torch.testing.assert_close(y, same(x))
     assert tb.stats()["hits"] >= 1
+
+
+class _Node:
+    """A scheduler node as Inductor's first fusion heuristic sees it (no template epilogue with no shared data can be
+    built on this CPU: 2.14's loop reordering finds the shared data of every CPP GEMM epilogue tried)."""
+
+    def __init__(self, template: bool):
+        self.template = template
+
+    def is_template(self):
+        return self.template
+
+    def is_reduction(self):
+        return False
+
+    def is_foreach(self):
+        return False
+
+    def get_nodes(self):
+        return [self]
+
+    def get_name(self):
+        return "buf0"
+
+
+def test_a_template_epilogue_refused_for_sharing_no_data_is_recorded_for_its_graph():
+    """Inductor's own ``can_fuse`` refuses a pair that shares no indexed data unless ``aggressive_fusion`` is set; the
+    recording keeps the template epilogues refused so (a pair of plain nodes, or a refusal under aggressive fusion,
+    is not one)."""
+    import torch._inductor.config as inductor_config
+
+    from tuner.backend.hooks.choices import TunedChoices
+
+    rec = Recorder()
+    rec.graph("g", "fusion_graph", {"backward": False, "code": "x\n", "inputs": []})
+    ctx = CompileContext(Forcing(), "cuda", rec)
+    with ctx.activated():
+        assert TunedChoices.can_fuse(None, _Node(True), _Node(False), 0) is False
+        assert TunedChoices.can_fuse(None, _Node(False), _Node(False), 0) is False
+        with inductor_config.patch(aggressive_fusion=True, max_fusion_size=0):
+            assert TunedChoices.can_fuse(None, _Node(True), _Node(False), 0) is False  # refused for its size
+    (g,) = rec.graphs.values()
+    assert len(g.unshared) == 1 and not g.pairs

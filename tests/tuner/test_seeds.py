@@ -55,3 +55,36 @@ def test_a_study_measures_another_graphs_winner_first(db_url):
     asked = [mine.space.suggest(study.ask()) for _ in range(2)]
     assert asked[0] == won and mine.space.default not in asked
     db.close()
+
+
+def _fusion_sig(unshared: int = 0):
+    from tuner.search_spaces.fusion import inductor_defaults
+
+    space = {"device": "cuda", "defaults": inductor_defaults("cuda"), "pairs": ["p1", "p2"]}
+    if unshared:
+        space["unshared_epilogues"] = unshared
+    return {"backward": False, "lines": 10, "space": space}
+
+
+def test_a_graph_whose_template_epilogues_share_no_data_tries_aggressive_fusion_before_other_graphs_knobs(db_url):
+    """The recording saw Inductor refuse template epilogues for sharing no indexed data (which ``aggressive_fusion``
+    admits): that grouping is asked first, before another graph's winning knobs; without such refusals, the other
+    graph's knobs come first, as before. The evidence is part of the space's context, so older tasks keep their
+    fingerprint."""
+    from tuner.core import TaskSpec
+
+    plain, seen_unshared = space_for(Kind.FUSION, _fusion_sig()), space_for(Kind.FUSION, _fusion_sig(3))
+    assert plain.evidence() == [] and plain.fingerprint() == space_for(Kind.FUSION, _fusion_sig(0)).fingerprint()
+    (lead,) = seen_unshared.evidence()
+    assert lead == {**seen_unshared.default, "aggressive_fusion": True} and seen_unshared.is_valid(lead)
+    db = Database.open(db_url)
+    tuning = _context(db_url, db, trials=4)
+    other = {**plain.default, "max_fusion_size": 8}
+    other_rec = db.upsert_task("other-graph", Kind.FUSION, "other", _fusion_sig(), plain.fingerprint())
+    db.set_winner(other_rec.id, tuning.device_id, None, other, 1.0, 1.3)
+    for key, sig, first in (("mine-a", _fusion_sig(3), lead), ("mine-b", _fusion_sig(), other)):
+        task = TaskSpec(key, Kind.FUSION, key, sig, space_for(Kind.FUSION, sig))
+        rec = db.upsert_task(task.key, task.kind, task.name, task.signature, task.space.fingerprint())
+        study = open_study(tuning, rec, task.space, measured_before(tuning, rec)[0])
+        assert task.space.suggest(study.ask()) == first
+    db.close()

@@ -71,13 +71,13 @@ class FusionPhase(Phase):
         self.everything = sweep.winners().forcing(sweep.workload.pairs())
         sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
         groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model)
+        for g in groupings:
+            if g.space.evidence():
+                sweep.progress.note(f"{g.name}: Inductor kept {g.space.context['unshared_epilogues']} template epilogue(s) apart for sharing "
+                                    "no data at the same index; the grouping with aggressive_fusion, which fuses them, is measured first")
         self.pairs = list(zip(groupings, sweep.workload.register(groupings)))
         trials = planned(sweep.budget.fusion_target, groupings)
         return Plan(groupings, trials, cost=[(str(Kind.FUSION), trials)])
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         _tune(sweep, deadline, self.pairs, self.everything, target=sweep.budget.fusion_target)
-
-    def changed_kernels(self, sweep: SweepContext) -> bool:
-        """Whether a grouping other than Inductor's won (its kernels then have new sources, to be tuned too)."""
-        return any(not sweep.outcomes[r.id].is_default for _, r in self.pairs if r.id in sweep.outcomes)
