@@ -14,6 +14,7 @@ from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.estimate import max_autotune_s
 from tuner.measure import CaptureResult, Worker
+from tuner.phases.whole import WHOLE_COMPILES
 from tuner.phases import FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
 from tuner.phases.forecast import forecast, forecast_line
 from tuner.progress import Progress
@@ -61,28 +62,31 @@ class SweepReport:
 
 
 # With a time budget, each phase gets this share of the time still left when it starts (what a phase leaves
-# unused flows to the next): template sites, then CUDA kernels or CPU graph knobs, then fusion groupings (on CUDA
-# the kernels those create get the rest). Without a share, the first phase could take the whole budget.
-PHASE_SHARE = {"sites": 0.4, "kernels": 0.6, "graphs": 0.5, "fusion": 0.7}
-# On CUDA the Triton kernel phase leaves the fusion phase its recording compile and one grouping's compile beside
-# Inductor's, when the time budget has room for them: on resnet50 (H200) the kernels' winners gave a few percent,
-# a fusion grouping ten (bench/results/h200/resnet50-bf16-b32.jsonl.gz), and a 230-s sweep whose kernels took
-# their whole share left the fusion phase 5 s (bench/results/h200/sweep-cost/sweep-resnet50-default-s10.log).
-FUSION_ROOM = 2.0  # and the fusion phase is given at least 1.5 compiles there (a grouping's trial is a compile)
+# unused flows to the next): template sites, then on CUDA fusion groupings (their recording compile done, then
+# their trials) and the Triton kernels the winners make, on the CPU the graph knobs and fusion groupings. Without a
+# share, the first phase could take the whole budget.
+PHASE_SHARE = {"sites": 0.4, "graphs": 0.5, "fusion": 0.7}
+# On CUDA the fusion phase is given at least 1.5 compiles while the sweep can afford them (a grouping's trial is a
+# compile): on resnet50 (H200) a grouping gave ten percent, the kernels' winners a few
+# (bench/results/h200/resnet50-bf16-b32.jsonl.gz).
+FUSION_COMPILES = 1.5
 WHOLE_SHARE = 0.15  # of a time budget, kept for verification and the whole-workload check at the end
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
 def phases(opts: SweepOptions, whole: WholeCheckPhase) -> Iterator[Phase]:
-    """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored."""
-    cuda, fusion = opts.spec.device == "cuda", opts.fusion
+    """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
+    CUDA a fusion grouping decides which kernels exist (an epilogue fused into a template is a kernel fewer), so the
+    groupings come before the Triton kernels, which are captured with every winner so far forced."""
     yield SitePhase(PHASE_SHARE["sites"])
-    yield KernelPhase("compiling with the template winners forced", PHASE_SHARE["kernels"] if fusion else 1.0, leaves=FUSION_ROOM if fusion and cuda else 0.0)
-    yield GraphKnobPhase(PHASE_SHARE["graphs"] if fusion else 1.0)
-    if fusion:
-        groupings = FusionPhase(PHASE_SHARE["fusion"] if cuda else 1.0, compiles=1.5 if cuda else 0.0)
-        yield groupings
-        yield KernelPhase("of the winning fusion groupings", when=lambda sweep: groupings.changed_kernels(sweep) and sweep.time_left() and sweep.can_capture())
+    if opts.spec.device == "cuda":
+        if opts.fusion:
+            yield FusionPhase(PHASE_SHARE["fusion"], compiles=FUSION_COMPILES)
+        yield KernelPhase("compiling with every winner so far forced")
+    else:
+        yield GraphKnobPhase(PHASE_SHARE["graphs"] if opts.fusion else 1.0)
+        if opts.fusion:
+            yield FusionPhase()
     yield whole
     yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted) and sweep.can_capture())
 
@@ -93,12 +97,14 @@ def promised_end_s(budget_s: float) -> float:
     return 1.1 * budget_s + 20.0
 
 
-def _deadlines(budget_s: float | None, t0: float) -> dict[str, float | None]:
+def _deadlines(budget_s: float | None, t0: float, check_s: float = 0.0) -> dict[str, float | None]:
     """The phases' deadline (the budget less the share kept for the end) and the sweep's own, which verification and
-    the whole-workload check may run to."""
+    the whole-workload check may run to. A share too small to hold the check (``check_s``: its expected cost) would
+    go unused: the phases get it (a 60-s CPU sweep of resnet18 kept 9 s for an 11-s check and measured nothing)."""
     if not budget_s:
         return {"deadline": None, "settle_by": None}
-    return {"deadline": t0 + (1 - WHOLE_SHARE) * budget_s, "settle_by": t0 + budget_s}
+    kept = WHOLE_SHARE * budget_s
+    return {"deadline": t0 + budget_s - (kept if kept >= check_s else 0.0), "settle_by": t0 + budget_s}
 
 
 def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureResult, progress: Progress, t0: float) -> SweepContext:
@@ -112,7 +118,8 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
         rankers=Rankers(db, device_id, prior) if opts.ranking else None,
         environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
         sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
-        from_similar=opts.from_similar, costs=worker.costs, **_deadlines(opts.budget.time_budget_s, t0),
+        from_similar=opts.from_similar, costs=worker.costs,
+        **_deadlines(opts.budget.time_budget_s, t0, WHOLE_COMPILES * capture.compile_s),
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks_from_capture(capture, opts.spec.model))

@@ -108,7 +108,6 @@ class Phase(abc.ABC):
     share: float = 1.0
     past_budget: bool = False
     compiles: float = 0.0  # the least time worth giving it, in compiles of the workload (see deadline_for)
-    leaves: float = 0.0  # compiles of the workload it leaves to the phases after it, when they can have them
 
     @abc.abstractmethod
     def plan(self, sweep: SweepContext) -> Plan:
@@ -119,21 +118,16 @@ class Phase(abc.ABC):
         """Tune the planned tasks until ``deadline`` (None: no time budget); outcomes go to ``sweep``."""
 
 
-def deadline_for(sweep: SweepContext, share: float, compiles: float = 0.0, leaves: float = 0.0) -> float | None:
+def deadline_for(sweep: SweepContext, share: float, compiles: float = 0.0) -> float | None:
     """A deadline ``share`` of the way from now to the sweep's own (None without a time budget), but at least
     ``compiles`` compiles of the workload from now when the sweep's own deadline leaves room for them: a phase whose
-    every step is a compile (a site batch) is not given less than one step while the sweep could afford it. A phase
-    that ``leaves`` compiles to the later ones counts only the time beyond them, when there is time beyond them
-    (else the later phases could not use them anyway)."""
+    every step is a compile (a site batch) is not given less than one step while the sweep could afford it."""
     end = sweep.tuning.deadline
     if end is None:
         return None
     now = clock.now()
-    compile_s = sweep.tuning.costs.expect(CAPTURE)
     left = max(0.0, end - now)
-    if leaves and left > leaves * compile_s:
-        left -= leaves * compile_s
-    return now + min(left, max(share * left, compiles * compile_s))
+    return now + min(left, max(share * left, compiles * sweep.tuning.costs.expect(CAPTURE)))
 
 
 def planned(target: int | Callable[[TaskSpec], int], tasks: list[TaskSpec]) -> int:
@@ -150,7 +144,7 @@ def run_phases(sweep: SweepContext, phases: Iterator[Phase]) -> None:
         plan = phase.plan(sweep)
         if not plan:
             continue
-        deadline = deadline_for(sweep, phase.share, phase.compiles, phase.leaves)
+        deadline = deadline_for(sweep, phase.share, phase.compiles)
         if plan.tasks:
             sweep.progress.start(plan.trials, [t.name for t in plan.tasks])
             sweep.progress.note(_plan_line(sweep, phase, plan, deadline))
