@@ -36,9 +36,10 @@ class Costs:
     def line(self, kind: str, fixed_prior: float | None = None) -> tuple[float, float] | None:
         """(fixed seconds, seconds per item) of work of ``kind`` whose cost grows with its size (a site batch: a
         compile, then its choices), from the recent ones. Sizes that differ give the line through them (least
-        squares); one size alone, the line through it with the prior slope of ``slopes`` (none: through zero, all
-        of it per item). Before the first: ``fixed_prior`` (e.g. a compile's measured cost) with the prior slope,
-        where both are known; else None. Neither part is ever negative."""
+        squares); one size alone, the line through it and ``fixed_prior`` (e.g. a compile's measured cost) where
+        it took longer than that, else through it with the prior slope of ``slopes`` (none: through zero, all of it
+        per item). Before the first: ``fixed_prior`` with the prior slope, where both are known; else None. Neither
+        part is ever negative."""
         per_item_prior = self.slopes.get(kind)
         seen = self.sized.get(kind)
         if not seen:
@@ -50,6 +51,8 @@ class Costs:
         spread = sum((x - mean_n) ** 2 for x in n)
         if spread >= 0.1 * mean_n**2 * len(n):  # sizes at least ~30% apart: the data decide the slope
             slope = sum((x - mean_n) * (y - mean_t) for x, y in zip(n, t)) / spread
+        elif fixed_prior and mean_t > fixed_prior:  # the known compile, the rest per item
+            slope = (mean_t - fixed_prior) / max(1.0, mean_n)
         else:
             slope = per_item_prior if per_item_prior is not None else all_per_item
         slope = min(max(slope, 0.0), all_per_item)  # between nothing and everything per item

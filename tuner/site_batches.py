@@ -95,6 +95,11 @@ def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str
 PROBE_CHOICES = 2  # candidates per site in a batch whose cost is not known yet: the first batch measures the cost
 
 
+def _line(tuning: StudyContext) -> tuple[float, float] | None:
+    """A site batch's cost line (``Costs.line``), its fixed part anchored on the workload's measured compile."""
+    return tuning.costs.line(SITE_CHOICE, fixed_prior=tuning.costs.expect(CAPTURE) or None)
+
+
 def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
     """Candidates to ask each of ``sites`` open sites for in the next batch so that the batch ends by the deadline:
     ``batch`` without a deadline, else as many as fit (0: none). A batch costs a compile plus a share per choice
@@ -104,7 +109,7 @@ def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
     probe measures the cost first (so the progress's ETA rests on a measured cost, with or without a deadline)."""
     if sites == 0 or not tuning.time_left():
         return 0
-    line = tuning.costs.line(SITE_CHOICE, fixed_prior=tuning.costs.expect(CAPTURE) or None)
+    line = _line(tuning)
     if line is None:
         return min(batch, PROBE_CHOICES)
     if tuning.deadline is None:
@@ -170,7 +175,7 @@ def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites) -> 
     best = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)[1:]) for s in sites}
     request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None}
     # One compile for every site; it may run past the phase's deadline, not past the sweep's (``settle_by``).
-    fixed, per_choice = tuning.costs.line(SITE_CHOICE) or (0.0, 0.0)
+    fixed, per_choice = _line(tuning) or (0.0, 0.0)
     expected = fixed + per_choice * sum(len(c) for c in request.values())
     if request and not fits(tuning.settle_by, expected):
         return [settle_measured(tuning, s.rec, s.task.space, d, top, UNVERIFIED_GAIN) for s, d, top in best.values()]

@@ -220,6 +220,14 @@ def test_a_batch_cost_line_comes_from_the_prior_then_from_batches_of_two_sizes()
     assert costs.line("k") is None
     assert costs.line("k", fixed_prior=20.0) == (20.0, 0.1)  # before any batch: a measured compile and the prior
     assert Costs().line("k", fixed_prior=20.0) is None  # no prior share: unknown until measured
+    # One batch that took longer than the known compile: the line through that compile and the batch. The H200's
+    # 264-choice batch took 40 s against a 24.5-s compile; the prior share (0.13 s) put its compile at 6 s, and a
+    # second batch was started that ran 10 s past the phase's deadline.
+    h200 = Costs(slopes={"k": 0.13})
+    h200.observe_sized("k", 264, 40.0)
+    fixed, per = h200.line("k", fixed_prior=24.5)
+    assert fixed == 24.5 and abs(per - 15.5 / 264) < 1e-9
+    assert h200.line("k", fixed_prior=50.0)[1] == 0.13  # faster than the compile itself: the prior share
     costs.observe_sized("k", 40, 6.0)  # one size: the prior's slope through it
     fixed, per = costs.line("k")
     assert per == 0.1 and abs(fixed - 2.0) < 1e-9
