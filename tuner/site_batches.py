@@ -21,7 +21,7 @@ from tuner.clock import CAPTURE, fits
 from tuner.estimate import SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
-from tuner.search import Asker, Pending, StudyContext, finalist, measured_before, open_study, settle, settle_measured
+from tuner.search import UNVERIFIED_GAIN, Asker, Pending, StudyContext, finalist, measured_before, open_study, settle, settle_measured
 
 Request = dict[str, tuple[str, ...]]  # {site key: choice ids, the default first}
 MeasureSites = Callable[[Request], SiteTimings]
@@ -163,11 +163,6 @@ def tune_sites(
             measured += len(s.todo)
     cut = {s.rec.id for s in sites if s.asker.open()}
     return _verify(tuning, sites, measure), measured, cut
-
-
-# With no time left to verify, a site's finalist still wins on its batch's timing when it was this much faster than
-# the default timed beside it. Its batch's compile chose it (the fastest at its site) and passed the numerics check.
-UNVERIFIED_GAIN = 0.10
 
 
 def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites) -> list[TaskOutcome]:

@@ -160,3 +160,26 @@ def test_a_waiting_trial_another_worker_finished_is_asked_again_not_a_crash(tmp_
     assert suggest_unshared(study, space, mine) == space.default
     study.tell(mine, 1.0)
     assert suggest_unshared(other, space, theirs) is None
+
+
+def test_with_no_time_to_verify_a_graph_trial_timed_beside_the_default_wins_only_with_a_clear_gain(db_url):
+    """A graph-level trial times the default beside it in one run: with no time left to re-measure, 20% faster is
+    stored as the winner; 5% faster (past the 2% gain, inside what two runs may differ by) leaves the default."""
+    import time
+
+    from tests.helpers.replay import _context, tasks
+    from tuner.measure import Measurement, Status
+    from tuner.search import UNVERIFIED_GAIN, choose_winner, record
+
+    db = Database.open(db_url)
+    tuning = _context(db_url, db, trials=4)
+    tuning.settle_by = time.monotonic() - 1  # nothing more can be measured
+    for spec, ratio in zip(tasks(2), (0.8, 0.95)):
+        rec = db.upsert_task(spec.key, spec.kind, spec.name, spec.signature, spec.space.fingerprint())
+        config = {**spec.space.default, "cpp.min_chunk_size": 64}
+        assert config != spec.space.default and spec.space.is_valid(config)
+        record(tuning, rec, config, Measurement(Status.OK, 10.0 * ratio, 10.0 * ratio, 0.05, 10.0))
+        out = choose_winner(tuning, rec, spec.space, lambda c, rounds: pytest.fail("nothing may be measured"))
+        assert out.is_default is (1 - ratio < UNVERIFIED_GAIN)
+        assert db.winner_config(rec.id, tuning.device_id) == (spec.space.default if out.is_default else config)
+    db.close()
