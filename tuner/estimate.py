@@ -15,10 +15,11 @@ SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site bat
 # Seconds per trial, medians of sweeps on the H200 (torch 2.11, resnet50/squeezenet1_1/vit_b_16, bf16 b32) and on a
 # 2-core Xeon (CI, resnet18 b1 64x64): a site choice includes its share of the batch's compile; a graph trial is a
 # whole compile and its timing. The H200's site choice: 0.32 s in a batch of 72 generated choices for resnet50
-# (bench/device/site_cost.py, with the compile workers' Triton cache shared and site timings deferred), 0.65 s in
-# a --budget default sweep (119 site trials in 78 s, verification included).
+# (bench/device/site_cost.py, with the compile workers' Triton cache shared and site timings deferred), 0.19 s in
+# a --budget default sweep whose first batch is sized to its deadline (264 site trials and 48 verified choices in
+# 58.5 s, session 12; 0.65 s in session 11, which probed with 2 choices a site first).
 PRIORS = {
-    "cuda": {SITE_CHOICE: 0.6, "kernel": 0.3, "graph": 25.0},
+    "cuda": {SITE_CHOICE: 0.2, "kernel": 0.3, "graph": 25.0},
     "cpu": {SITE_CHOICE: 2.0, "kernel": 1.0, "graph": 8.0},
 }
 

@@ -145,7 +145,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
         opts = _sized(opts, capture, progress)
         sweep = _context(opts, db, worker, capture, progress, t0)
-        progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, opts.fusion)))
+        progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0)))
         run_phases(sweep, phases(opts, whole))
     except KeyboardInterrupt:
         release_all(db, worker_id())

@@ -135,3 +135,19 @@ def test_the_share_kept_for_the_end_goes_to_the_phases_when_it_cannot_hold_the_c
     given = _deadlines(60.0, 0.0, check_s=11.0)  # 9 s would be kept for an 11-s check: the phases have them
     assert given == {"deadline": 60.0, "settle_by": 60.0}
     assert _deadlines(None, 0.0, check_s=11.0) == {"deadline": None, "settle_by": None}
+
+
+def test_the_forecast_counts_the_fusion_groupings_of_every_captured_graph(db_url):
+    """On CUDA no graph-level task exists before the groupings are recorded: the forecast counts the captured graphs
+    (a resnet50 sweep's plan once left out the fusion phase it then ran)."""
+    from tests.helpers.replay import _context
+    from tuner.phases import FusionPhase, SweepContext, Workload
+    from tuner.phases.forecast import forecast
+    from tuner.progress import Progress
+
+    db = Database.open(db_url)
+    tuning = _context(db_url, db, trials=4)
+    sweep = SweepContext(tuning, worker=None, progress=Progress(), workload=Workload(db, "replay"), device_type="cuda", model="replay")
+    assert FusionPhase.name in forecast(sweep, [], fusion_graphs=1)
+    assert FusionPhase.name not in forecast(sweep, [], fusion_graphs=0)
+    db.close()

@@ -18,8 +18,9 @@ from tuner.phases.whole import WHOLE_COMPILES, WholeCheckPhase
 from tuner.tasks import kernel_tasks
 
 
-def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion: bool) -> dict[str, float]:
-    """{phase: expected seconds} for the phases this sweep will run, from the capture's tasks and kernels."""
+def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_graphs: int) -> dict[str, float]:
+    """{phase: expected seconds} for the phases this sweep will run, from the capture's tasks and kernels;
+    ``fusion_graphs``: the graphs whose groupings it will search (0: none)."""
     costs, dev = sweep.tuning.costs, sweep.device_type
     tasks = sweep.workload.tasks
     graphs = [x for x in tasks if x.kind in GRAPH_KINDS]
@@ -28,8 +29,8 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion: 
         KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
         GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, graphs)[1]),
     }
-    if fusion:  # one grouping per graph, each with the site budget's trials (the groupings are recorded later)
-        out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), len(graphs) * sweep.budget.fusion_target)])
+    if fusion_graphs:  # one grouping per graph, each with its budget's trials (the groupings are recorded later)
+        out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), fusion_graphs * sweep.budget.fusion_target)])
     out[WholeCheckPhase.name] = WHOLE_COMPILES * costs.expect(CAPTURE)
     return {name: s for name, s in out.items() if s > 0}
 
