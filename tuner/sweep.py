@@ -14,8 +14,8 @@ from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.estimate import max_autotune_s
 from tuner.measure import CaptureResult, Worker
-from tuner.phases.whole import WHOLE_COMPILES
 from tuner.phases import FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
+from tuner.phases.whole import WHOLE_COMPILES
 from tuner.phases.forecast import forecast, forecast_line
 from tuner.progress import Progress
 from tuner.ranking import PriorRows, Rankers
