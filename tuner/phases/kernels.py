@@ -26,8 +26,8 @@ class KernelPhase(Phase):
     name = "Triton kernels"
     past_budget = True
 
-    def __init__(self, why: str, share: float = 1.0, when: Callable[[SweepContext], bool] = lambda sweep: True):
-        self.why, self.share, self.when = why, share, when
+    def __init__(self, why: str, when: Callable[[SweepContext], bool] = lambda sweep: True):
+        self.why, self.when = why, when
         self.kernels: list[TaskSpec] = []
         self.records: list[TaskRecord] = []
 
