@@ -49,12 +49,12 @@ def _is_template(node: Any) -> bool:
     return bool(is_template()) if callable(is_template) else False
 
 
-def refused_for_no_shared_data(base: bool, node1: Any, shared_data_score: int) -> bool:
-    """Whether Inductor refused to fuse an epilogue into the template ``node1`` only because the two share no data
-    at the same index: its first heuristic refuses a score of 0 unless ``aggressive_fusion`` is set."""
+def refused_for_no_shared_data(node1: Any, shared_data_score: int) -> bool:
+    """Whether a refused fusion of an epilogue into the template ``node1`` was refused only because the two share no
+    data at the same index: Inductor's first heuristic refuses a score of 0 unless ``aggressive_fusion`` is set."""
     from tuner.backend.process import inductor_flag
 
-    return not base and int(shared_data_score) == 0 and _is_template(node1) and not inductor_flag("aggressive_fusion")
+    return int(shared_data_score) == 0 and _is_template(node1) and not inductor_flag("aggressive_fusion")
 
 
 def allowed(base: bool, node1: Any, node2: Any, shared_data_score: int) -> bool:
@@ -64,7 +64,7 @@ def allowed(base: bool, node1: Any, node2: Any, shared_data_score: int) -> bool:
     if ctx is None:
         return base
     if not base:
-        if refused_for_no_shared_data(base, node1, shared_data_score):
+        if refused_for_no_shared_data(node1, shared_data_score):
             ctx.fusion_refused_unshared(pair_id(node1, node2))
         return base
     return ctx.fusion_allowed(pair_id(node1, node2), int(shared_data_score))
