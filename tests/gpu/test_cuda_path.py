@@ -343,4 +343,7 @@ def test_a_decode_step_runs_inside_cuda_graphs_with_the_tuned_backend(tmp_path):
         fn = torch.compile(model, backend="tuned", options={"db": f"sqlite:///{tmp_path / 'empty.db'}", "mode": "reduce-overhead"})
         outs = [fn(x).clone() for _ in range(3)]  # the first records, the later ones replay
     assert dynamo_counters["inductor"]["cudagraph_skips"] == skips
-    assert all(torch.allclose(o.float(), ref.float(), rtol=2e-2, atol=2e-2) for o in outs)
+    # bf16 logits reach |90| here, and eager's own bf16 error against fp32 is ~0.25 at them: the bound is 2% of the
+    # logits' scale (a wrong cache slot or a stale replay moves them by their own size)
+    scale = ref.float().abs().max().item()
+    assert all((o.float() - ref.float()).abs().max().item() <= 0.02 * scale for o in outs)
