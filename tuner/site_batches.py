@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tuner.backend.pruning import PRUNED_NOTE
+from tuner.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
 from tuner import clock
 from tuner.clock import CAPTURE, fits

@@ -93,7 +93,7 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     probe (and stored as pruned, with the probe's time); with the bar out of reach none is."""
     import math
 
-    from tuner.backend import pruning
+    from tuner import pruning
     from tuner.backend.hooks import site_timing
     from tuner.measure.jobs import SiteBatch
     from tuner.measure.result import Status
@@ -146,7 +146,7 @@ def test_a_probe_overhead_common_to_every_choice_never_prunes(monkeypatch):
 
 
 def test_clearly_slower_needs_both_the_factor_and_a_margin_above_floor_and_noise():
-    from tuner.backend.pruning import clearly_slower
+    from tuner.pruning import clearly_slower
 
     assert clearly_slower(0.30, 0.10, floor_ms=0.05)
     assert not clearly_slower(0.14, 0.10, floor_ms=0.0)  # under 1.5x

@@ -80,7 +80,7 @@ def test_kernel_configs_exit_early_after_a_probe(session, monkeypatch):
     time against the default's); made to prune nothing, it gets the full interleaved timing."""
     import math
 
-    from tuner.backend import pruning
+    from tuner import pruning
     from tuner.measure import kernels
     from tuner.measure.jobs import KernelBatch
     from tuner.measure.result import Status
