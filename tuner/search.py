@@ -1,7 +1,7 @@
 """One Optuna study per task, driven with ask/tell; every measurement goes to the database first.
 
-Trial one is Inductor's default (``enqueue_trial``), so a winner is never worse than the baseline; a graph's knobs
-and fusion grouping skip it, each of their trials timing the default beside it (``BESIDE_BASE``). A config measured
+Trial one is Inductor's default (enqueued; a site batch measures it unasked, ``tuner.direct``): no winner is worse
+than the baseline. A graph's knobs and fusion skip it, each trial timing the default beside it. A config measured
 before (by anyone, on this device model) is never measured again: its stored result is told to the study instead.
 The objective is the candidate's median over the baseline's median *timed in the same run* (drift cancels).
 """
@@ -20,11 +20,13 @@ from tuner.budget import Budget
 from tuner.clock import CAPTURE, Costs, fits
 from tuner.core import BESIDE_BASE, GRAPH_KINDS, Kind, TaskOutcome
 from tuner.db import Database, TaskRecord, TrialRecord
-from tuner.keys import canonical_json, config_hash
+from tuner.keys import config_hash
 from tuner.measure.result import Measurement, Status
 from tuner.samplers import make_sampler
 from tuner.seeds import near_seeds
+from tuner.direct import add_finished
 from tuner.shared_study import suggest_unshared
+from tuner.study_names import annotate_study, study_name
 from tuner.search_spaces import InvalidConfig, Space
 
 WHOLE_COMPILE_KINDS = (*GRAPH_KINDS, Kind.FUSION)  # a trial of these compiles the whole workload
@@ -121,13 +123,14 @@ def record(tuning: TrialSink, task: TaskRecord, config: dict[str, Any], m: Measu
     return trial
 
 
-def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False) -> Any:
+def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False, queue: list[dict[str, Any]] | None = None) -> Any:
     """The task's study (resumed when it exists), with Inductor's default, what the task's own capture points to
     (``Space.evidence``), the winners of near tasks on this device
     (``tuner.seeds``), the ranked candidates or else the space's seeds (``StudyContext.first_configs``) and, with
     ``from_similar``, other device models' winners enqueued unless already measured. ``join``: another worker
     holds the task and is tuning it now; this one only adds trials (its running trials are not stale, and it
-    enqueued what the study needs)."""
+    enqueued what the study needs). ``queue``: those first configs go there, to be measured without asking the study
+    (``tuner.direct``), instead of being enqueued."""
     study = _load_study(tuning, task, space, joining=join)
     if join:
         return study
@@ -135,7 +138,11 @@ def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[s
     first = [*([] if task.kind in BESIDE_BASE else [space.default]), *space.evidence(), *near, *tuning.first_configs(task, space)]
     if tuning.from_similar:  # enqueued, so each is measured here before it can win
         first += [c for c in tuning.db.winners_elsewhere(task.id, tuning.device_id) if space.is_valid(c)]
-    enqueue_new(study, [space.optuna_params(c) for c in first if config_hash(c) not in seen])
+    first = [c for c in first if config_hash(c) not in seen]
+    if queue is not None:
+        queue.extend(first)
+    else:
+        enqueue_new(study, [space.optuna_params(c) for c in first])
     return study
 
 
@@ -213,6 +220,7 @@ class Asker:
     on_trial: Callable[[TrialRecord], None]
     asks: int = 0
     invalid: set[str] = field(default_factory=set)  # configs the space rejected: they cost no measurement
+    queue: list[dict[str, Any]] = field(default_factory=list)  # measured before the study is asked (tuner.direct)
 
     def open(self) -> bool:
         size = self.space.size() or 10**9
@@ -230,41 +238,33 @@ class Asker:
         pending: Pending = {}
         while len(pending) < batch and self.open():
             self.asks += 1
-            fresh = ask_new(self.tuning, self.task, self.space, self.study, self.seen, self.invalid, self.on_trial)
+            fresh = self._direct() if self.queue else ask_new(self.tuning, self.task, self.space, self.study, self.seen, self.invalid, self.on_trial)
             if fresh is not None:
                 ot, config = fresh
                 pending.setdefault(config_hash(config), (config, []))[1].append(ot)  # the sampler may repeat itself
         return pending
+
+    def _direct(self) -> tuple[None, dict[str, Any]] | None:
+        """The queue's next config not measured yet (an invalid one is stored as such): no Optuna trial asked it."""
+        config = self.queue.pop(0)
+        h = config_hash(config)
+        if h in self.seen:
+            return None
+        self.seen.add(h)
+        try:
+            self.space.validate(config)
+        except InvalidConfig as e:
+            self.invalid.add(h)
+            self.on_trial(record(self.tuning, self.task, config, Measurement(Status.INVALID, error=str(e))))
+            return None
+        return None, config
 
     def tell_batch(self, pending: Pending, results: list[Measurement]) -> None:
         for (config, ots), m in zip(pending.values(), results):
             rec = record(self.tuning, self.task, config, m)
             self.on_trial(rec)
             for ot in ots:
-                tell(self.study, ot, rec)
-
-
-def study_name(tuning: StudyContext, task: TaskRecord) -> str:
-    """A task's study, named so that a person reading Optuna's dashboard knows it: the task's readable name, its kind
-    and the starts of its key and device (unique as the key is). A study made before these names keeps its old one."""
-    legacy = f"tuner:{task.key}:{tuning.device_fingerprint[:16]}"
-    try:
-        tuning.storage.get_study_id_from_name(legacy)
-        return legacy
-    except KeyError:
-        return f"{task.name} [{task.kind}] {task.key[:12]}@{tuning.device_fingerprint[:8]}"
-
-
-def annotate_study(tuning: StudyContext, task: TaskRecord, outcome: TaskOutcome) -> None:
-    """What the dashboard shows of a settled task: its default and best times and the winner, as user attributes."""
-    try:
-        study_id = tuning.storage.get_study_id_from_name(study_name(tuning, task))
-    except KeyError:
-        return  # settled without a study of its own (nothing measured here)
-    attrs = {"task": task.name, "kind": task.kind, "default_ms": outcome.default_ms, "best_ms": outcome.best_ms,
-             "speedup": outcome.speedup, "winner": "Inductor's default" if outcome.is_default else canonical_json(outcome.winner)}
-    for k, v in attrs.items():
-        tuning.storage.set_study_user_attr(study_id, k, v)
+                tell(self.study, ot, rec) if ot is not None else add_finished(self.study, self.space, config, rec)
 
 
 def _load_study(tuning: StudyContext, task: TaskRecord, space: Space, *, joining: bool = False) -> Any:
@@ -304,7 +304,7 @@ def run_study(
     if not asker.open():
         return 0
     many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]
-    asker.study = open_study(tuning, task, space, seen, join=join)
+    asker.study = open_study(tuning, task, space, seen, join=join, queue=asker.queue)
     measured = 0
     while asker.open() and tuning.fits(space.family):
         pending = asker.ask_batch(batch)

@@ -144,8 +144,9 @@ def tune_sites(
     sites: list[_Site] = []
     for task, rec in group:
         seen, invalid = measured_before(tuning, rec)
-        study = open_study(tuning, rec, task.space, seen)
-        sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), on_trial, invalid=invalid)))
+        queue: list[dict] = []  # the default and the ranked candidates: measured without asking Optuna (tuner.direct)
+        study = open_study(tuning, rec, task.space, seen, queue=queue)
+        sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), on_trial, invalid=invalid, queue=queue)))
     measured = 0
     while (n := choices_that_fit(tuning, batch, sum(1 for s in sites if s.asker.open()))) > 0:
         for s in sites:

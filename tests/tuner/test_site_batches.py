@@ -243,3 +243,39 @@ def test_a_batch_cost_line_comes_from_the_prior_then_from_batches_of_two_sizes()
     plain = Costs()
     plain.observe_sized("k", 10, 2.0)
     assert plain.line("k") == (0.0, 0.2)
+
+
+def test_a_sites_first_configs_are_measured_without_asking_optuna_and_added_to_its_study_once(db_url):
+    """The default and the seeds (the ranked candidates, with a model) are measured straight from the queue and added
+    to the study as finished trials (tuner.direct): nothing waits in it, each stored trial has one Optuna trial with
+    the parameters ``suggest`` gives its config and its ratio, and a rerun measures nothing again."""
+    import optuna
+
+    from tuner.keys import config_hash
+    from tuner.search import study_name
+    from tuner.site_batches import tune_sites
+
+    db, tuning, group = _sites(db_url)
+    calls = []
+    tune_sites(tuning, group, _slow(calls, 0.001), batch=16)
+    for task, rec in group:
+        study = optuna.load_study(study_name=study_name(tuning, rec), storage=tuning.storage)
+        trials = study.get_trials(deepcopy=False)
+        assert not [t for t in trials if t.state == optuna.trial.TrialState.WAITING]
+        assert not [t for t in trials if "fixed_params" in t.system_attrs]  # none was enqueued and then asked
+        stored = {config_hash(t.config): t for t in db.trials(rec.id, tuning.device_id)}
+        by_params = {canonical(t.params): t for t in trials}
+        for h, t in stored.items():
+            if t.status != Status.OK.value:
+                continue
+            twin = [o for p, o in by_params.items() if p == canonical(task.space.optuna_params(t.config))]
+            assert len(twin) == 1 and twin[0].state == optuna.trial.TrialState.COMPLETE
+            assert twin[0].value == pytest.approx(t.ratio)
+    again = []
+    _, measured, _ = tune_sites(tuning, group, _slow(again, 0.001), batch=16)
+    assert measured == 0 and again == []  # every candidate was slower than its default: nothing to verify either
+    db.close()
+
+
+def canonical(params):
+    return tuple(sorted(params.items()))

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.core import KERNEL_KINDS, Kind
-from tuner.keys import config_hash
 from tuner.ranking.features import KERNELS, SITES, group_of
 from tuner.ranking.model import Ranker, Sample
 from tuner.ranking.prior import PriorRows
@@ -47,8 +46,7 @@ class Rankers:
         ranker = self.for_kind(kind)
         if ranker is None or k <= 0:
             return []
-        default = config_hash(space.default)
-        pool = [c for c in space.configs() if config_hash(c) != default]
+        pool = [c for c in space.configs() if c != space.default]
         if len(pool) > MAX_POOL:
             pool = random.Random(0).sample(pool, MAX_POOL)
         return ranker.rank(signature, pool)[:k]

@@ -1,0 +1,37 @@
+"""Configs a task measures without asking Optuna for them: its default, what its capture points to, near tasks'
+winners and the ranked candidates (``search.first_configs``), known before the study is asked anything.
+
+Asked through the study, each of them cost Optuna's RDB storage about ten writes (enqueue, pop, one per parameter,
+tell): about 50 ms a trial on a 2-core CPU, 13 of the 19 s a resnet50 site batch of 240 trials spent in the sweep's
+own process (``bench/analysis/host_cost.py``). Measured first and then added as one finished trial each
+(``Study.add_trial``), the sampler still learns from them and the dashboard still shows them. Site batches and
+``run_study`` (kernels, graph knobs, fusion groupings) both measure them so; a worker that joins another's study
+finds nothing enqueued and samples, and may then measure one of the holder's queued configs as well.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core import Status
+from tuner.db import TrialRecord
+
+
+def finished_trial(space: Any, config: dict[str, Any], trial: TrialRecord) -> Any:
+    """The Optuna trial that stands for ``config``'s stored result: its parameters and their distributions as the
+    space's ``suggest`` makes them (replayed on a ``FixedTrial``), its ratio to the default, or failed."""
+    import optuna
+
+    fixed = optuna.trial.FixedTrial(space.optuna_params(config))
+    space.suggest(fixed)
+    timed = trial.status in (Status.OK.value, Status.PRUNED.value) and trial.ratio is not None
+    return optuna.trial.create_trial(
+        params=fixed.params, distributions=fixed.distributions,
+        value=trial.ratio if timed else None,
+        state=optuna.trial.TrialState.COMPLETE if timed else optuna.trial.TrialState.FAIL,
+    )
+
+
+def add_finished(study: Any, space: Any, config: dict[str, Any], trial: TrialRecord) -> None:
+    """Add ``config``'s stored result to ``study``, as though the study had asked for it."""
+    study.add_trial(finished_trial(space, config, trial))
