@@ -1,7 +1,7 @@
 """One Optuna study per task, driven with ask/tell; every measurement goes to the database first.
 
-Trial one is Inductor's default (enqueued; a site batch measures it unasked, ``tuner.direct``): no winner is worse
-than the baseline. A graph's knobs and fusion skip it, each trial timing the default beside it. A config measured
+Trial one is Inductor's default (measured before the study is asked, ``tuner.direct``): no winner is worse than
+the baseline. A graph's knobs and fusion skip it, each trial timing the default beside it. A config measured
 before (by anyone, on this device model) is never measured again: its stored result is told to the study instead.
 The objective is the candidate's median over the baseline's median *timed in the same run* (drift cancels).
 """
@@ -24,7 +24,7 @@ from tuner.keys import config_hash
 from tuner.measure.result import Measurement, Status
 from tuner.samplers import make_sampler
 from tuner.seeds import near_seeds
-from tuner.direct import add_finished
+from tuner.direct import add_finished, study_value
 from tuner.shared_study import suggest_unshared
 from tuner.study_names import annotate_study, study_name
 from tuner.search_spaces import InvalidConfig, Space
@@ -123,27 +123,18 @@ def record(tuning: TrialSink, task: TaskRecord, config: dict[str, Any], m: Measu
     return trial
 
 
-def open_study(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str], *, join: bool = False, queue: list[dict[str, Any]] | None = None) -> Any:
-    """The task's study (resumed when it exists), with Inductor's default, what the task's own capture points to
-    (``Space.evidence``), the winners of near tasks on this device
-    (``tuner.seeds``), the ranked candidates or else the space's seeds (``StudyContext.first_configs``) and, with
-    ``from_similar``, other device models' winners enqueued unless already measured. ``join``: another worker
-    holds the task and is tuning it now; this one only adds trials (its running trials are not stale, and it
-    enqueued what the study needs). ``queue``: those first configs go there, to be measured without asking the study
-    (``tuner.direct``), instead of being enqueued."""
-    study = _load_study(tuning, task, space, joining=join)
-    if join:
-        return study
+def first_to_measure(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str]) -> list[dict[str, Any]]:
+    """What a task measures before its sampler is asked, none measured before: Inductor's default, what the task's own
+    capture points to (``Space.evidence``), the winners of near tasks on this device (``tuner.seeds``), the ranked
+    candidates or else the space's seeds (``StudyContext.first_configs``) and, with ``from_similar``, other device
+    models' winners (so each is measured here before it can win), each once. ``Asker`` measures them without asking
+    the study and adds each to it once finished (``tuner.direct``)."""
     near = near_seeds(task.kind, task.signature, space, _near_winners(tuning, task))
     first = [*([] if task.kind in BESIDE_BASE else [space.default]), *space.evidence(), *near, *tuning.first_configs(task, space)]
-    if tuning.from_similar:  # enqueued, so each is measured here before it can win
+    if tuning.from_similar:
         first += [c for c in tuning.db.winners_elsewhere(task.id, tuning.device_id) if space.is_valid(c)]
-    first = [c for c in first if config_hash(c) not in seen]
-    if queue is not None:
-        queue.extend(first)
-    else:
-        enqueue_new(study, [space.optuna_params(c) for c in first])
-    return study
+    hashes = [config_hash(c) for c in first]
+    return [c for i, (c, h) in enumerate(zip(first, hashes)) if h not in seen and h not in hashes[:i]]
 
 
 def _near_winners(tuning: StudyContext, task: TaskRecord) -> list[tuple[dict[str, Any], dict[str, Any], float | None]]:
@@ -154,7 +145,8 @@ def _near_winners(tuning: StudyContext, task: TaskRecord) -> list[tuple[dict[str
 
 def enqueue_new(study: Any, params: list[dict[str, Any]]) -> None:
     """Enqueue each of ``params`` that no trial of the study has (waiting, running or done), reading the study's
-    trials once: Optuna's ``skip_if_exists`` reads them again for every enqueue, most of a study's opening time."""
+    trials once: Optuna's ``skip_if_exists`` reads them again for every enqueue. Sweeps no longer enqueue
+    (``tuner.direct``); ``bench/analysis/host_cost.py`` times this way as its baseline."""
     have = [dict(t.system_attrs.get("fixed_params", t.params)) for t in study.get_trials(deepcopy=False)]
     for p in params:
         if p not in have:
@@ -167,10 +159,21 @@ def tell(study: Any, ot: Any, trial: TrialRecord) -> None:
     stale) keeps its state: the result is stored in tuner's trials all the same."""
     import optuna
 
-    if trial.status in (Status.OK.value, Status.PRUNED.value) and trial.ratio is not None:  # a probe's time still teaches
-        study.tell(ot, trial.ratio, skip_if_finished=True)
+    if (value := study_value(trial)) is not None:
+        study.tell(ot, value, skip_if_finished=True)
     else:
         study.tell(ot, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+
+
+def rejected(tuning: StudyContext, task: TaskRecord, space: Space, config: dict[str, Any], on_trial: Callable[[TrialRecord], None]) -> TrialRecord | None:
+    """``config``'s trial, stored as invalid (never measured), when its space rejects it; else None."""
+    try:
+        space.validate(config)
+    except InvalidConfig as e:
+        trial = record(tuning, task, config, Measurement(Status.INVALID, error=str(e)))
+        on_trial(trial)
+        return trial
+    return None
 
 
 def ask_new(
@@ -182,13 +185,7 @@ def ask_new(
     config = suggest_unshared(study, space, ot)
     if config is None:  # another worker sharing the study has it
         return None
-    prev = tuning.db.find_trial(task.id, tuning.device_id, config)
-    if prev is None:
-        try:
-            space.validate(config)
-        except InvalidConfig as e:
-            prev = record(tuning, task, config, Measurement(Status.INVALID, error=str(e)))
-            on_trial(prev)
+    prev = tuning.db.find_trial(task.id, tuning.device_id, config) or rejected(tuning, task, space, config, on_trial)
     seen.add(config_hash(config))
     if prev is not None and prev.status == Status.INVALID.value:
         invalid.add(config_hash(config))
@@ -251,11 +248,8 @@ class Asker:
         if h in self.seen:
             return None
         self.seen.add(h)
-        try:
-            self.space.validate(config)
-        except InvalidConfig as e:
+        if rejected(self.tuning, self.task, self.space, config, self.on_trial) is not None:
             self.invalid.add(h)
-            self.on_trial(record(self.tuning, self.task, config, Measurement(Status.INVALID, error=str(e))))
             return None
         return None, config
 
@@ -267,9 +261,10 @@ class Asker:
                 tell(self.study, ot, rec) if ot is not None else add_finished(self.study, self.space, config, rec)
 
 
-def _load_study(tuning: StudyContext, task: TaskRecord, space: Space, *, joining: bool = False) -> Any:
-    """The task's Optuna study. Its holder fails the running trials a killed run left; a joining worker leaves
-    them (they are the holder's) and samples with a seed of its own, so it does not retrace the holder's steps."""
+def open_study(tuning: StudyContext, task: TaskRecord, space: Space, *, join: bool = False) -> Any:
+    """The task's Optuna study (resumed when it exists). Its holder fails the running trials a killed run left;
+    ``join`` (another worker holds the task and is tuning it now) leaves them (they are the holder's) and samples
+    with a seed of its own, so it does not retrace the holder's steps."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -277,11 +272,11 @@ def _load_study(tuning: StudyContext, task: TaskRecord, space: Space, *, joining
     study = optuna.create_study(
         study_name=study_name(tuning, task),
         storage=tuning.storage,
-        sampler=make_sampler(tuning.sampler, space, tuning.seed + (1 + os.getpid() % 9973 if joining else 0)),
+        sampler=make_sampler(tuning.sampler, space, tuning.seed + (1 + os.getpid() % 9973 if join else 0)),
         direction="minimize",
         load_if_exists=True,
     )
-    for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)) if not joining else ():
+    for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)) if not join else ():
         study.tell(stale.number, state=optuna.trial.TrialState.FAIL)  # left by a killed run
     return study
 
@@ -304,7 +299,8 @@ def run_study(
     if not asker.open():
         return 0
     many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]
-    asker.study = open_study(tuning, task, space, seen, join=join, queue=asker.queue)
+    asker.study = open_study(tuning, task, space, join=join)
+    asker.queue = [] if join else first_to_measure(tuning, task, space, seen)
     measured = 0
     while asker.open() and tuning.fits(space.family):
         pending = asker.ask_batch(batch)

@@ -21,7 +21,7 @@ from tuner.clock import CAPTURE, fits
 from tuner.estimate import SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
-from tuner.search import UNVERIFIED_GAIN, Asker, Pending, StudyContext, finalist, measured_before, open_study, settle, settle_measured
+from tuner.search import UNVERIFIED_GAIN, Asker, Pending, StudyContext, finalist, first_to_measure, measured_before, open_study, settle, settle_measured
 
 Request = dict[str, tuple[str, ...]]  # {site key: choice ids, the default first}
 MeasureSites = Callable[[Request], SiteTimings]
@@ -144,9 +144,8 @@ def tune_sites(
     sites: list[_Site] = []
     for task, rec in group:
         seen, invalid = measured_before(tuning, rec)
-        queue: list[dict] = []  # the default and the ranked candidates: measured without asking Optuna (tuner.direct)
-        study = open_study(tuning, rec, task.space, seen, queue=queue)
-        sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), on_trial, invalid=invalid, queue=queue)))
+        study, first = open_study(tuning, rec, task.space), first_to_measure(tuning, rec, task.space, seen)
+        sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), on_trial, invalid=invalid, queue=first)))
     measured = 0
     while (n := choices_that_fit(tuning, batch, sum(1 for s in sites if s.asker.open()))) > 0:
         for s in sites:

@@ -33,7 +33,7 @@ from tuner.db.transfer import apply_import, read_import
 from tuner.measure import Measurement, Status
 from tuner.ranking import Rankers
 from tuner.ranking.prior import rows_for
-from tuner.search import Asker, StudyContext, measured_before, open_storage, open_study
+from tuner.search import Asker, StudyContext, enqueue_new, first_to_measure, measured_before, open_storage, open_study
 from tuner.search_spaces import space_for
 from tuner.site_batches import site_target
 
@@ -69,9 +69,11 @@ def one_batch(sites: list[tuple[str, str, dict[str, Any]]], way: str, tmp: Path,
     askers = []
     for task, rec in zip(specs, recs):
         seen, invalid = measured_before(tuning, rec)
-        queue: list[dict[str, Any]] | None = None if way == "enqueue" else []
-        study = open_study(tuning, rec, task.space, seen, queue=queue)
-        askers.append(Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), lambda t: None, invalid=invalid, queue=queue or []))
+        study, first = open_study(tuning, rec, task.space), first_to_measure(tuning, rec, task.space, seen)
+        if way == "enqueue":  # as sweeps seeded their studies before tuner.direct
+            enqueue_new(study, [task.space.optuna_params(c) for c in first])
+            first = []
+        askers.append(Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), lambda t: None, invalid=invalid, queue=first))
     t1 = time.perf_counter()
     pending = [a.ask_batch(choices) for a in askers]
     t2 = time.perf_counter()

@@ -15,7 +15,7 @@ from tuner.measure import Measurement, Status
 from tuner.ranking import EXPLORE, Rankers
 from tuner.ranking.features import SITE_FEATURES, SITES, featurizer
 from tuner.ranking.model import MIN_TASKS, Ranker, Sample
-from tuner.search import measured_before, open_study, record
+from tuner.search import first_to_measure, measured_before, record
 from tuner.search_spaces import space_for
 from tuner.search_spaces.template import generator_context, parse_generated
 
@@ -109,8 +109,7 @@ def test_a_study_with_a_model_measures_the_ranked_candidates_not_inductors_list(
     first = tuning.first_configs(rec, space)
     assert len(first) == k and space.default not in first and all(space.is_valid(c) for c in first)
     seen, _ = measured_before(tuning, rec)
-    study = open_study(tuning, rec, space, seen)
-    asked = [space.suggest(study.ask()) for _ in range(1 + k)]
+    asked = first_to_measure(tuning, rec, space, seen)[: 1 + k]
     assert asked[0] == space.default
     best = min(_synthetic_ratio(sig, c) for c in space.configs())
     assert min(_synthetic_ratio(sig, c) for c in asked[1:]) <= 1.05 * best

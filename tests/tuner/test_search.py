@@ -7,7 +7,7 @@ from tests.helpers.replay import _context, replay_measure, tasks
 from tuner.db import Database
 from tuner.keys import config_hash
 from tuner.measure import Measurement, Status
-from tuner.search import Asker, choose_winner, finalist, measured_before, open_study, record, settle
+from tuner.search import Asker, choose_winner, finalist, first_to_measure, measured_before, open_study, record, settle
 
 
 @pytest.fixture
@@ -23,8 +23,8 @@ def site(db_url):
 def _asker(tuning, task, rec, target=4):
     seen, invalid = measured_before(tuning, rec)
     told = []
-    study = open_study(tuning, rec, task.space, seen)
-    return Asker(tuning, rec, task.space, study, seen, target, told.append, invalid=invalid), told
+    study, first = open_study(tuning, rec, task.space), first_to_measure(tuning, rec, task.space, seen)
+    return Asker(tuning, rec, task.space, study, seen, target, told.append, invalid=invalid, queue=first), told
 
 
 def test_a_batch_asks_each_config_once_and_the_default_first(site):
@@ -32,7 +32,7 @@ def test_a_batch_asks_each_config_once_and_the_default_first(site):
     asker, told = _asker(tuning, task, rec)
     pending = asker.ask_batch(8)
     configs = [c for c, _ in pending.values()]
-    assert configs[0] == task.space.default  # enqueued first: a winner is never worse than the baseline
+    assert configs[0] == task.space.default  # measured first: a winner is never worse than the baseline
     assert len({config_hash(c) for c in configs}) == len(configs) == 4  # the whole space, each config once
     asker.tell_batch(pending, [replay_measure(c, 1) for c in configs])
     assert len(told) == 4 and all(t.status == Status.OK.value for t in told)

@@ -3,7 +3,7 @@
 from tests.helpers.replay import _context, tasks
 from tuner.core import Kind
 from tuner.db import Database
-from tuner.search import measured_before, open_study
+from tuner.search import first_to_measure, measured_before
 from tuner.search_spaces import space_for
 from tuner.seeds import near_seeds, site_distance
 
@@ -51,8 +51,7 @@ def test_a_study_measures_another_graphs_winner_first(db_url):
     assert mine.space.is_valid(won) and won not in mine.space.seeds()
     db.set_winner(other_rec.id, tuning.device_id, None, won, 1.0, 1.5)
     seen, _ = measured_before(tuning, rec)
-    study = open_study(tuning, rec, mine.space, seen)
-    asked = [mine.space.suggest(study.ask()) for _ in range(2)]
+    asked = first_to_measure(tuning, rec, mine.space, seen)[:2]
     assert asked[0] == won and mine.space.default not in asked
     db.close()
 
@@ -85,6 +84,5 @@ def test_a_graph_whose_template_epilogues_share_no_data_tries_aggressive_fusion_
     for key, sig, first in (("mine-a", _fusion_sig(3), lead), ("mine-b", _fusion_sig(), other)):
         task = TaskSpec(key, Kind.FUSION, key, sig, space_for(Kind.FUSION, sig))
         rec = db.upsert_task(task.key, task.kind, task.name, task.signature, task.space.fingerprint())
-        study = open_study(tuning, rec, task.space, measured_before(tuning, rec)[0])
-        assert task.space.suggest(study.ask()) == first
+        assert first_to_measure(tuning, rec, task.space, measured_before(tuning, rec)[0])[0] == first
     db.close()

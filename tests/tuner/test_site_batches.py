@@ -264,11 +264,11 @@ def test_a_sites_first_configs_are_measured_without_asking_optuna_and_added_to_i
         assert not [t for t in trials if t.state == optuna.trial.TrialState.WAITING]
         assert not [t for t in trials if "fixed_params" in t.system_attrs]  # none was enqueued and then asked
         stored = {config_hash(t.config): t for t in db.trials(rec.id, tuning.device_id)}
-        by_params = {canonical(t.params): t for t in trials}
+        by_params = {_canonical(t.params): t for t in trials}
         for h, t in stored.items():
             if t.status != Status.OK.value:
                 continue
-            twin = [o for p, o in by_params.items() if p == canonical(task.space.optuna_params(t.config))]
+            twin = [o for p, o in by_params.items() if p == _canonical(task.space.optuna_params(t.config))]
             assert len(twin) == 1 and twin[0].state == optuna.trial.TrialState.COMPLETE
             assert twin[0].value == pytest.approx(t.ratio)
     again = []
@@ -277,5 +277,5 @@ def test_a_sites_first_configs_are_measured_without_asking_optuna_and_added_to_i
     db.close()
 
 
-def canonical(params):
+def _canonical(params):
     return tuple(sorted(params.items()))
