@@ -121,8 +121,10 @@ def test_with_room_for_more_a_second_batch_is_sized_to_end_by_the_deadline(db_ur
     db.close()
 
 
-def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_url, monkeypatch):
-    """The probe finds one site 20% faster and the other 5% faster; nothing is left for the verification compile.
+@pytest.mark.parametrize("sweep_left_s", [1.0, 10.0])
+def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_url, monkeypatch, sweep_left_s):
+    """The probe finds one site 20% faster and the other 5% faster; nothing is left of the phase for the
+    verification compile, whether or not the sweep has time left after it (the next phases' time is theirs).
     The 20% gain (far past the noise, timed beside its default in a compile that chose it and passed the numerics
     check) is stored as the winner; the 5% one keeps Inductor's default until a verified run."""
     import dataclasses
@@ -140,7 +142,7 @@ def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_ur
         clock.t += 0.2 * sum(len(v) for v in request.values())
         return SiteTimings(Status.OK, {k: {c: (1.0 if i == 0 else faster[k]) for i, c in enumerate(v)} for k, v in request.items()})
 
-    tuning = dataclasses.replace(tuning, deadline=clock.t + 1.0, settle_by=clock.t + 1.0)
+    tuning = dataclasses.replace(tuning, deadline=clock.t + 1.0, settle_by=clock.t + sweep_left_s)
     outcomes, measured, _ = tune_sites(tuning, group, measure, batch=16)
     by_id = {o.task.id: o for o in outcomes}
     assert measured == 4
