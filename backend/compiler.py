@@ -8,6 +8,7 @@ from typing import Any
 
 from tuner.backend.context import CompileContext
 from tuner.backend.hooks import choices as choices_hook
+from tuner.backend.hooks import conv_rewrite
 from tuner.backend.hooks import fusion as fusion_hook
 from tuner.backend.hooks import graph as graph_hook
 from tuner.backend.hooks import kernels as kernel_hook
@@ -71,7 +72,9 @@ def compile_with_context(
     def around_inner(gm_: Any, inputs_: Sequence[Any], is_backward: bool) -> Iterator[None]:
         # Entered again for the backward graph, which Inductor compiles later, outside this call.
         with ctx.activated(), _cache_tag(tag):
-            knobs = ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward))
+            knobs = conv_rewrite.patches(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), inductor_config.post_grad_custom_pre_pass)
+            if ctx.recorder is not None:
+                ctx.recorder.rewritable_convs(conv_rewrite.eligible_convs(gm_))
             mark = kernel_hook.modules_mark()
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()
             with inductor_config.patch(knobs), hook:

@@ -53,6 +53,7 @@ class GraphRecord:
     device: str = "cpu"
     pairs: dict[str, int] = field(default_factory=dict)  # fusions Inductor made or considered: pair id -> score
     unshared: list[str] = field(default_factory=list)  # template epilogues refused for sharing no indexed data
+    s2d_convs: int = 0  # convolutions the space-to-depth rewrite applies to (``hooks/conv_rewrite``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
     shapes: list[list[int]] | None = None  # its inputs' sizes
 
@@ -85,6 +86,11 @@ class Recorder:
         g = self.graphs.get(self.current_graph or "")
         if g is not None and pid not in g.unshared:
             g.unshared.append(pid)
+
+    def rewritable_convs(self, count: int) -> None:
+        g = self.graphs.get(self.current_graph or "")
+        if g is not None:
+            g.s2d_convs = count
 
 
 class CompileContext:

@@ -9,7 +9,10 @@ on CUDA also ``combo_kernels`` and ``triton.tiling_prevents_{pointwise,reduction
 the highest scores among those Inductor made while the graph was captured.
 (c) Evidence: where the recording saw Inductor refuse template epilogues only because they share no data at the
 same index (``unshared_epilogues``), the study first measures the default with ``aggressive_fusion``, which admits
-them: each one fused is a kernel launch fewer and an output not written and read back. On the CPU,
+them: each one fused is a kernel launch fewer and an output not written and read back.
+(d) ``space_to_depth``, only where the recording counted strided convolutions of frozen weights reading at most 4
+channels (``s2d_convs``, a CNN's stem): each becomes a stride-1 convolution over its input's space-to-depth form
+(``backend/hooks/conv_rewrite.py``). It is measured first too, with (c) where both apply, then each alone. On the CPU,
 ``cpp.max_horizontal_fusion_size`` stays in the C++ codegen space (``cpp_graph``), tuned before this.
 """
 
@@ -23,6 +26,7 @@ from tuner.search_spaces.base import Bool, Param, Space, choice, with_default
 
 FAMILY = Kind.FUSION
 MAX_PAIRS = 12
+SPACE_TO_DEPTH = "space_to_depth"  # not an Inductor flag: the backend turns it into a post-grad pass
 _CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion")
 
 
@@ -72,18 +76,25 @@ def space(context: dict[str, Any]) -> Space:
     params += [Bool(f"veto.{p}") for p in pairs]
     default = {**{p.name: d[p.name] for p in params if p.name in d}, **{f"veto.{p}": False for p in pairs}}
     ctx = {"device": context.get("device"), "defaults": d, "pairs": pairs}
-    if int(context.get("unshared_epilogues") or 0) > 0:  # absent otherwise: older tasks keep their fingerprint
-        ctx["unshared_epilogues"] = int(context["unshared_epilogues"])
+    for seen in ("unshared_epilogues", "s2d_convs"):  # absent otherwise: older tasks keep their fingerprint
+        if int(context.get(seen) or 0) > 0:
+            ctx[seen] = int(context[seen])
+    if "s2d_convs" in ctx:
+        params.append(Bool(SPACE_TO_DEPTH))
+        default[SPACE_TO_DEPTH] = False
     return FusionSpace(FAMILY, tuple(params), default, (), ctx)
 
 
 @dataclass(frozen=True)
 class FusionSpace(Space):
     def evidence(self) -> list[dict[str, Any]]:
-        """The default with ``aggressive_fusion``, where the graph has template epilogues only it would fuse."""
-        if not self.context.get("unshared_epilogues") or self.default.get("aggressive_fusion", True):
-            return []
-        return [{**self.default, "aggressive_fusion": True}]
+        """The default with ``aggressive_fusion``, where the graph has template epilogues only it would fuse, and with
+        ``space_to_depth``, where it has convolutions the rewrite applies to: both together first, then each alone."""
+        levers = [{"aggressive_fusion": True}] if self.context.get("unshared_epilogues") and not self.default.get("aggressive_fusion", True) else []
+        if SPACE_TO_DEPTH in self.default:
+            levers.append({SPACE_TO_DEPTH: True})
+        both = [{k: v for lever in levers for k, v in lever.items()}] if len(levers) > 1 else []
+        return [{**self.default, **lever} for lever in both + levers]
 
 
 def knobs_of(config: dict[str, Any]) -> dict[str, Any]:

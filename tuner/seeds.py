@@ -35,13 +35,18 @@ def site_distance(a: dict[str, Any], b: dict[str, Any]) -> float | None:
     return sum(abs(math.log2(max(1, p)) - math.log2(max(1, q))) for x, y in zip(ra, rb) for p, q in zip(x.sizes, y.sizes))
 
 
+def _shared(knobs: dict[str, Any], space: Space) -> dict[str, Any]:
+    """The knobs this space has too (another graph's grouping may set one that only applies there)."""
+    return {k: v for k, v in knobs.items() if k in space.default}
+
+
 def near_seeds(kind: str, signature: dict[str, Any], space: Space, others: list[tuple[dict[str, Any], dict[str, Any], float | None]]) -> list[dict[str, Any]]:
     """Up to MAX_SEEDS configs from other tasks' winners, nearest (sites) or best (other kinds) first; only those
     valid in ``space`` and other than its default."""
     if kind == Kind.SITE:
         ranked = [(d, config) for sig, config, _ in others if (d := site_distance(signature, sig)) is not None]
     elif kind == Kind.FUSION:
-        ranked = [(-(speedup or 0.0), {**space.default, **fusion_space.knobs_of(config)}) for _, config, speedup in others]
+        ranked = [(-(speedup or 0.0), {**space.default, **_shared(fusion_space.knobs_of(config), space)}) for _, config, speedup in others]
     else:
         ranked = [(-(speedup or 0.0), config) for _, config, speedup in others]
     out: list[dict[str, Any]] = []

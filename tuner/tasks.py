@@ -67,6 +67,8 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
         space = {"device": g.get("device", "cpu"), "defaults": inductor_defaults(g.get("device", "cpu")), "pairs": pairs}
         if g.get("unshared"):
             space["unshared_epilogues"] = len(g["unshared"])
+        if g.get("s2d_convs"):
+            space["s2d_convs"] = int(g["s2d_convs"])
         sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
         which = "backward" if g["backward"] else "forward"
         out.append(TaskSpec(g["fusion_key"], Kind.FUSION, f"{model} {which} graph {g['index']} fusion", sig, space_for(Kind.FUSION, sig)))

@@ -72,9 +72,12 @@ class FusionPhase(Phase):
         sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
         groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model)
         for g in groupings:
-            if g.space.evidence():
+            if g.space.context.get("unshared_epilogues") and g.space.evidence():
                 sweep.progress.note(f"{g.name}: Inductor kept {g.space.context['unshared_epilogues']} template epilogue(s) apart for sharing "
                                     "no data at the same index; the grouping with aggressive_fusion, which fuses them, is measured first")
+            if g.space.context.get("s2d_convs"):
+                sweep.progress.note(f"{g.name}: {g.space.context['s2d_convs']} strided convolution(s) read at most 4 channels; the rewrite "
+                                    "over their input's space-to-depth form is measured first")
         self.pairs = list(zip(groupings, sweep.workload.register(groupings)))
         trials = planned(sweep.budget.fusion_target, groupings)
         return Plan(groupings, trials, cost=[(str(Kind.FUSION), trials)])

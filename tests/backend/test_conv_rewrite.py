@@ -1,0 +1,147 @@
+"""The space-to-depth rewrite of strided convolutions that read few channels (a CNN's stem), on the CPU for real:
+the recording counts where it applies, the fusion space then offers it and measures it first, and a compile with it
+forced replaces the stem convolution and keeps eager's numerics. On the CPU, freezing packs convolution weights for
+oneDNN before any post-grad pass, so the rewrite never applies there: these tests compile without freezing (the
+weight is rewritten in the graph), and the frozen path (the weight rewritten once, as a constant) runs with that
+packing off in a process of its own, as turning it off in this one would keep Inductor from ever registering it.)"""
+
+import contextlib
+import dataclasses
+import logging
+
+import pytest
+import torch
+import torch._inductor.config as inductor_config
+from torch._inductor.utils import run_and_get_code
+
+from tuner.backend.compiler import compile_with_context
+from tuner.backend.context import CompileContext, Recorder
+from tuner.backend.hooks import conv_rewrite
+from tuner.core import Forcing
+from tuner.search_spaces.fusion import SPACE_TO_DEPTH, to_patches
+from tuner.tasks import fusion_tasks
+
+
+S2D_WEIGHT = "(8, 12, 4, 4)"  # the rewritten 7x7/2 stem's weight, as the generated code asserts its size
+
+
+def stem(channels: int = 3) -> torch.nn.Module:
+    """A 7x7/2 stem convolution with batch norm (frozen: folded into it), then a 3x3/2 one over 8 channels."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(channels, 8, 7, 2, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, 2, 1),
+    ).eval()
+
+
+def _input(channels: int = 3) -> torch.Tensor:
+    return torch.randn(2, channels, 33, 33).to(memory_format=torch.channels_last)
+
+
+@contextlib.contextmanager
+def _inference(freezing=False):
+    with inductor_config.patch({"freezing": freezing}), torch.no_grad():
+        yield
+
+
+def _compiled(model, forcing=Forcing(), recorder=None, device="cpu"):
+    def backend(gm, ex, **_):
+        return compile_with_context(gm, ex, CompileContext(forcing, device, recorder), {"fx_graph_cache": False})
+
+    torch._dynamo.reset()
+    return torch.compile(model, backend=backend)
+
+
+def _grouping(model, x, device="cpu", freezing=False):
+    rec = Recorder()
+    with _inference(freezing):
+        _compiled(model, recorder=rec, device=device)(x)
+    (g,) = rec.graphs.values()
+    (task,) = fusion_tasks([dataclasses.asdict(g)], "stem")
+    return g, task
+
+
+def test_the_recording_counts_the_stem_and_its_grouping_measures_the_rewrite_first():
+    g, task = _grouping(stem(), _input())
+    assert g.s2d_convs == 1  # the 3-channel stem; the 8-channel convolution after it is left alone
+    assert task.space.default[SPACE_TO_DEPTH] is False
+    assert task.space.evidence()[0] == {**task.space.default, SPACE_TO_DEPTH: True}
+    g8, task8 = _grouping(stem(channels=8), _input(channels=8))
+    assert g8.s2d_convs == 0 and SPACE_TO_DEPTH not in task8.space.default and task8.space.evidence() == []
+
+
+def test_the_forced_rewrite_replaces_the_stem_and_keeps_eager_numerics():
+    model, x = stem(), _input()
+    g, task = _grouping(model, x)
+    with _inference():
+        ref = model(x)
+        plain, (plain_code,) = run_and_get_code(_compiled(model), x)
+        forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+        rewritten, (code,) = run_and_get_code(_compiled(model, forcing), x)
+    assert S2D_WEIGHT not in plain_code and S2D_WEIGHT in code  # the stride-1 convolution's 12-channel 4x4 weight
+    torch.testing.assert_close(plain, ref, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(rewritten, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("size, kernel, stride, padding", [(33, 7, 2, 3), (32, 3, 2, 1), (31, 5, 3, 2), (30, 4, 2, 1)])
+def test_the_rewrite_is_exact_at_odd_sizes_kernels_and_strides(size, kernel, stride, padding):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 5, kernel, stride, padding), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 3, size, size + 1).to(memory_format=torch.channels_last)
+    g, task = _grouping(model, x)
+    forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+    with _inference():
+        y, (code,) = run_and_get_code(_compiled(model, forcing), x)
+    assert f"(5, {3 * stride * stride}, {-(-kernel // stride)}, {-(-kernel // stride)})" in code
+    torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_the_knob_never_reaches_inductor_and_a_users_own_pass_is_kept(caplog):
+    assert conv_rewrite.patches({SPACE_TO_DEPTH: False, "aggressive_fusion": True}, None) == {"aggressive_fusion": True}
+    on = conv_rewrite.patches({SPACE_TO_DEPTH: True}, None)
+    assert isinstance(on["post_grad_custom_pre_pass"], conv_rewrite.SpaceToDepth) and on["post_grad_custom_pre_pass"].uuid()
+    with caplog.at_level(logging.WARNING, logger="tuner"):
+        assert conv_rewrite.patches({SPACE_TO_DEPTH: True}, object()) == {}
+    assert "already set" in caplog.text
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_rewritten_bf16_stem_matches_eager():
+    """As Inductor lowers it on CUDA (bf16, channels-last, the convolution templates offered), where it is searched."""
+    model = stem().cuda().to(torch.bfloat16)
+    x = _input().cuda().to(torch.bfloat16)
+    g, task = _grouping(model, x, device="cuda", freezing=True)
+    assert g.s2d_convs == 1
+    forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+    with _inference(freezing=True):
+        y, (code,) = run_and_get_code(_compiled(model, forcing, device="cuda"), x)
+        ref = model.float()(x.float())
+    assert "_s2d" in code  # the frozen weight, rewritten once
+    assert (y.float() - ref).abs().max() <= 0.02 * ref.abs().max()  # bf16 through two convolutions
+
+
+FROZEN = """
+import torch, torch._inductor.config as inductor_config
+from torch._inductor.utils import run_and_get_code
+from tests.backend.test_conv_rewrite import _compiled, _grouping, _input, stem
+from tuner.core import Forcing
+from tuner.search_spaces.fusion import SPACE_TO_DEPTH, to_patches
+
+inductor_config.cpp.weight_prepack = False
+model, x = stem(), _input()
+g, task = _grouping(model, x, freezing=True)
+assert g.s2d_convs == 1, g
+forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+with inductor_config.patch(freezing=True), torch.no_grad():
+    y, (code,) = run_and_get_code(_compiled(model, forcing), x)
+    torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
+assert "_s2d" in code, "the frozen weight is rewritten once, as a constant"
+print("ok")
+"""
+
+
+def test_a_frozen_weight_is_rewritten_once_as_a_constant(cwd_root):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FROZEN], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
