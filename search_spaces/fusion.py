@@ -10,8 +10,8 @@ the highest scores among those Inductor made while the graph was captured.
 (c) Evidence: where the recording saw Inductor refuse template epilogues only because they share no data at the
 same index (``unshared_epilogues``), the study first measures the default with ``aggressive_fusion``, which admits
 them: each one fused is a kernel launch fewer and an output not written and read back.
-(d) ``space_to_depth``, only where the recording counted strided convolutions of frozen weights reading at most 4
-channels (``s2d_convs``, a CNN's stem): each becomes a stride-1 convolution over its input's space-to-depth form
+(d) ``space_to_depth``, only where the recording counted strided convolutions reading at most 4 channels
+(``s2d_convs``, a CNN's or a ViT's stem): each becomes a stride-1 convolution over its input's space-to-depth form
 (``backend/hooks/conv_rewrite.py``). It is measured first too, with (c) where both apply, then each alone. On the CPU,
 ``cpp.max_horizontal_fusion_size`` stays in the C++ codegen space (``cpp_graph``), tuned before this.
 """
