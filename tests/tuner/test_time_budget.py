@@ -68,9 +68,10 @@ def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(d
     db.close()
 
 
-def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_a_compile(db_url):
-    """A first graph or fusion trial, or the whole-workload check (a compile, two when its worker must start again),
-    is not started when it would not end in time; a first kernel trial, whose cost is unknown, still is."""
+def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_two_compiles(db_url):
+    """A first graph or fusion trial (two compiles: its baseline's and its own), or the whole-workload check (a
+    compile, two when its worker must start again), is not started when it would not end in time; a first kernel
+    trial, whose cost is unknown, still is."""
     from tests.helpers.replay import _context
     from tuner.clock import CAPTURE
     from tuner.core import Kind
@@ -82,9 +83,12 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_a_compi
     assert not tuning.fits(Kind.CPP_GRAPH) and not tuning.fits(Kind.FUSION)
     assert tuning.fits(Kind.TRITON_POINTWISE)
     assert not tuning.settles("whole workload", fallback=None, compiles=1)
-    tuning.settle_by = time.monotonic() + 45  # one compile fits, two do not
+    tuning.deadline = tuning.settle_by = time.monotonic() + 45  # one compile fits, two do not
     assert tuning.settles("whole workload", fallback=None, compiles=1)
     assert not tuning.settles("whole workload", fallback=None, compiles=2)
+    assert not tuning.fits(Kind.CPP_GRAPH) and not tuning.fits(Kind.FUSION)
+    tuning.deadline = time.monotonic() + 70
+    assert tuning.fits(Kind.CPP_GRAPH) and tuning.fits(Kind.FUSION)
     db.close()
 
 
