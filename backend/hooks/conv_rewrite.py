@@ -142,7 +142,14 @@ class SpaceToDepth(_Base):  # type: ignore[misc,valid-type]
             return
         fake_mode = detect_fake_mode([n.meta["val"] for n in convs[0].args[:2]])
         for conv in convs:
-            _rewrite(gm, conv, fake_mode)
+            before = set(graph.nodes)
+            try:
+                _rewrite(gm, conv, fake_mode)
+            except Exception as e:  # noqa: BLE001 - this torch lowers it otherwise: keep the convolution as it was
+                for node in reversed([n for n in graph.nodes if n not in before]):
+                    graph.erase_node(node)
+                log.warning("tuner: the space-to-depth rewrite failed on this torch (%s: %s); the convolution is compiled as it is",
+                            type(e).__name__, e)
         graph.lint()
 
     def uuid(self) -> Any:

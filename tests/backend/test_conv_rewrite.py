@@ -147,3 +147,23 @@ def test_a_frozen_weight_is_rewritten_once_as_a_constant(cwd_root):
 
     done = subprocess.run([sys.executable, "-c", FROZEN], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_a_rewrite_that_fails_leaves_the_convolution_as_it_was(monkeypatch, caplog):
+    """As on a torch whose aten ops or fake tensors behave otherwise: the pass warns and Inductor compiles the
+    convolution unchanged (the nodes the rewrite had added are removed), with eager's numerics."""
+    model, x = stem(), _input()
+    g, task = _grouping(model, x)
+    real_call = conv_rewrite._call
+
+    def failing(graph, fake_mode, target, *args, **kwargs):
+        if target is torch.ops.aten.clone.default:
+            raise RuntimeError("simulated: this op cannot be traced here")
+        return real_call(graph, fake_mode, target, *args, **kwargs)
+
+    monkeypatch.setattr(conv_rewrite, "_call", failing)
+    forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+    with caplog.at_level(logging.WARNING, logger="tuner"), _inference():
+        y, (code,) = run_and_get_code(_compiled(model, forcing), x)
+    assert "space-to-depth rewrite failed" in caplog.text and S2D_WEIGHT not in code
+    torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
