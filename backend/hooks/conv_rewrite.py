@@ -14,7 +14,9 @@ compiled the same way; ``bench/device/conv_as_mm.py``). A patchify stem (kernel 
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tuner.backend.errors import HookUnavailable
@@ -57,20 +59,31 @@ def _rewritable(node: Any) -> bool:
 
 
 def eligible_convs(gm: Any) -> int:
-    """How many convolutions of this (post-AOT, frozen) graph the rewrite would change."""
+    """How many convolutions of this (post-AOT) graph the rewrite would change."""
     return sum(1 for n in gm.graph.nodes if _rewritable(n))
 
 
-def s2d_weight(w: Any, s: int) -> Any:
+def _weight_steps(op: Callable[..., Any], w: Any, shape: Sequence[int], s: int) -> Any:
     """``[OC, C, KH, KW]`` as the weight of the stride-1 convolution over the space-to-depth input:
-    ``[OC, C*s*s, ceil(KH/s), ceil(KW/s)]``, the kernel padded with zero taps to a multiple of ``s``."""
+    ``[OC, C*s*s, ceil(KH/s), ceil(KW/s)]``, the kernel padded with zero taps to a multiple of ``s``. Each step is
+    ``op(aten_op, *args)``: run on a tensor (a frozen weight, once) or added to the graph (:func:`_call`)."""
     import torch
-    import torch.nn.functional as F
 
-    oc, c, kh, kw = w.shape
+    aten = torch.ops.aten
+    oc, c, kh, kw = (int(d) for d in shape)
     th, tw = -(-kh // s), -(-kw // s)
-    wp = F.pad(w, (0, tw * s - kw, 0, th * s - kh))
-    out = wp.reshape(oc, c, th, s, tw, s).permute(0, 1, 3, 5, 2, 4).reshape(oc, c * s * s, th, tw)
+    wp = op(aten.constant_pad_nd.default, w, [0, tw * s - kw, 0, th * s - kh], 0.0)
+    taps = op(aten.view.default, wp, [oc, c, th, s, tw, s])
+    moved = op(aten.permute.default, taps, [0, 1, 3, 5, 2, 4])
+    dense = op(aten.clone.default, moved, memory_format=torch.contiguous_format)
+    return op(aten.view.default, dense, [oc, c * s * s, th, tw])
+
+
+def s2d_weight(w: Any, s: int) -> Any:
+    """A frozen weight rewritten (:func:`_weight_steps`), channels-last as Inductor lays out a frozen weight."""
+    import torch
+
+    out = _weight_steps(lambda target, *args, **kwargs: target(*args, **kwargs), w, w.shape, s)
     return out.contiguous(memory_format=torch.channels_last)
 
 
@@ -86,10 +99,8 @@ def _call(graph: Any, fake_mode: Any, target: Any, *args: Any, **kwargs: Any) ->
 
 def _weight(gm: Any, w: Any, s: int, fake_mode: Any) -> Any:
     """The node of the rewritten weight: a frozen one computed now, as a constant of the graph; another (a training
-    step's parameter, say) transformed in the graph, as :func:`s2d_weight` does it."""
-    import torch
-
-    g, aten = gm.graph, torch.ops.aten
+    step's parameter, say) transformed in the graph."""
+    g = gm.graph
     if w.op == "get_attr":
         w2 = s2d_weight(getattr(gm, w.target).detach(), s)
         name = f"{w.target}_s2d"
@@ -97,13 +108,7 @@ def _weight(gm: Any, w: Any, s: int, fake_mode: Any) -> Any:
         node = g.get_attr(name)
         node.meta["val"] = fake_mode.from_tensor(w2, static_shapes=True)
         return node
-    oc, c, kh, kw = (int(d) for d in w.meta["val"].shape)
-    th, tw = -(-kh // s), -(-kw // s)
-    wp = _call(g, fake_mode, aten.constant_pad_nd.default, w, [0, tw * s - kw, 0, th * s - kh], 0.0)
-    taps = _call(g, fake_mode, aten.view.default, wp, [oc, c, th, s, tw, s])
-    moved = _call(g, fake_mode, aten.permute.default, taps, [0, 1, 3, 5, 2, 4])
-    dense = _call(g, fake_mode, aten.clone.default, moved, memory_format=torch.contiguous_format)
-    return _call(g, fake_mode, aten.view.default, dense, [oc, c * s * s, th, tw])
+    return _weight_steps(functools.partial(_call, g, fake_mode), w, w.meta["val"].shape, s)
 
 
 def _rewrite(gm: Any, conv: Any, fake_mode: Any) -> None:
@@ -113,12 +118,12 @@ def _rewrite(gm: Any, conv: Any, fake_mode: Any) -> None:
     x, w, bias, stride, padding = conv.args[:5]
     s, (ph, pw) = int(stride[0]), [int(p) for p in padding]
     n, c, h, wd = (int(d) for d in x.meta["val"].shape)
-    th, tw = (-(-int(k) // s) for k in w.meta["val"].shape[2:])
     oh, ow = (int(d) for d in conv.meta["val"].shape[2:])
-    rows, cols = (oh + th - 1) * s, (ow + tw - 1) * s  # the padded input the output reads
     g = gm.graph
     with g.inserting_before(conv):
         wn = _weight(gm, w, s, fake_mode)
+        th, tw = (int(d) for d in wn.meta["val"].shape[2:])
+        rows, cols = (oh + th - 1) * s, (ow + tw - 1) * s  # the padded input the output reads
         xp = _call(g, fake_mode, aten.constant_pad_nd.default, x, [pw, cols - wd - pw, ph, rows - h - ph], 0.0)
         blocks = _call(g, fake_mode, aten.view.default, xp, [n, c, rows // s, s, cols // s, s])
         nhwc = _call(g, fake_mode, aten.permute.default, blocks, [0, 2, 4, 1, 3, 5])

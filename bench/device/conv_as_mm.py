@@ -23,6 +23,8 @@ from typing import Any
 import torch
 import torch._dynamo
 
+from tuner.backend.hooks.conv_rewrite import s2d_weight  # the rewrite's own weight, as the fusion study applies it
+
 
 def weight_matrix(w: Any) -> Any:
     """The convolution's weight ``[OC, C, KH, KW]`` as the GEMM's right operand ``[K, OC]`` with K = KH*KW*C in the
@@ -52,17 +54,6 @@ def conv_as_mm_with(x: Any, wm: Any, bias: Any, kernel: Sequence[int], stride: S
         cols = F.pad(cols, (0, pad))
     out = torch.addmm(bias, cols, wm) if bias is not None else torch.mm(cols, wm)
     return out.view(n, oh, ow, wm.shape[1]).permute(0, 3, 1, 2)
-
-
-def s2d_weight(w: Any, s: int) -> Any:
-    """The weight of a stride-``s`` convolution as that of a stride-1 one on the input's space-to-depth form
-    (``[OC, C*s*s, ceil(k/s), ceil(k/s)]``, the kernel padded with zeros to a multiple of ``s``)."""
-    import torch.nn.functional as F
-
-    oc, c, k, _ = w.shape
-    k2 = -(-k // s)
-    wp = F.pad(w, (0, k2 * s - k, 0, k2 * s - k))
-    return wp.view(oc, c, k2, s, k2, s).permute(0, 1, 3, 5, 2, 4).reshape(oc, c * s * s, k2, k2)
 
 
 def s2d_conv(x: Any, w2: Any, bias: Any, s: int, p: int, out_hw: Sequence[int]) -> Any:
@@ -120,7 +111,7 @@ def case(n: int, c: int, size: int, oc: int, k: int, s: int, p: int, forms: Sequ
         return torch.relu(conv_as_mm_with(x, wm, b, (k, k), (s, s), (p, p)))
 
     oh = (size + 2 * p - k) // s + 1
-    w2 = s2d_weight(w, s).contiguous(memory_format=torch.channels_last)
+    w2 = s2d_weight(w, s)
 
     def s2d(x):
         return torch.relu(s2d_conv(x, w2, b, s, p, (oh, oh)))

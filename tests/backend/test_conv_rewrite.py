@@ -60,6 +60,11 @@ def _grouping(model, x, device="cpu", freezing=False):
     return g, task
 
 
+def _rewrite_on(g, task):
+    """The recorded graph's grouping with the rewrite on, every other knob Inductor's default, forced."""
+    return Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+
+
 def test_the_recording_counts_the_stem_and_its_grouping_measures_the_rewrite_first():
     g, task = _grouping(stem(), _input())
     assert g.s2d_convs == 1  # the 3-channel stem; the 8-channel convolution after it is left alone
@@ -75,7 +80,7 @@ def test_the_forced_rewrite_replaces_the_stem_and_keeps_eager_numerics():
     with _inference():
         ref = model(x)
         plain, (plain_code,) = run_and_get_code(_compiled(model), x)
-        forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+        forcing = _rewrite_on(g, task)
         rewritten, (code,) = run_and_get_code(_compiled(model, forcing), x)
     assert S2D_WEIGHT not in plain_code and S2D_WEIGHT in code  # the stride-1 convolution's 12-channel 4x4 weight
     torch.testing.assert_close(plain, ref, rtol=1e-4, atol=1e-4)
@@ -88,7 +93,7 @@ def test_the_rewrite_is_exact_at_odd_sizes_kernels_and_strides(size, kernel, str
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 5, kernel, stride, padding), torch.nn.ReLU()).eval()
     x = torch.randn(1, 3, size, size + 1).to(memory_format=torch.channels_last)
     g, task = _grouping(model, x)
-    forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+    forcing = _rewrite_on(g, task)
     with _inference():
         y, (code,) = run_and_get_code(_compiled(model, forcing), x)
     taps = -(-kernel // stride)
@@ -113,7 +118,7 @@ def test_on_the_gpu_the_rewritten_bf16_stem_matches_eager():
     x = _input().cuda().to(torch.bfloat16)
     g, task = _grouping(model, x, device="cuda", freezing=True)
     assert g.s2d_convs == 1
-    forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+    forcing = _rewrite_on(g, task)
     with _inference(freezing=True):
         y, (code,) = run_and_get_code(_compiled(model, forcing, device="cuda"), x)
         ref = model.float()(x.float())
@@ -124,15 +129,13 @@ def test_on_the_gpu_the_rewritten_bf16_stem_matches_eager():
 FROZEN = """
 import torch, torch._inductor.config as inductor_config
 from torch._inductor.utils import run_and_get_code
-from tests.backend.test_conv_rewrite import _compiled, _grouping, _input, stem
-from tuner.core import Forcing
-from tuner.search_spaces.fusion import SPACE_TO_DEPTH, to_patches
+from tests.backend.test_conv_rewrite import _compiled, _grouping, _input, _rewrite_on, stem
 
 inductor_config.cpp.weight_prepack = False
 model, x = stem(), _input()
 g, task = _grouping(model, x, freezing=True)
 assert g.s2d_convs == 1, g
-forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+forcing = _rewrite_on(g, task)
 with inductor_config.patch(freezing=True), torch.no_grad():
     y, (code,) = run_and_get_code(_compiled(model, forcing), x)
     torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
@@ -162,7 +165,7 @@ def test_a_rewrite_that_fails_leaves_the_convolution_as_it_was(monkeypatch, capl
         return real_call(graph, fake_mode, target, *args, **kwargs)
 
     monkeypatch.setattr(conv_rewrite, "_call", failing)
-    forcing = Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+    forcing = _rewrite_on(g, task)
     with caplog.at_level(logging.WARNING, logger="tuner"), _inference():
         y, (code,) = run_and_get_code(_compiled(model, forcing), x)
     assert "space-to-depth rewrite failed" in caplog.text and S2D_WEIGHT not in code
