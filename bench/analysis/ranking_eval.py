@@ -75,10 +75,14 @@ def regret(order: list[dict[str, Any]], ratios: dict[str, float], default_ratio:
     return got / best - 1.0
 
 
-def evaluate(models: dict[str, list[tuple[str, Sample]]], min_candidates: int, shuffles: int, seed: int) -> dict[str, Any]:
+def evaluate(models: dict[str, list[tuple[str, Sample]]], min_candidates: int, shuffles: int, seed: int, train_only: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """``train_only``: models whose trials train every fit but are never held out (exports whose candidates a ranker
+    chose, which cannot test one)."""
     rows: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     fits: dict[str, dict[str, Any]] = {}
     for held, held_samples in models.items():
+        if held in train_only:
+            continue
         for group in (SITES, KERNELS):
             held_keys = {s.task_key for _, s in held_samples}  # a task two models share is never trained on
             train = [s for name, ss in models.items() if name != held for kind, s in ss if group_of(kind) == group and s.task_key not in held_keys]
@@ -142,18 +146,24 @@ def render(table: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _name(path: Path) -> str:
+    return path.name.split("-bf16")[0].split(".jsonl")[0]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("exports", nargs="+", type=Path, help="tuner export files (.jsonl or .jsonl.gz), one per model")
+    ap.add_argument("--train-only", nargs="*", type=Path, default=[], help="exports that only train (never held out)")
     ap.add_argument("--min-candidates", type=int, default=4, help="rank only tasks with this many measured candidates")
     ap.add_argument("--shuffles", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        models = {p.name.split("-bf16")[0].split(".jsonl")[0]: load(p, Path(tmp)) for p in args.exports}
-    result = evaluate(models, args.min_candidates, args.shuffles, args.seed)
+        models = {_name(p): load(p, Path(tmp)) for p in [*args.exports, *args.train_only]}
+    result = evaluate(models, args.min_candidates, args.shuffles, args.seed, frozenset(map(_name, args.train_only)))
     result["exports"] = [str(p) for p in args.exports]
+    result["train_only"] = [str(p) for p in args.train_only]
     result["command"] = " ".join(["python", "bench/analysis/ranking_eval.py", *sys.argv[1:]])
     print(render(result["table"]))
     if args.out:
