@@ -9,6 +9,7 @@ from typing import Any
 from tuner.backend.context import CompileContext
 from tuner.backend.hooks import choices as choices_hook
 from tuner.backend.hooks import conv_rewrite
+from tuner.backend.hooks import freezing as freezing_hook
 from tuner.backend.hooks import fusion as fusion_hook
 from tuner.backend.hooks import graph as graph_hook
 from tuner.backend.hooks import kernels as kernel_hook
@@ -72,9 +73,11 @@ def compile_with_context(
     def around_inner(gm_: Any, inputs_: Sequence[Any], is_backward: bool) -> Iterator[None]:
         # Entered again for the backward graph, which Inductor compiles later, outside this call.
         with ctx.activated(), _cache_tag(tag):
-            knobs = conv_rewrite.patches(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), inductor_config.post_grad_custom_pre_pass)
+            knobs = freezing_hook.take(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), is_backward)
+            knobs = conv_rewrite.patches(knobs, inductor_config.post_grad_custom_pre_pass)
             if ctx.recorder is not None:
                 ctx.recorder.rewritable_convs(conv_rewrite.eligible_convs(gm_))
+                ctx.recorder.frozen(freezing_hook.frozen_now(is_backward))
             mark = kernel_hook.modules_mark()
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()
             with inductor_config.patch(knobs), hook:
@@ -82,5 +85,10 @@ def compile_with_context(
             if ctx.kernel_sink is not None:
                 ctx.kernel_sink.extend(kernel_hook.capture_first_call(kernel_hook.kernels_since(mark)))
 
-    with ctx.activated(), _cache_tag(tag):
-        return graph_hook.compile_graph(gm, example_inputs, patches=patches, around_inner=around_inner)
+    try:
+        with ctx.activated(), _cache_tag(tag):
+            return graph_hook.compile_graph(gm, example_inputs, patches=patches, around_inner=around_inner)
+    except freezing_hook.Unfreeze:  # the graph's answer: faster unfrozen; nothing was lowered yet
+        ctx.retrying_unfrozen()
+        with ctx.activated(), _cache_tag(tag):
+            return graph_hook.compile_graph(gm, example_inputs, patches={**patches, **freezing_hook.UNFROZEN}, around_inner=around_inner)

@@ -54,6 +54,7 @@ class GraphRecord:
     pairs: dict[str, int] = field(default_factory=dict)  # fusions Inductor made or considered: pair id -> score
     unshared: list[str] = field(default_factory=list)  # template epilogues refused for sharing no indexed data
     s2d_convs: int = 0  # convolutions the space-to-depth rewrite applies to (``hooks/conv_rewrite``)
+    frozen: bool = False  # compiled with Inductor's freezing (``hooks/freezing``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
     shapes: list[list[int]] | None = None  # its inputs' sizes
 
@@ -91,6 +92,11 @@ class Recorder:
         g = self.graphs.get(self.current_graph or "")
         if g is not None:
             g.s2d_convs = count
+
+    def frozen(self, frozen: bool) -> None:
+        g = self.graphs.get(self.current_graph or "")
+        if g is not None:
+            g.frozen = frozen
 
 
 class CompileContext:
@@ -243,6 +249,11 @@ class CompileContext:
         data at the same index (``aggressive_fusion`` would admit it)."""
         if self.recorder is not None:
             self.recorder.unshared_epilogue(pid)
+
+    def retrying_unfrozen(self) -> None:
+        """The graph just looked up is compiled again, unfrozen (``hooks/freezing``): its second lookup keeps its name."""
+        self._graphs_seen["forward"] -= 1
+        log.info("compiling a graph again without freezing, as its answer says")
 
     def graph_knobs(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The Inductor config patches for this graph: its codegen knobs and its fusion grouping's knobs

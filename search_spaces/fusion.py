@@ -14,6 +14,10 @@ them: each one fused is a kernel launch fewer and an output not written and read
 (``s2d_convs``, a CNN's or a ViT's stem): each becomes a stride-1 convolution over its input's space-to-depth form
 (``backend/hooks/conv_rewrite.py``). It is measured first too, with (c) where both apply, then each alone. On the CPU,
 ``cpp.max_horizontal_fusion_size`` stays in the C++ codegen space (``cpp_graph``), tuned before this.
+(e) ``freezing``, only where the graph was compiled frozen (``frozen``): false compiles it unfrozen, weights as
+inputs (``backend/hooks/freezing.py``), where no other knob of this space applies. The study never asks for it; the
+whole-workload check measures the workload unfrozen against its winners and stores it as this task's winner where
+that is faster (``tuner/phases/whole.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from tuner.search_spaces.base import Bool, Param, Space, choice, with_default
 FAMILY = Kind.FUSION
 MAX_PAIRS = 12
 SPACE_TO_DEPTH = "space_to_depth"  # not an Inductor flag: the backend turns it into a post-grad pass
+FREEZING = "freezing"  # the whole-workload check's knob: false compiles a frozen graph again, unfrozen
 _CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion")
 
 
@@ -76,17 +81,30 @@ def space(context: dict[str, Any]) -> Space:
     params += [Bool(f"veto.{p}") for p in pairs]
     default = {**{p.name: d[p.name] for p in params if p.name in d}, **{f"veto.{p}": False for p in pairs}}
     ctx = {"device": context.get("device"), "defaults": d, "pairs": pairs}
-    for seen in ("unshared_epilogues", "s2d_convs"):  # absent otherwise: older tasks keep their fingerprint
+    for seen in ("unshared_epilogues", "s2d_convs", "frozen"):  # absent otherwise: older tasks keep their fingerprint
         if int(context.get(seen) or 0) > 0:
             ctx[seen] = int(context[seen])
     if "s2d_convs" in ctx:
         params.append(Bool(SPACE_TO_DEPTH))
         default[SPACE_TO_DEPTH] = False
+    if "frozen" in ctx:
+        params.append(Bool(FREEZING))
+        default[FREEZING] = True
     return FusionSpace(FAMILY, tuple(params), default, (), ctx)
 
 
 @dataclass(frozen=True)
 class FusionSpace(Space):
+    def suggest(self, trial: Any) -> dict[str, Any]:
+        """As :meth:`Space.suggest`, with the graph left frozen where it was: unfrozen, no other knob applies, and the
+        whole-workload check measures that choice once for the whole workload."""
+        config = {p.name: p.suggest(trial) for p in self.params if p.name != FREEZING}
+        return {**config, FREEZING: True} if FREEZING in self.default else config
+
+    def unfrozen(self) -> dict[str, Any] | None:
+        """The config that compiles this graph unfrozen, if it was compiled frozen."""
+        return {**self.default, FREEZING: False} if FREEZING in self.default else None
+
     def evidence(self) -> list[dict[str, Any]]:
         """The default with ``aggressive_fusion``, where the graph has template epilogues only it would fuse, and with
         ``space_to_depth``, where it has convolutions the rewrite applies to: both together first, then each alone."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from tuner.affinity import core_sets, pin
 from tuner.progress import Progress
+from tuner.search_spaces.fusion import FREEZING
 from tuner.sweep import SweepOptions, SweepReport, run_sweep
 
 
@@ -155,7 +156,10 @@ def combine(reports: list[SweepReport]) -> SweepReport:
             mine = best.get(o.task.key)
             if mine is not None and o.is_default and not mine.is_default:  # reverted by the whole-workload check
                 best[o.task.key] = mine.reverted(o.winner)
-        base = dataclasses.replace(base, default_ms=checker.default_ms, tuned_ms=checker.tuned_ms, whole_checked=True)
+            elif o.winner.get(FREEZING) is False:  # set by the whole-workload check: the graph runs unfrozen
+                best[o.task.key] = o
+        base = dataclasses.replace(base, default_ms=checker.default_ms, tuned_ms=checker.tuned_ms, whole_checked=True,
+                                   unfrozen_ratio=checker.unfrozen_ratio)
     order = [o.task.key for o in base.outcomes] + [k for k in best if k not in {o.task.key for o in base.outcomes}]
     merged = dataclasses.replace(base, outcomes=[best[k] for k in order])
     merged.trials_measured = sum(r.trials_measured for r in reports)

@@ -55,6 +55,7 @@ class SweepReport:
     wall_s: float = 0.0
     trials_measured: int = 0
     whole_checked: bool = False  # this worker measured all winners together (the last worker to finish does)
+    unfrozen_ratio: float | None = None  # where the workload won unfrozen: its time over the winners' frozen
 
     @property
     def speedup(self) -> float | None:
@@ -145,7 +146,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
         opts = _sized(opts, capture, progress)
         sweep = _context(opts, db, worker, capture, progress, t0)
-        progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0)))
+        progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs))))
         run_phases(sweep, phases(opts, whole))
     except KeyboardInterrupt:
         release_all(db, worker_id())
@@ -183,4 +184,4 @@ def _finish(report: SweepReport, sweep: SweepContext | None, whole: WholeCheckPh
     # Every trial this sweep stored but those its spaces rejected unmeasured: the defaults' timings included.
     report.trials_measured = sum(n for status, n in sweep.tuning.stored.items() if status != Status.INVALID.value)
     report.whole_checked = whole.checked
-    report.default_ms, report.tuned_ms = whole.default_ms, whole.tuned_ms
+    report.default_ms, report.tuned_ms, report.unfrozen_ratio = whole.default_ms, whole.tuned_ms, whole.unfrozen_ratio

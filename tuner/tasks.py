@@ -69,6 +69,8 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
             space["unshared_epilogues"] = len(g["unshared"])
         if g.get("s2d_convs"):
             space["s2d_convs"] = int(g["s2d_convs"])
+        if g.get("frozen"):
+            space["frozen"] = 1
         sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
         which = "backward" if g["backward"] else "forward"
         out.append(TaskSpec(g["fusion_key"], Kind.FUSION, f"{model} {which} graph {g['index']} fusion", sig, space_for(Kind.FUSION, sig)))

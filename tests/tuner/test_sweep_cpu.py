@@ -54,6 +54,11 @@ def test_sweep_then_tuned_compile_benchmarks_nothing(db_url, cwd_root):
     said_measured = int(re.search(r"done: (\d+) trials measured", flat).group(1))
     by_status = stats["trials_by_status"]
     assert said_measured == sum(n for status, n in by_status.items() if status != "invalid"), (said_measured, by_status)
+    # The whole-workload check timed the workload unfrozen once against the winners; its answer is what it measured.
+    ((status, median_ms, baseline_ms),), winner = _fusion_unfrozen(db_url)
+    assert status == "ok" and median_ms and baseline_ms
+    unfrozen = winner.get("freezing") is False
+    assert not unfrozen or median_ms < baseline_ms * 0.98  # kept only where it won by the minimum gain
 
     inductor_config.freezing = True
     tb.reset_stats()
@@ -68,7 +73,24 @@ def test_sweep_then_tuned_compile_benchmarks_nothing(db_url, cwd_root):
         torch.set_num_threads(threads)
     s = tb.stats()
     assert s["benchmarks"] == 0
-    assert s["hits"] == 4 and s["misses"] == 0
+    # Unfrozen: the frozen graph's two answers, then the unfrozen graph's two lookups find nothing stored.
+    assert (s["hits"], s["misses"]) == ((2, 2) if unfrozen else (4, 0)), s
+
+
+def _fusion_unfrozen(db_url):
+    """(the fusion task's trials with ``freezing: false``, its winner's config)."""
+    from sqlalchemy import select
+
+    from tuner.db.models import Task, Trial, Winner
+
+    db = Database.open(db_url)
+    try:
+        with db.session() as s:
+            (task_id,) = s.scalars(select(Task.id).where(Task.kind == "fusion_graph"))
+            arms = [t for t in s.scalars(select(Trial).where(Trial.task_id == task_id)) if t.config.get("freezing") is False]
+            return [(t.status, t.median_ms, t.baseline_ms) for t in arms], s.scalar(select(Winner.config).where(Winner.task_id == task_id))
+    finally:
+        db.close()
 
 
 def test_rerun_continues_the_same_studies(db_url, cwd_root):

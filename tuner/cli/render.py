@@ -125,5 +125,8 @@ def print_report(console: Console, report: SweepReport, defaults: dict[str, dict
             f"whole workload: {_ms(report.default_ms)} ms with Inductor's defaults → {_ms(report.tuned_ms)} ms tuned "
             f"([bold]{report.speedup:.3f}x[/]); eager {_ms(report.eager_ms)} ms"
         )
+    if report.unfrozen_ratio:
+        console.print(f"without freezing the workload ran at {report.unfrozen_ratio:.3f}x the tuned time (timed together): "
+                      "its graphs are stored to compile unfrozen")
     state = "[yellow]interrupted[/]: every trial measured so far is stored" if report.interrupted else "done"
     console.print(f"{state}: {report.trials_measured} trials measured in {report.wall_s:.0f} s")

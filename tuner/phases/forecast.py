@@ -14,13 +14,14 @@ from tuner.phases.base import SweepContext
 from tuner.phases.graphs import FusionPhase, GraphKnobPhase
 from tuner.phases.kernels import KernelPhase
 from tuner.phases.sites import SitePhase
-from tuner.phases.whole import WHOLE_COMPILES, WholeCheckPhase
+from tuner.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES, WholeCheckPhase
 from tuner.tasks import kernel_tasks
 
 
-def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_graphs: int) -> dict[str, float]:
+def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_graphs: int, frozen: bool = False) -> dict[str, float]:
     """{phase: expected seconds} for the phases this sweep will run, from the capture's tasks and kernels;
-    ``fusion_graphs``: the graphs whose groupings it will search (0: none)."""
+    ``fusion_graphs``: the graphs whose groupings it will search (0: none); ``frozen``: some were compiled frozen,
+    so the whole-workload check also times the workload unfrozen."""
     costs, dev = sweep.tuning.costs, sweep.device_type
     tasks = sweep.workload.tasks
     graphs = [x for x in tasks if x.kind in GRAPH_KINDS]
@@ -31,7 +32,7 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_g
     }
     if fusion_graphs:  # one grouping per graph, each with its budget's trials (the groupings are recorded later)
         out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), fusion_graphs * sweep.budget.fusion_target)])
-    out[WholeCheckPhase.name] = WHOLE_COMPILES * costs.expect(CAPTURE)
+    out[WholeCheckPhase.name] = (WHOLE_COMPILES + (UNFROZEN_COMPILES if fusion_graphs and frozen else 0)) * costs.expect(CAPTURE)
     return {name: s for name, s in out.items() if s > 0}
 
 

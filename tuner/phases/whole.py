@@ -4,10 +4,13 @@ finish runs it."""
 
 from __future__ import annotations
 
-from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing
+from collections.abc import Callable
+
+from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing, Kind, TaskOutcome
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.phases.base import Phase, Plan, SweepContext
+from tuner.search import record
 from tuner.winners import revert_to_defaults, stored_outcome
 from tuner.workload_check import check_whole
 
@@ -18,6 +21,9 @@ WHOLE = "whole workload"  # the cost kind of one whole-workload measurement
 # check's rounds, a 231-s resnet50 sweep (H200) skipped its check with 34 s left: that trial's 31 s were two compiles,
 # and the check's winners were the trial's compiled base (bench/results/h200/sweep-cost/sweep-resnet50-default-s11.log).
 WHOLE_COMPILES = 1
+# The workload unfrozen (``backend/hooks/freezing.py``), timed against the winners kept: its own compile, and the
+# winners' if the worker no longer holds them.
+UNFROZEN_COMPILES = 2
 
 
 class WholeCheckPhase(Phase):
@@ -29,6 +35,7 @@ class WholeCheckPhase(Phase):
         self.reverted: dict[int, dict] = {}
         self.default_ms: float | None = None
         self.tuned_ms: float | None = None
+        self.unfrozen_ratio: float | None = None  # the workload unfrozen over the winners frozen, where unfrozen won
 
     def plan(self, sweep: SweepContext) -> Plan:
         _collect_outcomes(sweep)
@@ -51,11 +58,11 @@ class WholeCheckPhase(Phase):
 
         tuning = sweep.tuning
 
-        def measure(f: Forcing) -> Measurement | None:
-            if not tuning.settles(WHOLE, fallback=None, compiles=WHOLE_COMPILES + (0 if sweep.worker.alive else 1)):
+        def measure(f: Forcing, against: Forcing = Forcing(), compiles: int = WHOLE_COMPILES) -> Measurement | None:
+            if not tuning.settles(WHOLE, fallback=None, compiles=compiles + (0 if sweep.worker.alive else 1)):
                 return None
             with tuning.costs.timed(WHOLE):
-                return sweep.worker.run(GraphTrial({}, f.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
+                return sweep.worker.run(GraphTrial(against.to_json(), f.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
 
         m, dropped = check_whole(measure, parts, sweep.budget.min_gain, sweep.progress.note)
         self.checked = m is not None
@@ -66,6 +73,9 @@ class WholeCheckPhase(Phase):
         else:
             sweep.progress.note(f"the whole-workload check failed: {m.status.value}: {m.error}")
         drop = set(dropped)
+        if m is not None and m.ok:
+            kept = Forcing.union(f for tasks in parts.values() for tid, f in tasks.items() if tid not in drop)
+            self._try_unfrozen(sweep, lambda f: measure(f, against=kept, compiles=UNFROZEN_COMPILES), kept)
         self.reverted = revert_to_defaults(sweep.db, sweep.tuning.device_id, [(t, r) for t, r in sweep.workload.pairs() if r.id in drop])
         if self.reverted:
             names = [t.name for t, r in sweep.workload.pairs() if r.id in self.reverted]
@@ -74,6 +84,26 @@ class WholeCheckPhase(Phase):
             for tid, default in self.reverted.items():
                 if tid in sweep.outcomes:
                     sweep.outcomes[tid] = sweep.outcomes[tid].reverted(default)
+
+    def _try_unfrozen(self, sweep: SweepContext, measure: Callable[[Forcing], Measurement | None], kept: Forcing) -> None:
+        """Time the workload with its frozen graphs compiled unfrozen against the winners kept (frozen), in one run;
+        where that wins by the budget's gain and past the noise, it becomes those graphs' grouping winner."""
+        frozen = [(t, r, t.space.unfrozen()) for t, r in sweep.workload.pairs((Kind.FUSION,)) if getattr(t.space, "unfrozen", lambda: None)()]
+        if not frozen:
+            return
+        m = measure(Forcing.union([kept, *(t.forcing(config) for t, _, config in frozen)]))
+        if m is None or not m.ok:
+            sweep.progress.note("no time was left to measure the workload without freezing" if m is None else f"the workload without freezing failed: {m.status.value}: {m.error}")
+            return
+        wins = m.beats_default(sweep.budget.min_gain)
+        self.unfrozen_ratio = m.ratio if wins else None
+        sweep.progress.note(f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen with the winners ({m.ratio:.3f}x): " + ("kept, unfrozen" if wins else "frozen stays"))
+        for t, r, config in frozen:
+            trial = record(sweep.tuning, r, config, m)
+            if wins:
+                sweep.db.set_winner(r.id, sweep.tuning.device_id, trial.id, config, m.median_ms, m.baseline_ms)
+                before = sweep.outcomes.get(r.id)
+                sweep.outcomes[r.id] = TaskOutcome(r, config, False, m.baseline_ms, m.median_ms, 1, (before.total if before else 0) + 1)
 
 
 def _collect_outcomes(sweep: SweepContext) -> None:
