@@ -85,10 +85,13 @@ def compile_with_context(
             if ctx.kernel_sink is not None:
                 ctx.kernel_sink.extend(kernel_hook.capture_first_call(kernel_hook.kernels_since(mark)))
 
-    try:
+    def compile_graph(more: dict[str, Any]) -> Any:
         with ctx.activated(), _cache_tag(tag):
-            return graph_hook.compile_graph(gm, example_inputs, patches=patches, around_inner=around_inner)
+            return graph_hook.compile_graph(gm, example_inputs, patches={**patches, **more}, around_inner=around_inner)
+
+    try:
+        return compile_graph({})
     except freezing_hook.Unfreeze:  # the graph's answer: faster unfrozen; nothing was lowered yet
         ctx.retrying_unfrozen()
-        with ctx.activated(), _cache_tag(tag):
-            return graph_hook.compile_graph(gm, example_inputs, patches={**patches, **freezing_hook.UNFROZEN}, around_inner=around_inner)
+    with freezing_hook.second_compile():
+        return compile_graph(freezing_hook.UNFROZEN)

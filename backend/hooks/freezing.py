@@ -11,8 +11,11 @@ without freezing. The stop costs AOT tracing and the freezing passes, not a lowe
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+from tuner.backend.errors import HookUnavailable
 from tuner.search_spaces.fusion import FREEZING  # the fusion space's knob, named as Inductor's own config
 
 UNFROZEN = {FREEZING: False}  # compile_fx's patch for the second compile
@@ -20,6 +23,22 @@ UNFROZEN = {FREEZING: False}  # compile_fx's patch for the second compile
 
 class Unfreeze(Exception):
     """Raised in an inner compile of a frozen graph whose answer says the graph runs faster unfrozen."""
+
+
+class UnfreezeFailed(HookUnavailable):
+    """The second compile, unfrozen, failed on this torch: the backend compiles with plain Inductor instead (a sweep
+    stores the trial as failed)."""
+
+
+@contextlib.contextmanager
+def second_compile() -> Iterator[None]:
+    """Around the compile again without freezing: whatever it raises becomes :class:`UnfreezeFailed`."""
+    try:
+        yield
+    except HookUnavailable:
+        raise
+    except Exception as e:
+        raise UnfreezeFailed(f"compiling a graph again without freezing failed: {type(e).__name__}: {e}") from e
 
 
 def frozen_now(is_backward: bool) -> bool:

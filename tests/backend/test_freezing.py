@@ -19,10 +19,10 @@ from tuner.search_spaces.fusion import FREEZING
 from tuner.tasks import fusion_tasks
 
 
-def _task(model, x, freezing):
+def _task(model, x, freezing, device="cpu"):
     rec = Recorder()
     with _inference(freezing):
-        _compiled(model, recorder=rec)(x)
+        _compiled(model, recorder=rec, device=device)(x)
     (g,) = rec.graphs.values()
     (task,) = fusion_tasks([dataclasses.asdict(g)], "stem")
     return g, task
@@ -58,9 +58,48 @@ def test_an_unfrozen_answer_compiles_the_graph_again_with_its_weights_as_inputs(
     assert s["hits"] == 1 and s["misses"] == 3 and s["benchmarks"] == 0, s
 
 
+@pytest.mark.gpu
+def test_on_the_gpu_an_unfrozen_answer_compiles_the_graph_unfrozen():
+    """As on torch 2.11 with CUDA, bf16 and channels-last, where convnext_tiny ran faster unfrozen."""
+    model = stem().cuda().to(torch.bfloat16)
+    x = _input().cuda().to(torch.bfloat16)
+    g, task = _task(model, x, freezing=True, device="cuda")
+    assert g.frozen
+    with _inference(True):
+        y, (code,) = run_and_get_code(_compiled(model, Forcing(fusion={task.key: task.space.unfrozen()}), device="cuda"), x)
+        ref = model.float()(x.float())
+    assert "_frozen_param" not in code
+    assert (y.float() - ref).abs().max() <= 0.02 * ref.abs().max()
+
+
 @pytest.mark.parametrize("grad, backward", [(True, False), (False, True)])
 def test_a_graph_that_is_not_frozen_is_never_stopped(grad, backward):
     with inductor_config.patch(freezing=True), torch.set_grad_enabled(grad):
         assert freezing_hook.take({FREEZING: False, "epilogue_fusion": True}, is_backward=backward) == {"epilogue_fusion": True}
     with inductor_config.patch(freezing=True), torch.no_grad(), pytest.raises(freezing_hook.Unfreeze):
         freezing_hook.take({FREEZING: False}, is_backward=False)
+
+
+def test_an_unfrozen_compile_that_fails_says_so_as_a_missing_hook(monkeypatch):
+    """As on a torch whose compile_fx cannot compile a frozen trace unfrozen: the error names the second compile and
+    is a HookUnavailable, so the tuned backend compiles with plain Inductor and a sweep stores the trial as failed."""
+    from tuner.backend.hooks import graph as graph_hook
+
+    model, x = stem(), _input()
+    _, task = _task(model, x, freezing=True)
+    real = graph_hook.compile_graph
+
+    def failing(gm, inputs, *, patches, around_inner):
+        if patches.get(FREEZING) is False:
+            raise RuntimeError("simulated: this torch cannot")
+        return real(gm, inputs, patches=patches, around_inner=around_inner)
+
+    monkeypatch.setattr(graph_hook, "compile_graph", failing)
+    with _inference(freezing=True), pytest.raises(Exception) as info:
+        _compiled(model, Forcing(fusion={task.key: task.space.unfrozen()}))(x)
+    chain, e = [], info.value
+    while e is not None:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    failed = [e for e in chain if isinstance(e, freezing_hook.UnfreezeFailed)]
+    assert failed and "without freezing failed: RuntimeError: simulated" in str(failed[0])

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing, Kind, TaskOutcome
+from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing, Kind, TaskOutcome, TaskSpec
+from tuner.db import TaskRecord
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.phases.base import Phase, Plan, SweepContext
@@ -48,22 +49,21 @@ class WholeCheckPhase(Phase):
         if all(o.is_default for o in sweep.outcomes.values()):
             graphs = [o.default_ms for o in sweep.outcomes.values() if o.default_ms and o.task.kind in GRAPH_KINDS]
             self.default_ms = self.tuned_ms = graphs[-1] if graphs else None
-            return Plan([], 0)
+            return Plan([], 0, due=bool(_frozen(sweep)))  # nothing to check together, but whether to freeze
         return Plan([], 0, due=True)
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
-        sweep.progress.note("measuring the whole workload: all winners vs Inductor's defaults")
         winners = sweep.winners()
         parts = {name: winners.parts(sweep.workload.pairs(kinds), defaults=False) for name, kinds in WINNER_GROUPS.items()}
+        measure = _measurer(sweep)
+        m, dropped = self._check(sweep, measure, parts) if any(parts.values()) else (None, [])
+        if m is None or m.ok:
+            kept = Forcing.union(f for tasks in parts.values() for tid, f in tasks.items() if tid not in set(dropped))
+            self._try_unfrozen(sweep, lambda f: measure(f, kept, UNFROZEN_COMPILES), kept)
+        self._revert(sweep, set(dropped))
 
-        tuning = sweep.tuning
-
-        def measure(f: Forcing, against: Forcing = Forcing(), compiles: int = WHOLE_COMPILES) -> Measurement | None:
-            if not tuning.settles(WHOLE, fallback=None, compiles=compiles + (0 if sweep.worker.alive else 1)):
-                return None
-            with tuning.costs.timed(WHOLE):
-                return sweep.worker.run(GraphTrial(against.to_json(), f.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
-
+    def _check(self, sweep: SweepContext, measure: Callable[..., Measurement | None], parts: dict) -> tuple[Measurement | None, list[int]]:
+        sweep.progress.note("measuring the whole workload: all winners vs Inductor's defaults")
         m, dropped = check_whole(measure, parts, sweep.budget.min_gain, sweep.progress.note)
         self.checked = m is not None
         if m is None:
@@ -72,10 +72,9 @@ class WholeCheckPhase(Phase):
             self.default_ms, self.tuned_ms = m.baseline_ms, m.median_ms
         else:
             sweep.progress.note(f"the whole-workload check failed: {m.status.value}: {m.error}")
-        drop = set(dropped)
-        if m is not None and m.ok:
-            kept = Forcing.union(f for tasks in parts.values() for tid, f in tasks.items() if tid not in drop)
-            self._try_unfrozen(sweep, lambda f: measure(f, against=kept, compiles=UNFROZEN_COMPILES), kept)
+        return m, dropped
+
+    def _revert(self, sweep: SweepContext, drop: set[int]) -> None:
         self.reverted = revert_to_defaults(sweep.db, sweep.tuning.device_id, [(t, r) for t, r in sweep.workload.pairs() if r.id in drop])
         if self.reverted:
             names = [t.name for t, r in sweep.workload.pairs() if r.id in self.reverted]
@@ -88,7 +87,7 @@ class WholeCheckPhase(Phase):
     def _try_unfrozen(self, sweep: SweepContext, measure: Callable[[Forcing], Measurement | None], kept: Forcing) -> None:
         """Time the workload with its frozen graphs compiled unfrozen against the winners kept (frozen), in one run;
         where that wins by the budget's gain and past the noise, it becomes those graphs' grouping winner."""
-        frozen = [(t, r, t.space.unfrozen()) for t, r in sweep.workload.pairs((Kind.FUSION,)) if getattr(t.space, "unfrozen", lambda: None)()]
+        frozen = _frozen(sweep)
         if not frozen:
             return
         m = measure(Forcing.union([kept, *(t.forcing(config) for t, _, config in frozen)]))
@@ -104,6 +103,25 @@ class WholeCheckPhase(Phase):
                 sweep.db.set_winner(r.id, sweep.tuning.device_id, trial.id, config, m.median_ms, m.baseline_ms)
                 before = sweep.outcomes.get(r.id)
                 sweep.outcomes[r.id] = TaskOutcome(r, config, False, m.baseline_ms, m.median_ms, 1, (before.total if before else 0) + 1)
+
+
+def _measurer(sweep: SweepContext) -> Callable[..., Measurement | None]:
+    """One whole-workload measurement: ``candidate`` timed against ``baseline`` (Inductor's defaults unless given),
+    or None when the sweep has no time left for it (``compiles``: what it costs before it is timed)."""
+    tuning = sweep.tuning
+
+    def measure(candidate: Forcing, baseline: Forcing = Forcing(), compiles: int = WHOLE_COMPILES) -> Measurement | None:
+        if not tuning.settles(WHOLE, fallback=None, compiles=compiles + (0 if sweep.worker.alive else 1)):
+            return None
+        with tuning.costs.timed(WHOLE):
+            return sweep.worker.run(GraphTrial(baseline.to_json(), candidate.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
+
+    return measure
+
+
+def _frozen(sweep: SweepContext) -> list[tuple[TaskSpec, TaskRecord, dict]]:
+    """The workload's fusion tasks of graphs compiled frozen, each with its config that compiles it unfrozen."""
+    return [(t, r, c) for t, r in sweep.workload.pairs((Kind.FUSION,)) if (c := getattr(t.space, "unfrozen", lambda: None)()) is not None]
 
 
 def _collect_outcomes(sweep: SweepContext) -> None:
