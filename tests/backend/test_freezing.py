@@ -2,8 +2,6 @@
 holds the ``freezing`` knob (which the study never asks for), and a compile whose answer says ``freezing: false``
 stops the frozen compile before lowering and compiles the Dynamo graph again with its weights as inputs."""
 
-import dataclasses
-
 import optuna
 import pytest
 import torch
@@ -11,39 +9,28 @@ import torch._inductor.config as inductor_config
 from torch._inductor.utils import run_and_get_code
 
 import tuner.backend as tb
-from tests.backend.test_conv_rewrite import _compiled, _inference, _input, stem
-from tuner.backend.context import Recorder
+from tests.backend.test_conv_rewrite import _compiled, _grouping, _inference, _input, stem
 from tuner.backend.hooks import freezing as freezing_hook
 from tuner.core import Forcing
 from tuner.search_spaces.fusion import FREEZING
-from tuner.tasks import fusion_tasks
-
-
-def _task(model, x, freezing, device="cpu"):
-    rec = Recorder()
-    with _inference(freezing):
-        _compiled(model, recorder=rec, device=device)(x)
-    (g,) = rec.graphs.values()
-    (task,) = fusion_tasks([dataclasses.asdict(g)], "stem")
-    return g, task
 
 
 def test_a_frozen_graph_is_recorded_and_only_its_grouping_can_unfreeze_it():
     model, x = stem(), _input()
-    g, task = _task(model, x, freezing=True)
+    g, task = _grouping(model, x, freezing=True)
     assert g.frozen and task.space.default[FREEZING] is True
     assert task.space.unfrozen() == {**task.space.default, FREEZING: False}
     assert task.space.is_valid(task.space.unfrozen())
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     asked = [task.space.suggest(study.ask()) for _ in range(20)]
     assert all(c[FREEZING] is True for c in asked)  # left to the whole-workload check, never sampled
-    unfrozen_g, unfrozen_task = _task(model, x, freezing=False)
+    unfrozen_g, unfrozen_task = _grouping(model, x, freezing=False)
     assert not unfrozen_g.frozen and FREEZING not in unfrozen_task.space.default and unfrozen_task.space.unfrozen() is None
 
 
 def test_an_unfrozen_answer_compiles_the_graph_again_with_its_weights_as_inputs():
     model, x = stem(), _input()
-    _, task = _task(model, x, freezing=True)
+    _, task = _grouping(model, x, freezing=True)
     frozen_answer, unfrozen_answer = (Forcing(fusion={task.key: c}) for c in (task.space.default, task.space.unfrozen()))
     with _inference(freezing=True):
         _, (frozen_code,) = run_and_get_code(_compiled(model, frozen_answer), x)
@@ -63,7 +50,7 @@ def test_on_the_gpu_an_unfrozen_answer_compiles_the_graph_unfrozen():
     """As on torch 2.11 with CUDA, bf16 and channels-last, where convnext_tiny ran faster unfrozen."""
     model = stem().cuda().to(torch.bfloat16)
     x = _input().cuda().to(torch.bfloat16)
-    g, task = _task(model, x, freezing=True, device="cuda")
+    g, task = _grouping(model, x, device="cuda", freezing=True)
     assert g.frozen
     with _inference(True):
         y, (code,) = run_and_get_code(_compiled(model, Forcing(fusion={task.key: task.space.unfrozen()}), device="cuda"), x)
@@ -86,7 +73,7 @@ def test_an_unfrozen_compile_that_fails_says_so_as_a_missing_hook(monkeypatch):
     from tuner.backend.hooks import graph as graph_hook
 
     model, x = stem(), _input()
-    _, task = _task(model, x, freezing=True)
+    _, task = _grouping(model, x, freezing=True)
     real = graph_hook.compile_graph
 
     def failing(gm, inputs, *, patches, around_inner):
