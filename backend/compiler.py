@@ -76,8 +76,7 @@ def compile_with_context(
             knobs = freezing_hook.take(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), is_backward)
             knobs = conv_rewrite.patches(knobs, inductor_config.post_grad_custom_pre_pass)
             if ctx.recorder is not None:
-                ctx.recorder.rewritable_convs(conv_rewrite.eligible_convs(gm_))
-                ctx.recorder.frozen(freezing_hook.frozen_now(is_backward))
+                ctx.recorder.lowering(conv_rewrite.eligible_convs(gm_), freezing_hook.frozen_now(is_backward))
             mark = kernel_hook.modules_mark()
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()
             with inductor_config.patch(knobs), hook:

@@ -78,25 +78,22 @@ class Recorder:
         family, shapes = graph_hook.graph_family(payload), graph_hook.graph_shapes(payload)
         self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, lines, fusion_key, device, family=family, shapes=shapes))
 
+    def _current(self) -> GraphRecord | None:
+        return self.graphs.get(self.current_graph or "")
+
     def fusion_pair(self, pid: str, score: int) -> None:
-        g = self.graphs.get(self.current_graph or "")
-        if g is not None:
+        if (g := self._current()) is not None:
             g.pairs[pid] = max(score, g.pairs.get(pid, score))
 
     def unshared_epilogue(self, pid: str) -> None:
-        g = self.graphs.get(self.current_graph or "")
-        if g is not None and pid not in g.unshared:
+        if (g := self._current()) is not None and pid not in g.unshared:
             g.unshared.append(pid)
 
-    def rewritable_convs(self, count: int) -> None:
-        g = self.graphs.get(self.current_graph or "")
-        if g is not None:
-            g.s2d_convs = count
-
-    def frozen(self, frozen: bool) -> None:
-        g = self.graphs.get(self.current_graph or "")
-        if g is not None:
-            g.frozen = frozen
+    def lowering(self, s2d_convs: int, frozen: bool) -> None:
+        """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to, and whether
+        it is compiled frozen."""
+        if (g := self._current()) is not None:
+            g.s2d_convs, g.frozen = s2d_convs, frozen
 
 
 class CompileContext:

@@ -121,7 +121,7 @@ def _measurer(sweep: SweepContext) -> Callable[..., Measurement | None]:
 
 def _frozen(sweep: SweepContext) -> list[tuple[TaskSpec, TaskRecord, dict]]:
     """The workload's fusion tasks of graphs compiled frozen, each with its config that compiles it unfrozen."""
-    return [(t, r, c) for t, r in sweep.workload.pairs((Kind.FUSION,)) if (c := getattr(t.space, "unfrozen", lambda: None)()) is not None]
+    return [(t, r, c) for t, r in sweep.workload.pairs((Kind.FUSION,)) if (c := t.space.unfrozen()) is not None]
 
 
 def _collect_outcomes(sweep: SweepContext) -> None:
