@@ -81,8 +81,11 @@ def compile_with_context(
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()
             with inductor_config.patch(knobs), hook:
                 yield
-            if ctx.kernel_sink is not None:
-                ctx.kernel_sink.extend(kernel_hook.capture_first_call(kernel_hook.kernels_since(mark)))
+            if ctx.device_type == "cuda":
+                kernels = kernel_hook.kernels_since(mark)
+                ctx.kernels_lowered(kernel_hook.tunable(kernels))
+                if ctx.kernel_sink is not None:
+                    ctx.kernel_sink.extend(kernel_hook.capture_first_call(kernels))
 
     def compile_graph(more: dict[str, Any]) -> Any:
         with ctx.activated(), _cache_tag(tag):

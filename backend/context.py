@@ -198,6 +198,17 @@ class CompileContext:
         self._decide(Kind.SITE, key, name, MISS, None, reason=f"{why}; Inductor's default {ids[default]}")
         return [default]
 
+    def kernels_lowered(self, kernels: list[tuple[str, str, str]]) -> None:
+        """Count each tunable Triton kernel of the graph just lowered, given as (heuristic, lookup hash, name): a hit
+        where its source has a stored config (Inductor's lookup table forced it), else a miss (kernels do not transfer:
+        their source changes with the sizes)."""
+        for heuristic, h, name in kernels:
+            config = self.forcing.kernels.get(h)
+            if config is not None:
+                self._decide(Kind.triton(heuristic), h, name, HIT, config)
+            else:
+                self._decide(Kind.triton(heuristic), h, name, MISS, None, reason="no stored config for this kernel's source; Inductor's heuristics")
+
     def _no_entry(self, what: str, family: str) -> str:
         if not self.transfer:
             return f"no stored winner for this {what} (transfer is off)"

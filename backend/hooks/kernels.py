@@ -68,6 +68,11 @@ def _size_hints(k: Any) -> Any:
     return dict(sh) if isinstance(sh, dict) else list(sh) if sh is not None else None
 
 
+def tunable(kernels: list[Any]) -> list[tuple[str, str, str]]:
+    """(heuristic, lookup hash, name) of each kernel whose config tuner tunes (templates and others left out)."""
+    return [(heuristic(k), lookup_hash(k), str(getattr(k.fn, "__name__", "kernel"))) for k in kernels if heuristic(k) in TUNABLE]
+
+
 def lookup_hash(k: Any) -> str:
     """Inductor's own key for ``autotune_lookup_table``: size hints + name-stripped source."""
     return _th.generate_lookup_hash_from_source_code(str(k.size_hints), k.fn.src)
