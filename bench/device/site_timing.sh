@@ -15,7 +15,6 @@ export TUNER_CACHE_DIR=/tmp/tuner-cache
 D=$PWD/.devdata; mkdir -p "$D"
 VIT="--model vit_b_16 --device cuda --dtype bf16 --batch 32"
 SWEEP_S=${SWEEP_S:-180}
-quiet() { grep -v "^AUTOTUNE\|^  \|torch.__trace\|SingleProcess\|━━" ; }
 
 CUDA_VISIBLE_DEVICES=0 timeout 120 python3 bench/device/extern_timing.py --out "$OUT/extern-timing.json" 2>&1 | tail -n 12
 

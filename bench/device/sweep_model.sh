@@ -15,7 +15,6 @@ MODEL=$1; S=$2; shift 2
 W="--model $MODEL --device cuda $*"
 NAME=$(echo "$MODEL" | tr ':,=' '___')
 DB=sqlite:////tmp/$NAME.db
-quiet() { grep -v "^AUTOTUNE\|^  \|torch.__trace\|SingleProcess\|━━\|│        │" ; }
 start=$SECONDS
 timeout -s INT $((S + 150)) python3 -m tuner sweep $W --budget default --time-budget "$S" --db "$DB" 2>&1 | quiet > "$OUT/sweep-$NAME.log"
 echo "sweep wall: $((SECONDS - start)) s (--time-budget $S)" | tee -a "$OUT/sweep-$NAME.log"
