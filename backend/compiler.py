@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tuner.backend import counters
 from tuner.backend.context import CompileContext
 from tuner.backend.hooks import choices as choices_hook
 from tuner.backend.hooks import conv_rewrite
@@ -13,6 +14,7 @@ from tuner.backend.hooks import freezing as freezing_hook
 from tuner.backend.hooks import fusion as fusion_hook
 from tuner.backend.hooks import graph as graph_hook
 from tuner.backend.hooks import kernels as kernel_hook
+from tuner.backend.hooks import passes as passes_hook
 from tuner.backend.hooks import selector as selector_hook
 
 
@@ -91,9 +93,13 @@ def compile_with_context(
         with ctx.activated(), _cache_tag(tag):
             return graph_hook.compile_graph(gm, example_inputs, patches={**patches, **more}, around_inner=around_inner)
 
+    before = passes_hook.benchmarks_so_far()
     try:
-        return compile_graph({})
-    except freezing_hook.Unfreeze:  # the graph's answer: faster unfrozen; nothing was lowered yet
-        ctx.retrying_unfrozen()
-    with freezing_hook.second_compile():
-        return compile_graph(freezing_hook.UNFROZEN)
+        try:
+            return compile_graph({})
+        except freezing_hook.Unfreeze:  # the graph's answer: faster unfrozen; nothing was lowered yet
+            ctx.retrying_unfrozen()
+        with freezing_hook.second_compile():
+            return compile_graph(freezing_hook.UNFROZEN)
+    finally:
+        counters.bump("benchmarks", passes_hook.benchmarks_so_far() - before)

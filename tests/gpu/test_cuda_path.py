@@ -351,3 +351,25 @@ def test_a_decode_step_runs_inside_cuda_graphs_with_the_tuned_backend(tmp_path):
     # logits' scale (a wrong cache slot or a stale replay moves them by their own size)
     scale = ref.float().abs().max().item()
     assert all((o.float() - ref.float()).abs().max().item() <= 0.02 * scale for o in outs)
+
+
+def test_inductors_pad_mm_benchmarks_count_as_benchmarks(tmp_path):
+    """A matmul with an unaligned size (GPT-2's LM head: 50257 columns) makes Inductor's pad_mm pass time it padded
+    and not, at compile time, with nothing in its cache: stats() counts that as benchmarks."""
+    import os
+
+    code = f"""
+import json, torch
+import tuner.backend as tb
+from torch._dynamo.utils import counters
+m = torch.nn.Linear(768, 50257, bias=False).cuda().to(torch.bfloat16)
+x = torch.randn(4096, 768, device="cuda", dtype=torch.bfloat16)
+with torch.no_grad():
+    torch.compile(m, backend="tuned", options={{"db": {f"sqlite:///{tmp_path / 'empty.db'}"!r}}})(x)
+print("RESULT", json.dumps({{**tb.stats(), "pad_mm_bench": counters["inductor"]["pad_mm_bench"]}}))
+"""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TUNER_CACHE_DIR": str(tmp_path / "tuner")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = json.loads(next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))[7:])
+    assert r["pad_mm_bench"] >= 1 and r["benchmarks"] >= r["pad_mm_bench"], r
