@@ -9,6 +9,8 @@ Inductor's own path, and forces configs at compile time through ``autotune_looku
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
 import threading
 import types
@@ -69,8 +71,22 @@ def _size_hints(k: Any) -> Any:
 
 
 def tunable(kernels: list[Any]) -> list[tuple[str, str, str]]:
-    """(heuristic, lookup hash, name) of each kernel whose config tuner tunes (templates and others left out)."""
-    return [(heuristic(k), lookup_hash(k), str(getattr(k.fn, "__name__", "kernel"))) for k in kernels if heuristic(k) in TUNABLE]
+    """(heuristic, lookup hash, name) of each kernel whose config tuner tunes (templates and others left out). Used
+    for counting only: a kernel this torch lays out otherwise is left out with one warning, never a failed compile."""
+    out = []
+    for k in kernels:
+        if heuristic(k) not in TUNABLE:
+            continue
+        try:
+            out.append((heuristic(k), lookup_hash(k), str(getattr(k.fn, "__name__", "kernel"))))
+        except (AttributeError, TypeError) as e:
+            _uncounted(type(e).__name__)
+    return out
+
+
+@functools.cache
+def _uncounted(why: str) -> None:
+    logging.getLogger("tuner").warning("backend 'tuned': a Triton kernel could not be keyed (%s); such kernels are not counted in stats()", why)
 
 
 def lookup_hash(k: Any) -> str:
