@@ -18,7 +18,7 @@ if [ "$STEP" = sweep ]; then
     export TUNER_CACHE_DIR=/tmp/fresh-b$B/tuner TORCHINDUCTOR_CACHE_DIR=/tmp/fresh-b$B/inductor TRITON_CACHE_DIR=/tmp/fresh-b$B/triton
     start=$SECONDS
     timeout -s INT $((S * 11 / 10 + 30)) python3 -m tuner sweep --model "$MODEL" --device cuda --batch "$B" "$@" \
-      --budget default --time-budget "$S" --db "sqlite:///$DB" 2>&1 | quiet > "$OUT/sweep-$MODEL-b$B.log"
+      --budget default --time-budget "$S" --db "sqlite:///$DB" 2>&1 | quiet | stamp > "$OUT/sweep-$MODEL-b$B.log"
     echo "sweep wall: $((SECONDS - start)) s (--time-budget $S, batch $B)" | tee -a "$OUT/sweep-$MODEL-b$B.log"
     grep -E "done:|won|unfrozen" "$OUT/sweep-$MODEL-b$B.log" | tail -n 6
     cp "$DB" "$OUT/"

@@ -13,8 +13,6 @@ set -uo pipefail
 source bench/device/setup.sh
 STEP=$1; MODEL=$2; BUDGETS=$3; shift 3
 W="--model $MODEL --device cuda $*"
-stamp() { python3 -uc "import sys, time; t = time.time()
-for line in sys.stdin: print(f'[{time.time() - t:6.1f}] {line}', end='')"; }
 if [ "$STEP" = sweep ]; then
   for S in $BUDGETS; do
     DB=/tmp/$MODEL-$S.db; rm -f "$DB"

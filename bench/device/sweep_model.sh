@@ -16,7 +16,7 @@ W="--model $MODEL --device cuda $*"
 NAME=$(echo "$MODEL" | tr ':,=' '___')
 DB=sqlite:////tmp/$NAME.db
 start=$SECONDS
-timeout -s INT $((S + 150)) python3 -m tuner sweep $W --budget default --time-budget "$S" --db "$DB" 2>&1 | quiet > "$OUT/sweep-$NAME.log"
+timeout -s INT $((S + 150)) python3 -m tuner sweep $W --budget default --time-budget "$S" --db "$DB" 2>&1 | quiet | stamp > "$OUT/sweep-$NAME.log"
 echo "sweep wall: $((SECONDS - start)) s (--time-budget $S)" | tee -a "$OUT/sweep-$NAME.log"
 tail -n 25 "$OUT/sweep-$NAME.log"
 [ "${BENCH:-1}" = 1 ] || exit 0  # BENCH=0: the sweep alone (its wall time against the budget)
