@@ -29,3 +29,15 @@ def test_the_cli_leaves_the_whole_document_unmarked(tmp_path):
     assert "default: compiled in" in r.output
     doc = json.loads(out.read_text())
     assert "partial" not in doc and doc["results"]["default"]["median_ms"] > 0
+
+
+def test_a_tuned_mode_that_matched_nothing_is_said_below_the_table(tmp_path, swept_at_batch_1):
+    """The table's hit/tr/miss column, and one line where a tuned mode found none of its database's answers (its
+    time is then Inductor's defaults', whatever its 0 benchmarks suggest)."""
+    args = ["bench", "--model", "tests.helpers.models:mlp", "--device", "cpu", "--threads", "2", "--input-shape", "1,64",
+            "--modes", "tuned", "--also-db", f"empty=sqlite:///{tmp_path / 'empty.db'}", "--rounds", "3", "--db", swept_at_batch_1]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())  # the console wraps long lines
+    assert text.count("none of the database's answers matched this workload") == 1, r.output
+    assert "tuned-empty: none of the database's answers matched" in text and "tuned: none" not in text

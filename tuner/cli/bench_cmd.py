@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -53,14 +53,32 @@ def bench(
     result = run_bench(spec, mode_names, db_url(db), rounds=rounds, extra_dbs=extra, checkpoint=write,
                        progress=lambda s: console.print(f"[dim]{s}[/]"))
     t = Table(title=f"{spec.name} on {result['device']} (torch {result['torch']})")
-    for col in ("mode", "median ms", "tok/s" if spec.mode == "decode" else "img/s", "compile s", "vs eager", "benchmarks"):
+    for col in ("mode", "median ms", "tok/s" if spec.mode == "decode" else "img/s", "compile s", "vs eager", "benchmarks", "hit/tr/miss"):
         t.add_column(col)
     for name, r in result["results"].items():
         t.add_row(name, f"{r['median_ms']:.4g}", f"{r['img_per_s']:.0f}", f"{r['compile_s']:.1f}",
-                  f"{r['speedup_vs_eager']:.2f}x" if "speedup_vs_eager" in r else "-", str(r.get("benchmarks", "")))
+                  f"{r['speedup_vs_eager']:.2f}x" if "speedup_vs_eager" in r else "-", str(r.get("benchmarks", "")), _lookups(r))
     console.print(t)
+    for line in unmatched(result["results"]):
+        console.print(f"[yellow]{line}[/]")
     if out is not None:
         out.write_text(json.dumps(result, indent=2) + "\n")  # the whole document: no "partial" mark
         png = out.with_suffix(".png")
         drew = plot(result, str(png))
         console.print(f"wrote {out}" + (f" and {png}" if drew else " (no PNG: pip install matplotlib)"))
+
+
+def _lookups(r: dict[str, Any]) -> str:
+    n = r.get("lookups")
+    return f"{n['hits']}/{n['transferred']}/{n['misses']}" if n else ""
+
+
+def unmatched(results: dict[str, dict[str, Any]]) -> list[str]:
+    """One line for each tuned mode that found none of its database's answers: its time is Inductor's defaults'."""
+    out = []
+    for name, r in results.items():
+        n = r.get("lookups")
+        if n and n["misses"] and not n["hits"] and not n["transferred"]:
+            out.append(f"{name}: none of the database's answers matched this workload ({n['misses']} lookups missed): "
+                       "it ran Inductor's defaults; `tuner explain` with the same workload flags says why")
+    return out
