@@ -24,6 +24,11 @@ def stats() -> dict[str, int]:
         return {k: _counts[k] for k in ("hits", "transferred", "misses", "benchmarks", "cached")}
 
 
+def matched_nothing(counts: dict[str, int]) -> bool:
+    """Whether lookups counted as in :func:`stats` all missed: the compile ran Inductor's defaults."""
+    return bool(counts["misses"]) and not counts["hits"] and not counts["transferred"]
+
+
 def count(name: str) -> int:
     """Any counter by name (e.g. ``graph_timed``: site choices timed as CUDA-graph replays)."""
     with _lock:

@@ -136,7 +136,7 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
         served = cache_stats.inductor_cache_hits() > served_before
         delta = cache_stats.settle(settings().cache_dir, key, {k: after[k] - before[k] for k in after}, served)
         log.info("compiled a graph%s: %s", " (served from Inductor's cache)" if served else "", delta)
-        if delta["misses"] and not delta["hits"] and not delta["transferred"]:
+        if counters.matched_nothing(delta):
             _explain(opts.urls, device_type, example_inputs)
 
 

@@ -75,10 +75,10 @@ def tunable(kernels: list[Any]) -> list[tuple[str, str, str]]:
     for counting only: a kernel this torch lays out otherwise is left out with one warning, never a failed compile."""
     out = []
     for k in kernels:
-        if heuristic(k) not in TUNABLE:
+        if (kind := heuristic(k)) not in TUNABLE:
             continue
         try:
-            out.append((heuristic(k), lookup_hash(k), str(getattr(k.fn, "__name__", "kernel"))))
+            out.append((kind, lookup_hash(k), str(getattr(k.fn, "__name__", "kernel"))))
         except (AttributeError, TypeError) as e:
             _uncounted(type(e).__name__)
     return out

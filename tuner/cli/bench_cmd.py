@@ -75,10 +75,12 @@ def _lookups(r: dict[str, Any]) -> str:
 
 def unmatched(results: dict[str, dict[str, Any]]) -> list[str]:
     """One line for each tuned mode that found none of its database's answers: its time is Inductor's defaults'."""
+    from tuner.backend.counters import matched_nothing
+
     out = []
     for name, r in results.items():
         n = r.get("lookups")
-        if n and n["misses"] and not n["hits"] and not n["transferred"]:
+        if n and matched_nothing(n):
             out.append(f"{name}: none of the database's answers matched this workload ({n['misses']} lookups missed): "
                        "it ran Inductor's defaults; `tuner explain` with the same workload flags says why")
     return out

@@ -57,10 +57,11 @@ class WholeCheckPhase(Phase):
         parts = {name: winners.parts(sweep.workload.pairs(kinds), defaults=False) for name, kinds in WINNER_GROUPS.items()}
         measure = _measurer(sweep)
         m, dropped = self._check(sweep, measure, parts) if any(parts.values()) else (None, [])
+        drop = set(dropped)
         if m is None or m.ok:
-            kept = Forcing.union(f for tasks in parts.values() for tid, f in tasks.items() if tid not in set(dropped))
+            kept = Forcing.union(f for tasks in parts.values() for tid, f in tasks.items() if tid not in drop)
             self._try_unfrozen(sweep, lambda f: measure(f, kept, UNFROZEN_COMPILES), kept)
-        self._revert(sweep, set(dropped))
+        self._revert(sweep, drop)
 
     def _check(self, sweep: SweepContext, measure: Callable[..., Measurement | None], parts: dict) -> tuple[Measurement | None, list[int]]:
         sweep.progress.note("measuring the whole workload: all winners vs Inductor's defaults")
