@@ -46,8 +46,21 @@ def _shown(shapes: Sequence[tuple[int, ...]]) -> str:
     return ", ".join(unique[:MAX_SHOWN]) + (f", … ({len(unique) - MAX_SHOWN} more)" if len(unique) > MAX_SHOWN else "")
 
 
-def why_no_hit(dbs: Sequence[Any], device_type: str, example_inputs: Sequence[Any], frozen: bool, grad: bool) -> str | None:
-    """One line on why nothing matched, or None when the databases hold no workload for this device type."""
+def untuned(dbs: Sequence[Any], missed: Sequence[str]) -> list[str]:
+    """The reason when the database knows the tasks this compile missed but holds no winner for them: its sweep
+    captured them and ran out of time before tuning them (a short ``--time-budget``), not a key that differs."""
+    keys = sorted(set(missed))
+    known = set().union(*(db.task_names(keys) for db in dbs)) if keys else set()
+    if not known:
+        return []
+    return [f"{len(known)} of its {len(keys)} lookups are tasks the database holds with no winner yet: the sweep "
+            "captured them and stopped before tuning them; sweep again with a longer --time-budget"]
+
+
+def why_no_hit(dbs: Sequence[Any], device_type: str, example_inputs: Sequence[Any], frozen: bool, grad: bool,
+               missed: Sequence[str] = ()) -> str | None:
+    """One line on why nothing matched, or None when the databases hold no workload for this device type.
+    ``missed``: the task keys this compile looked up and missed, when known."""
     import torch
 
     stored = stored_workloads(dbs, device_type)
@@ -56,6 +69,6 @@ def why_no_hit(dbs: Sequence[Any], device_type: str, example_inputs: Sequence[An
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
     shapes = [tuple(int(d) for d in x.shape) for x in tensors if all(isinstance(d, int) for d in x.shape)]
     dtypes = {str(x.dtype) for x in tensors if x.is_floating_point()}
-    found = reasons(stored, shapes, dtypes, frozen, grad)
+    found = untuned(dbs, missed) or reasons(stored, shapes, dtypes, frozen, grad)
     head = f"backend 'tuned': no stored answer matched this graph ({len(stored)} workload(s) stored for {device_type})"
     return head + (": " + "; ".join(found) if found else "; its graph code differs from every stored one (another model or torch version?)")

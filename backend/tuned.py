@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.backend import cache_stats, counters
+from tuner.backend import cache_stats, counters, journal
 from tuner.backend.compiler import compile_with_context, device_type_of
 from tuner.backend.context import CompileContext
 from tuner.backend.errors import HookUnavailable
@@ -124,23 +124,24 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
 
     key = cache_stats.compile_key(gm, example_inputs, ctx.answers_digest, (sorted(mode_patches.items()), bool(inductor_config.freezing)))
     before, served_before = counters.stats(), cache_stats.inductor_cache_hits()
-    try:
-        return compile_with_context(gm, example_inputs, ctx, mode_patches)
-    except HookUnavailable as e:
-        log.error("backend 'tuned' cannot hook Inductor on torch %s: %s; compiling with plain Inductor", torch.__version__, e)
-        from torch._inductor.compile_fx import compile_fx
+    with journal.recording() as decisions:
+        try:
+            return compile_with_context(gm, example_inputs, ctx, mode_patches)
+        except HookUnavailable as e:
+            log.error("backend 'tuned' cannot hook Inductor on torch %s: %s; compiling with plain Inductor", torch.__version__, e)
+            from torch._inductor.compile_fx import compile_fx
 
-        return compile_fx(gm, example_inputs, config_patches=mode_patches)
-    finally:
-        after = counters.stats()
-        served = cache_stats.inductor_cache_hits() > served_before
-        delta = cache_stats.settle(settings().cache_dir, key, {k: after[k] - before[k] for k in after}, served)
-        log.info("compiled a graph%s: %s", " (served from Inductor's cache)" if served else "", delta)
-        if counters.matched_nothing(delta):
-            _explain(opts.urls, device_type, example_inputs)
+            return compile_fx(gm, example_inputs, config_patches=mode_patches)
+        finally:
+            after = counters.stats()
+            served = cache_stats.inductor_cache_hits() > served_before
+            delta = cache_stats.settle(settings().cache_dir, key, {k: after[k] - before[k] for k in after}, served)
+            log.info("compiled a graph%s: %s", " (served from Inductor's cache)" if served else "", delta)
+            if counters.matched_nothing(delta):
+                _explain(opts.urls, device_type, example_inputs, [d.key for d in decisions if d.outcome == journal.MISS])
 
 
-def _explain(urls: list[str], device_type: str, example_inputs: Sequence[Any]) -> None:
+def _explain(urls: list[str], device_type: str, example_inputs: Sequence[Any], missed: list[str]) -> None:
     """One warning on why a graph found no stored answer (``backend/explain.py``), when the databases hold any."""
     import torch
     import torch._inductor.config as inductor_config
@@ -149,7 +150,7 @@ def _explain(urls: list[str], device_type: str, example_inputs: Sequence[Any]) -
 
     dbs = [db for db in map(_open, urls) if db is not None]
     try:
-        line = why_no_hit(dbs, device_type, example_inputs, bool(inductor_config.freezing), torch.is_grad_enabled())
+        line = why_no_hit(dbs, device_type, example_inputs, bool(inductor_config.freezing), torch.is_grad_enabled(), missed)
     except StorageError as e:
         line = f"backend 'tuned': no stored answer matched this graph, and the database could not say why ({e})"
     finally:

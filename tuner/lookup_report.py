@@ -39,7 +39,8 @@ def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> 
     db = Database.open(db_url, create=False)
     try:
         _name_sources(db, rows)
-        note = None if counts[journal.HIT] or counts[journal.TRANSFERRED] else _why(db, spec, example)
+        missed = [r["key"] for r in rows if r["outcome"] == journal.MISS]
+        note = None if counts[journal.HIT] or counts[journal.TRANSFERRED] else _why(db, spec, example, missed)
     finally:
         db.close()
     return {"workload": spec.name, "db": db_url, "transfer": transfer, "decisions": rows,
@@ -67,14 +68,14 @@ def _name_sources(db: Any, rows: list[dict[str, Any]]) -> None:
             r["source_name"] = names.get(r["source"], r["source"][:12])
 
 
-def _why(db: Any, spec: WorkloadSpec, example: Any) -> str | None:
-    """The workload-level reason nothing matched (freezing, shapes, dtype), as the backend warns it."""
+def _why(db: Any, spec: WorkloadSpec, example: Any, missed: list[str]) -> str | None:
+    """The reason nothing matched (tasks stored untuned, freezing, shapes, dtype), as the backend warns it."""
     import torch
 
     from tuner.backend.explain import why_no_hit
 
     tensors = list(example) if isinstance(example, (list, tuple)) else [example]
-    return why_no_hit([db], spec.device, [t for t in tensors if isinstance(t, torch.Tensor)], spec.uses_freezing, spec.mode == "train")
+    return why_no_hit([db], spec.device, [t for t in tensors if isinstance(t, torch.Tensor)], spec.uses_freezing, spec.mode == "train", missed)
 
 
 __all__ = ["explain_workload"]

@@ -72,3 +72,35 @@ def test_a_compile_served_from_inductors_cache_counts_what_it_applied(db_url, mo
         counts.append(tb.stats())
     assert counts[0]["misses"] > 0 and counts[0]["cached"] == 0
     assert counts[1]["cached"] == 1 and counts[1]["misses"] == counts[0]["misses"], counts
+
+
+def test_a_database_that_holds_the_tasks_untuned_says_so(db_url, monkeypatch, caplog):
+    """A sweep that ran out of time stores the tasks it captured without winners: a compile that misses them all is
+    told the sweep stopped early, not that its graph differs (hf:gpt2's 60-s sweep on the H200, session 16)."""
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    from tuner.backend import journal
+
+    monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
+    monkeypatch.setattr(inductor_config, "freezing", True)
+    monkeypatch.setattr(importlib.import_module("tuner.backend.tuned"), "_warned", set())
+    model, x = mlp().eval(), torch.randn(16, 64)
+    Database.open(db_url).close()
+    with journal.recording() as first, torch.no_grad():
+        torch.compile(model, backend="tuned", options={"db": db_url})(x)
+    missed = {d.key: d.kind for d in first if d.outcome == journal.MISS}
+    assert missed
+    db = Database.open(db_url)
+    ids = [db.upsert_task(key, kind, f"task {i}", {"space": {}}, "0" * 64).id for i, (key, kind) in enumerate(missed.items())]
+    db.link_workload("mlp/infer/cpu/fp32/16x64", ids)  # the same workload: no shape, dtype or freezing reason
+    db.close()
+    torch._dynamo.reset()
+    tb.reset_stats()
+    with caplog.at_level(logging.WARNING, logger="tuner"), torch.no_grad():
+        torch.compile(model, backend="tuned", options={"db": db_url})(x)
+    assert tb.stats()["hits"] == 0
+    warnings = [r.getMessage() for r in caplog.records if "no stored answer matched" in r.getMessage()]
+    assert len(warnings) == 1 and f"{len(missed)} of its {len(missed)} lookups are tasks the database holds with no winner" in warnings[0], warnings
+    assert "differs" not in warnings[0]
