@@ -67,13 +67,18 @@ class StudyContext:
         taken as one compile, regnet_y_400mf's ran 18 s past its phase's deadline)."""
         return fits(self.deadline, self.costs.expect(kind) or self._compile_floor(kind))
 
-    def settles(self, kind: str, fallback: str | None, compiles: int = 0) -> bool:
-        """Whether one verification-length measurement of ``kind`` ends by ``settle_by``; until ``kind`` has been
-        timed, estimated from ``fallback``'s trials scaled to the verification's rounds, else as ``compiles``
-        compiles of the workload."""
+    def settles(self, kind: str, fallback: str | None, compiles: int = 0, reserve_s: float = 0.0) -> bool:
+        """Whether one verification-length measurement of ``kind`` ends by ``settle_by`` with ``reserve_s`` left
+        after it (for a later measurement worth more than this one)."""
+        expected = self.expected(kind, fallback, compiles)
+        return fits(self.settle_by, expected + reserve_s) if reserve_s else fits(self.settle_by, expected)
+
+    def expected(self, kind: str, fallback: str | None, compiles: int = 0) -> float:
+        """What one verification-length measurement of ``kind`` costs: its recent cost; until ``kind`` has been
+        timed, ``fallback``'s trials scaled to the verification's rounds, else ``compiles`` compiles of the
+        workload (0: unknown)."""
         scale = self.budget.verify_rounds / max(1, self.budget.rounds)
-        expected = self.costs.expect(kind, fallback=fallback, scale=scale) or compiles * self.costs.expect(CAPTURE)
-        return fits(self.settle_by, expected)
+        return self.costs.expect(kind, fallback=fallback, scale=scale) or compiles * self.costs.expect(CAPTURE)
 
     def _compile_floor(self, kind: str) -> float:
         return FIRST_GRAPH_TRIAL_COMPILES * self.costs.expect(CAPTURE) if kind in WHOLE_COMPILE_KINDS else 0.0

@@ -28,10 +28,14 @@ def _better(m: Measurement, than: Measurement, by: float = 0.0) -> bool:
     return m.ok and m.ratio is not None and (than.ratio is None or m.ratio < than.ratio * (1 - by))
 
 
-def check_whole(measure: MeasureForcing, parts: Parts, min_gain: float, note: Callable[[str], None]) -> tuple[Measurement | None, list[int]]:
+def check_whole(
+    measure: MeasureForcing, parts: Parts, min_gain: float, note: Callable[[str], None], refine: MeasureForcing | None = None,
+) -> tuple[Measurement | None, list[int]]:
     """(the measurement of the set kept, the ids of the tasks whose winners are dropped). ``measure`` answers None
     once the time budget has no room for another measurement: with no first measurement nothing is dropped; cut
-    later, the check decides on what it has measured."""
+    later, the check decides on what it has measured. ``refine`` (default ``measure``) takes the measurements that
+    find which winners to drop, which may stop sooner to keep time for a measurement after the check."""
+    refine = refine or measure
     parts = {name: tasks for name, tasks in parts.items() if tasks}
     whole = measure(_kinds(parts))
     if whole is None or not whole.ok or not whole.slower_than_default(min_gain):  # slower only inside the noise: kept
@@ -39,7 +43,7 @@ def check_whole(measure: MeasureForcing, parts: Parts, min_gain: float, note: Ca
     note(f"all winners together are {whole.ratio:.2f}x Inductor's time: measuring without each kind of winner")
     best, blamed = whole, None
     for name in parts:
-        m = measure(_kinds(parts, skip=name))
+        m = refine(_kinds(parts, skip=name))
         if m is None:
             break
         if _better(m, best):
@@ -49,7 +53,7 @@ def check_whole(measure: MeasureForcing, parts: Parts, min_gain: float, note: Ca
         return Measurement(best.status, best.baseline_ms, best.baseline_ms, 0.0, best.baseline_ms), everything
     if len(parts[blamed]) > 1:
         note(f"without the {blamed} winners: {best.ratio:.2f}x; adding them back a group at a time")
-        return add_back(measure, _kinds(parts, skip=blamed), best, list(parts[blamed].items()), min_gain)
+        return add_back(refine, _kinds(parts, skip=blamed), best, list(parts[blamed].items()), min_gain)
     return best, list(parts[blamed])
 
 

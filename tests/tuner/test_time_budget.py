@@ -89,6 +89,9 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_two_com
     assert not tuning.fits(Kind.CPP_GRAPH) and not tuning.fits(Kind.FUSION)
     tuning.deadline = time.monotonic() + 70
     assert tuning.fits(Kind.CPP_GRAPH) and tuning.fits(Kind.FUSION)
+    tuning.settle_by = time.monotonic() + 45  # one compile fits, but not with a second one's time kept after it
+    assert tuning.expected("whole workload", fallback=None, compiles=1) == 30.0
+    assert not tuning.settles("whole workload", fallback=None, compiles=1, reserve_s=30.0)
     db.close()
 
 

@@ -104,3 +104,14 @@ def test_a_whole_slower_only_inside_the_measured_noise_keeps_every_winner():
     seen = []
     check_whole(lambda f: seen.append(f) or clear, PARTS, 0.02, lambda s: None)
     assert len(seen) > 1  # past the noise: the check goes on to find which kind is to blame
+
+
+def test_the_search_for_winners_to_drop_measures_through_refine():
+    """The first measurement is the check's own; finding which winners to drop goes through ``refine``, which the
+    sweep makes stop early to keep time for the workload's unfrozen measurement."""
+    measure, seen = _measure({frozenset({1, 2, 3}): 1.2, frozenset({3}): 0.9, frozenset({1, 2}): 1.1, frozenset({1, 3}): 0.85, frozenset({2, 3}): 0.95})
+    refined = []
+    m, dropped = check_whole(measure, PARTS, 0.02, lambda s: None, refine=lambda f: refined.append(f) or measure(f))
+    assert len(seen) == len(refined) + 1 and refined and sorted(dropped) == [2]
+    cut, _ = check_whole(measure, PARTS, 0.02, lambda s: None, refine=lambda f: None)
+    assert cut.median_ms == cut.baseline_ms  # cut before any refinement: nothing blamed, Inductor's defaults stay

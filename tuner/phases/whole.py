@@ -65,7 +65,7 @@ class WholeCheckPhase(Phase):
 
     def _check(self, sweep: SweepContext, measure: Callable[..., Measurement | None], parts: dict) -> tuple[Measurement | None, list[int]]:
         sweep.progress.note("measuring the whole workload: all winners vs Inductor's defaults")
-        m, dropped = check_whole(measure, parts, sweep.budget.min_gain, sweep.progress.note)
+        m, dropped = check_whole(measure, parts, sweep.budget.min_gain, sweep.progress.note, _keeping_unfrozen(sweep, measure))
         self.checked = m is not None
         if m is None:
             sweep.progress.note("the time budget left no room to measure the whole workload: the winners stay as verified one by one")
@@ -106,13 +106,25 @@ class WholeCheckPhase(Phase):
                 sweep.outcomes[r.id] = TaskOutcome(r, config, False, m.baseline_ms, m.median_ms, 1, (before.total if before else 0) + 1)
 
 
+def _keeping_unfrozen(sweep: SweepContext, measure: Callable[..., Measurement | None]) -> Callable[[Forcing], Measurement | None]:
+    """The drop search's measurements, each taken only when the workload's unfrozen measurement still fits after it:
+    that one decides in one measurement what can move the whole by 10-20% (freezing cost hf:gpt2 ~10% on the H200,
+    efficientnet_b0 ~19% on a CPU), and a 240-s gpt2 sweep spent its last 32 s dropping winners worth 3% and left
+    it no time (bench/results/h200/hf_gpt2-bf16-b8-s512-s17.json)."""
+    if not _frozen(sweep):
+        return measure
+    tuning = sweep.tuning
+    return lambda f: measure(f, reserve_s=tuning.expected(WHOLE, None, UNFROZEN_COMPILES))
+
+
 def _measurer(sweep: SweepContext) -> Callable[..., Measurement | None]:
     """One whole-workload measurement: ``candidate`` timed against ``baseline`` (Inductor's defaults unless given),
-    or None when the sweep has no time left for it (``compiles``: what it costs before it is timed)."""
+    or None when the sweep has no time left for it (``compiles``: what it costs before it is timed; ``reserve_s``:
+    time that must be left after it)."""
     tuning = sweep.tuning
 
-    def measure(candidate: Forcing, baseline: Forcing = Forcing(), compiles: int = WHOLE_COMPILES) -> Measurement | None:
-        if not tuning.settles(WHOLE, fallback=None, compiles=compiles + (0 if sweep.worker.alive else 1)):
+    def measure(candidate: Forcing, baseline: Forcing = Forcing(), compiles: int = WHOLE_COMPILES, reserve_s: float = 0.0) -> Measurement | None:
+        if not tuning.settles(WHOLE, fallback=None, compiles=compiles + (0 if sweep.worker.alive else 1), reserve_s=reserve_s):
             return None
         with tuning.costs.timed(WHOLE):
             return sweep.worker.run(GraphTrial(baseline.to_json(), candidate.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
