@@ -40,6 +40,7 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         "max-autotune": Mode("inductor", "max-autotune"),  # with CUDA graphs
         "reduce-overhead": Mode("inductor", "reduce-overhead"),  # CUDA graphs, Inductor's default kernels
         "tuned-reduce-overhead": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("mode", "reduce-overhead"))),
+        "freezing": Mode("inductor", None, freeze),  # Inductor's defaults on the frozen graph: what tuned starts from
         "freezing-max-autotune": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
         "tuned": tuned,
         "tuned-kernels": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("fusion", False))),

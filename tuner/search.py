@@ -68,15 +68,11 @@ class StudyContext:
         return fits(self.deadline, self.costs.expect(kind) or self._compile_floor(kind))
 
     def settles(self, kind: str, fallback: str | None, compiles: int = 0, reserve_s: float = 0.0) -> bool:
-        """Whether one verification-length measurement of ``kind`` ends by ``settle_by`` with ``reserve_s`` left
-        after it (for a later measurement worth more than this one)."""
-        expected = self.expected(kind, fallback, compiles)
-        return fits(self.settle_by, expected + reserve_s) if reserve_s else fits(self.settle_by, expected)
+        """Whether one verification-length measurement of ``kind`` ends by ``settle_by``, ``reserve_s`` before it."""
+        return fits(self.settle_by, self.expected(kind, fallback, compiles) + reserve_s)
 
     def expected(self, kind: str, fallback: str | None, compiles: int = 0) -> float:
-        """What one verification-length measurement of ``kind`` costs: its recent cost; until ``kind`` has been
-        timed, ``fallback``'s trials scaled to the verification's rounds, else ``compiles`` compiles of the
-        workload (0: unknown)."""
+        """A verification of ``kind``: its recent cost, else ``fallback``'s scaled, else ``compiles`` compiles."""
         scale = self.budget.verify_rounds / max(1, self.budget.rounds)
         return self.costs.expect(kind, fallback=fallback, scale=scale) or compiles * self.costs.expect(CAPTURE)
 

@@ -2,7 +2,7 @@
 # What does a time-budgeted sweep of one model give, against Inductor's default and freezing + max-autotune in one
 # bench run? One call on nvidia-h200 (carry .whl). Usage: bash bench/device/sweep_model.sh MODEL SECONDS [flags]
 #   e.g. bash bench/device/sweep_model.sh mobilenet_v3_large 150 --dtype bf16 --batch 32 --channels-last
-# BENCH=0 runs the sweep alone; MODES sets the bench's modes (default: default,freezing-max-autotune,tuned), e.g. for
+# BENCH=0 runs the sweep alone; ROUNDS the bench's rounds (20); MODES sets the bench's modes (default: default,freezing-max-autotune,tuned), e.g. for
 # a decode step under CUDA graphs (issue 16):
 #   MODES=reduce-overhead,max-autotune,tuned-reduce-overhead bash bench/device/sweep_model.sh hf:gpt2 150 --mode decode \
 #     --dtype bf16 --batch 8 --seq-len 512
@@ -21,5 +21,5 @@ echo "sweep wall: $((SECONDS - start)) s (--time-budget $S)" | tee -a "$OUT/swee
 tail -n 25 "$OUT/sweep-$NAME.log"
 python3 -m tuner db export "$OUT/$NAME.jsonl.gz" --db "$DB" 2>&1 | tail -n 2  # before the bench: kept if it runs out of time
 [ "${BENCH:-1}" = 1 ] || exit 0  # BENCH=0: the sweep alone (its wall time against the budget)
-timeout 330 python3 -m tuner bench $W --modes "${MODES:-default,freezing-max-autotune,tuned}" --rounds 20 --db "$DB" \
+timeout 330 python3 -m tuner bench $W --modes "${MODES:-default,freezing-max-autotune,tuned}" --rounds "${ROUNDS:-20}" --db "$DB" \
   --out "$OUT/bench-$NAME.json" 2>&1 | quiet | tail -n 14

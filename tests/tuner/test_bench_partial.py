@@ -41,3 +41,12 @@ def test_a_tuned_mode_that_matched_nothing_is_said_below_the_table(tmp_path, swe
     text = " ".join(r.output.split())  # the console wraps long lines
     assert text.count("none of the database's answers matched this workload") == 1, r.output
     assert "tuned-empty: none of the database's answers matched" in text and "tuned: none" not in text
+
+
+def test_the_freezing_mode_is_inductors_defaults_on_the_frozen_graph(tmp_path):
+    """What tuned starts from for inference: separates freezing's cost from the answers' (hf:gpt2 on the H200)."""
+    from tuner.benchmark import modes_for
+
+    assert modes_for(MLP, "sqlite://")["freezing"].freezing and not modes_for(MLP, "sqlite://")["default"].freezing
+    result = run_bench(MLP, ["freezing"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3)
+    assert result["results"]["freezing"]["numerics_ok"] and result["results"]["freezing"]["median_ms"] > 0

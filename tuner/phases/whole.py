@@ -110,7 +110,7 @@ def _keeping_unfrozen(sweep: SweepContext, measure: Callable[..., Measurement | 
     """The drop search's measurements, each taken only when the workload's unfrozen measurement still fits after it:
     that one decides in one measurement what can move the whole by 10-20% (freezing cost hf:gpt2 ~10% on the H200,
     efficientnet_b0 ~19% on a CPU), and a 240-s gpt2 sweep spent its last 32 s dropping winners worth 3% and left
-    it no time (bench/results/h200/hf_gpt2-bf16-b8-s512-s17.json)."""
+    it no time (bench/results/h200/hf_gpt2-bf16-b8-s512-s17a.json)."""
     if not _frozen(sweep):
         return measure
     tuning = sweep.tuning
