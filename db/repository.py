@@ -261,11 +261,13 @@ class Database:
     def top_winners(self, limit: int = 20) -> list[dict[str, Any]]:
         with self.session() as s:
             rows = s.execute(
-                select(Task.name, Task.kind, Device.name, Winner.config, Winner.median_ms, Winner.baseline_ms, Task.signature, Trial.spread_ms)
+                select(Task.name, Task.kind, Device.name, Winner.config, Winner.median_ms, Winner.baseline_ms, Task.signature,
+                       Trial.spread_ms, Winner.task_id, Winner.device_id)
                 .join(Winner, Winner.task_id == Task.id)
                 .join(Device, Device.id == Winner.device_id)
                 .outerjoin(Trial, Trial.id == Winner.trial_id)
             ).all()
+            drift = _baseline_drift(s)
         out = [
             {
                 "task": name,
@@ -276,9 +278,11 @@ class Database:
                 "baseline_ms": base,
                 "speedup": (base / med) if med and base else None,
                 "signature": sig,
-                "spread_ms": spread,  # the winning trial's spread (interquartile range of its timing samples)
+                "iqr_ms": iqr,  # the winning trial's interquartile range of its timing samples (one timing window)
+                "drift_ms": drift.get((tid, did)),  # how far the default's time moved between this task's trials
+                "spread_ms": max((x for x in (iqr, drift.get((tid, did))) if x is not None), default=None),
             }
-            for name, kind, dev, cfg, med, base, sig, spread in rows
+            for name, kind, dev, cfg, med, base, sig, iqr, tid, did in rows
         ]
         out.sort(key=lambda r: -(r["speedup"] or 0.0))
         return out[:limit]
@@ -310,3 +314,16 @@ def _rows(s: Session, tables: tuple[tuple[str, Any], ...]) -> dict[str, int]:
 
 def _trial_record(t: Trial) -> TrialRecord:
     return TrialRecord(t.id, t.config, t.status, t.median_ms, t.baseline_ms, t.error)
+
+
+def _baseline_drift(s: Session) -> dict[tuple[int, int], float]:
+    """{(task id, device id): max - min of the default's median over that task's measured trials}: the same code
+    timed in different windows, so how far a re-measurement can land from one trial's time on this machine (issue
+    17: on a 2-core CPU the default drifted 2.18-2.86 ms between trials whose own spreads were 0.06-1.0 ms)."""
+    rows = s.execute(
+        select(Trial.task_id, Trial.device_id, func.max(Trial.baseline_ms) - func.min(Trial.baseline_ms))
+        .where(Trial.status == "ok", Trial.baseline_ms.is_not(None))
+        .group_by(Trial.task_id, Trial.device_id)
+        .having(func.count(Trial.baseline_ms) > 1)
+    ).all()
+    return {(tid, did): float(r) for tid, did, r in rows}

@@ -56,6 +56,21 @@ def test_trials_winners_and_stats(any_db_url):
     assert (s["tasks"], s["trials"], s["winners"]) == (1, 2, 1)
     assert s["trials_by_status"] == {"ok": 1, "compile_error": 1}
     assert db.top_winners()[0]["speedup"] == 2.0 and db.top_winners()[0]["spread_ms"] == 0.1  # the winning trial's spread
+    assert db.top_winners()[0]["drift_ms"] is None  # one timing of the default: nothing to compare
+
+
+def test_the_spread_shown_covers_the_defaults_drift_between_trials(any_db_url):
+    """The same code (the default) timed as the baseline of several trials: how far it moved between them is the
+    spread a re-measurement can land in, when that is wider than the winning trial's own (issue 17)."""
+    db = Database.open(any_db_url)
+    d, e, t = _fill(db)
+    win = db.record_trial(t.id, d, e, {"choice": "b"}, "ok", median_ms=1.0, min_ms=0.9, spread_ms=0.05, baseline_ms=2.0)
+    db.record_trial(t.id, d, e, {"choice": "c"}, "ok", median_ms=2.1, min_ms=2.0, spread_ms=0.05, baseline_ms=2.3)
+    db.record_trial(t.id, d, e, {"choice": "a"}, "compile_error", error="boom", baseline_ms=9.0)  # not a timing
+    db.set_winner(t.id, d, win.id, {"choice": "b"}, 1.0, 2.0)
+    row = db.top_winners()[0]
+    assert row["iqr_ms"] == 0.05 and abs(row["drift_ms"] - 0.3) < 1e-9 and row["spread_ms"] == row["drift_ms"]
+    db.close()
 
 
 def test_storage_errors_are_one_line(tmp_path):

@@ -45,7 +45,9 @@ def stats(db: DbOption = None, as_json: Annotated[bool, typer.Option("--json", h
 @app.command()
 @friendly
 def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, help="How many winners to list.")] = 20) -> None:
-    """List the winners with the largest speedups over Inductor's defaults, each with the spread of its timing."""
+    """List the winners with the largest speedups over Inductor's defaults, each with the spread of its timing: the
+    winning trial's interquartile range, or where wider, how far the default's time moved between that task's
+    trials (marked "drift": what a re-measurement on this machine can differ by)."""
     from tuner.db import Database
 
     database = Database.open(db_url(db), create=False)
@@ -65,7 +67,7 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
             change = config_diff(r["config"], space_for(r["kind"], r["signature"] or {}).default)
         except InvalidConfig:
             change = json.dumps(r["config"], sort_keys=True)
-        spread = "-" if r["spread_ms"] is None else f"{r['spread_ms']:.2g}"
+        spread = "-" if r["spread_ms"] is None else f"{r['spread_ms']:.2g}" + (" drift" if r["spread_ms"] != r["iqr_ms"] else "")
         t.add_row(r["task"], r["kind"], r["device"], fmt(r["baseline_ms"]), fmt(r["median_ms"]), spread,
                   f"{r['speedup']:.3f}x" if r["speedup"] else "-", change)
     console.print(t)
