@@ -15,7 +15,7 @@ from tuner.db.claims import release_all, worker_id
 from tuner.estimate import max_autotune_s
 from tuner.measure import CaptureResult, Worker
 from tuner.phases import FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
-from tuner.phases.whole import WHOLE_COMPILES
+from tuner.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.phases.forecast import forecast, forecast_line
 from tuner.progress import Progress
 from tuner.ranking import PriorRows, Rankers
@@ -72,6 +72,10 @@ PHASE_SHARE = {"sites": 0.4, "graphs": 0.5, "fusion": 0.7}
 # the kernels' winners a few (bench/results/h200/resnet50-bf16-b32.jsonl.gz).
 FUSION_COMPILES = 2.25
 WHOLE_SHARE = 0.15  # of a time budget, kept for verification and the whole-workload check at the end
+# ... grown up to this share to also hold timing the workload unfrozen (frozen inference): a 240-s efficientnet_b0
+# sweep on a 2-core CPU kept 36 s, its check took one 24.5-s compile, and the unfrozen arm (freezing cost it 19%)
+# found no time (bench/results/cpu-xeon-2c/efficientnet_b0-b1-64-sweep240-s16.log).
+MAX_END_SHARE = 0.35
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
@@ -98,13 +102,17 @@ def promised_end_s(budget_s: float) -> float:
     return 1.1 * budget_s + 20.0
 
 
-def _deadlines(budget_s: float | None, t0: float, check_s: float = 0.0) -> dict[str, float | None]:
+def _deadlines(budget_s: float | None, t0: float, check_s: float = 0.0, end_s: float = 0.0) -> dict[str, float | None]:
     """The phases' deadline (the budget less the share kept for the end) and the sweep's own, which verification and
     the whole-workload check may run to. A share too small to hold the check (``check_s``: its expected cost) would
-    go unused: the phases get it (a 60-s CPU sweep of resnet18 kept 9 s for an 11-s check and measured nothing)."""
+    go unused: the phases get it (a 60-s CPU sweep of resnet18 kept 9 s for an 11-s check and measured nothing).
+    ``end_s``: what the end's measurements cost together (the check and the unfrozen arm); the share grows to hold
+    them where that stays within :data:`MAX_END_SHARE` of the budget."""
     if not budget_s:
         return {"deadline": None, "settle_by": None}
     kept = WHOLE_SHARE * budget_s
+    if kept < end_s <= MAX_END_SHARE * budget_s:
+        kept = end_s
     return {"deadline": t0 + budget_s - (kept if kept >= check_s else 0.0), "settle_by": t0 + budget_s}
 
 
@@ -120,7 +128,8 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
         environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
         sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
         from_similar=opts.from_similar, costs=worker.costs,
-        **_deadlines(opts.budget.time_budget_s, t0, WHOLE_COMPILES * capture.compile_s),
+        **_deadlines(opts.budget.time_budget_s, t0, WHOLE_COMPILES * capture.compile_s,
+                     (WHOLE_COMPILES + (UNFROZEN_COMPILES if opts.spec.uses_freezing else 0)) * capture.compile_s),
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks_from_capture(capture, opts.spec.model))

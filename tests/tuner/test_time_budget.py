@@ -144,6 +144,18 @@ def test_the_share_kept_for_the_end_goes_to_the_phases_when_it_cannot_hold_the_c
     assert _deadlines(None, 0.0, check_s=11.0) == {"deadline": None, "settle_by": None}
 
 
+def test_the_share_kept_for_the_end_grows_to_hold_the_unfrozen_arm_within_bounds():
+    """Frozen inference: the check and timing the workload unfrozen (efficientnet_b0 on this CPU: 1 + 2 compiles of
+    24.5 s) are kept for where the budget can spare them, and not past MAX_END_SHARE of it."""
+    from tuner.sweep import MAX_END_SHARE, _deadlines
+
+    grown = _deadlines(240.0, 0.0, check_s=24.5, end_s=73.5)
+    assert grown == {"deadline": 240.0 - 73.5, "settle_by": 240.0}
+    capped = _deadlines(180.0, 0.0, check_s=24.5, end_s=73.5)  # 41% of the budget: the usual share is kept
+    assert capped["deadline"] == 180.0 * 0.85 and 73.5 > MAX_END_SHARE * 180.0
+    assert _deadlines(240.0, 0.0, check_s=10.0, end_s=20.0)["deadline"] == 240.0 * 0.85  # the usual share holds it
+
+
 def test_the_forecast_counts_the_fusion_groupings_of_every_captured_graph(db_url):
     """On CUDA no graph-level task exists before the groupings are recorded: the forecast counts the captured graphs
     (a resnet50 sweep's plan once left out the fusion phase it then ran)."""
