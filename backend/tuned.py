@@ -33,7 +33,7 @@ from tuner.errors import StorageError, TunerError
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
-OPTIONS = ("db", "shared_db", "fusion", "transfer", "mode")
+OPTIONS = ("db", "shared_db", "fusion", "transfer", "mode", "kernels")
 _warned: set[str] = set()
 
 
@@ -76,13 +76,15 @@ def load_answers(urls: list[str], device_type: str, device_index: int = 0) -> tu
 
 @dataclass(frozen=True)
 class Options:
-    """``options=`` of ``backend="tuned"``: the databases (local first), whether to apply fusion groupings, and
-    whether a task with no exact entry gets the nearest stored one's answer."""
+    """``options=`` of ``backend="tuned"``: the databases (local first), whether to apply fusion groupings and Triton
+    kernel configs (off: Inductor's own, to find which kind of answer costs a workload), and whether a task with no
+    exact entry gets the nearest stored one's answer."""
 
     urls: list[str]
     fusion: bool = True
     transfer: bool = True
     mode: str | None = None  # one of Inductor's modes (torch._inductor.list_mode_options), as torch.compile's mode=
+    kernels: bool = True
 
     @classmethod
     def parse(cls, options: dict[str, Any] | None) -> Options:
@@ -90,7 +92,7 @@ class Options:
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)}")
-        for name in ("fusion", "transfer"):
+        for name in ("fusion", "transfer", "kernels"):
             if not isinstance(options.get(name, True), bool):
                 raise TunerError(f"backend 'tuned': option {name!r} must be true or false")
         shared = options.get("shared_db") or settings().shared_db_url
@@ -103,7 +105,7 @@ class Options:
             modes = list(torch._inductor.list_mode_options())
             if mode not in modes:
                 raise TunerError(f"backend 'tuned': option 'mode' must be one of {modes}, not {mode!r}")
-        return cls(urls, options.get("fusion", True), transfer, mode)
+        return cls(urls, options.get("fusion", True), transfer, mode, options.get("kernels", True))
 
 
 def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
@@ -117,6 +119,8 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
     forcing, nearest = load_answers(opts.urls, device_type, index)  # local first, then shared
     if not opts.fusion:
         forcing, nearest = forcing.without_fusion(), nearest.without_fusion()
+    if not opts.kernels:
+        forcing = forcing.without_kernels()  # kernels never transfer: nothing to drop from ``nearest``
     ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None)
     mode = mode or opts.mode
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}

@@ -44,6 +44,7 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         "freezing-max-autotune": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
         "tuned": tuned,
         "tuned-kernels": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("fusion", False))),
+        "tuned-no-kernels": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("kernels", False))),
         "tuned-strict": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("transfer", False))),
         **{f"tuned-{label}": Mode("tuned", None, freeze and spec.freezing, (("db", url),)) for label, url in (extra_dbs or {}).items()},
     }

@@ -159,6 +159,9 @@ class Forcing:
     def without_fusion(self) -> Forcing:
         return Forcing(self.graphs, self.sites, self.kernels, {})
 
+    def without_kernels(self) -> Forcing:
+        return Forcing(self.graphs, self.sites, {}, self.fusion)
+
     def to_json(self) -> dict[str, Any]:
         return {"graphs": self.graphs, "sites": self.sites, "kernels": self.kernels, "fusion": self.fusion}
 

@@ -161,3 +161,17 @@ def test_dynamic_shapes_compile_with_a_database_and_match_eager(db_url):
             torch.testing.assert_close(f(x), m(x))
     s = tb.stats()
     assert s["benchmarks"] == 0 and s["hits"] + s["misses"] >= 1
+
+
+def test_kernel_configs_can_be_left_to_inductor():
+    """options={"kernels": False}: every answer but the Triton kernel configs, to find which kind costs a workload."""
+    from tuner.backend.tuned import Options
+    from tuner.core import Forcing
+    from tuner.errors import TunerError
+
+    assert Options.parse({"db": "sqlite://", "kernels": False}).kernels is False
+    assert Options.parse({"db": "sqlite://"}).kernels is True
+    with pytest.raises(TunerError, match="'kernels' must be true or false"):
+        Options.parse({"db": "sqlite://", "kernels": "no"})
+    f = Forcing({"g": {"cpp.simdlen": 0}}, {"s": "aten::mm:{}"}, {"h": {"XBLOCK": 64}}, {"f": {"aggressive_fusion": True}})
+    assert f.without_kernels() == Forcing(f.graphs, f.sites, {}, f.fusion)

@@ -26,7 +26,7 @@ def bench(
     input_shape: InputShapeOpt = None,
     channels_last: ChannelsLastOpt = False,
     freezing: FreezingOpt = True,
-    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing (Inductor's defaults, frozen: what tuned starts from), freezing-max-autotune, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs).")] = "eager,default,freezing-max-autotune,tuned",
+    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing (Inductor's defaults, frozen: what tuned starts from), freezing-max-autotune, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-no-kernels (every winner but the Triton kernel configs), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs).")] = "eager,default,freezing-max-autotune,tuned",
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
     threads: ThreadsOpt = None,
     seq_len: SeqLenOpt = 128,
