@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One bench run of a stored database (an export under bench/results, or one a previous call brought back), for when a
+# sweep and its bench do not fit one call (a training step's max-autotune compile alone can take minutes). By default
+# the modes split a tuned compile by kind of answer (issue 15: hf:gpt2 on the H200, tuned 9-12% slower than the
+# default while its sweep measured 1.00-1.04x): Inductor's default, `freezing` (its defaults, frozen: what tuned starts
+# from), tuned, tuned-no-kernels (every answer but the Triton kernel configs), tuned-kernels (no fusion grouping) and
+# tuned from an empty database (tuner's compile path, no answer). Carry .whl. Usage:
+#   bash bench/device/bench_db.sh EXPORT.jsonl.gz MODEL [workload flags]
+#   e.g. bash bench/device/bench_db.sh bench/results/h200/hf_gpt2-240-s17b.jsonl.gz hf:gpt2 --dtype bf16 --batch 8 --seq-len 512
+#   MODES=default,max-autotune-no-cudagraphs,tuned EMPTY=0 bash bench/device/bench_db.sh DB.jsonl.gz resnet50 --mode train ...
+set -uo pipefail
+source bench/device/setup.sh
+export TUNER_CACHE_DIR=/tmp/tuner-cache
+EXPORT=$1; MODEL=$2; shift 2
+NAME=$(echo "$MODEL" | tr ':,=' '___')
+python3 -m tuner db import "$EXPORT" --db sqlite:////tmp/stored.db 2>&1 | tail -n 1
+ALSO=()
+if [ "${EMPTY:-1}" = 1 ]; then
+  python3 -c "from tuner.db import Database; Database.open('sqlite:////tmp/empty.db').close()"
+  ALSO=(--also-db empty=sqlite:////tmp/empty.db)
+fi
+timeout "${LIMIT_S:-540}" python3 -m tuner bench --model "$MODEL" --device cuda "$@" --rounds "${ROUNDS:-40}" \
+  --modes "${MODES:-default,freezing,tuned,tuned-no-kernels,tuned-kernels}" "${ALSO[@]}" \
+  --db sqlite:////tmp/stored.db --out "$OUT/bench-$NAME.json" 2>&1 | quiet | tail -n 16
