@@ -44,15 +44,23 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
 
 
 def kernel_tasks(records: list[dict[str, Any]]) -> list[TaskSpec]:
-    """Triton kernel tasks from a kernel capture, the slowest (by the default config's time) first,
-    so a time budget goes where it matters."""
+    """Triton kernel tasks from a kernel capture, the largest share of the step first (the default config's time
+    times its launches per step: a kernel shared by a model's repeated blocks runs once per block), so a time
+    budget goes where the step spends its time."""
     out = []
-    for r in sorted(records, key=lambda r: -(r.get("default_ms") or 0.0)):
+    for r in sorted(records, key=lambda r: -step_share_ms(r)):
         sig = dict(r["signature"])
         sig["default_ms"] = r.get("default_ms")
+        sig["launches"] = int(r.get("launches") or 1)
         ms = f" {r['default_ms'] * 1e3:.0f}us" if r.get("default_ms") else ""
-        out.append(TaskSpec(r["key"], r["kind"], f"{r['name']}{ms}", sig, space_for(r["kind"], sig)))
+        times = f" x{sig['launches']}" if sig["launches"] > 1 else ""
+        out.append(TaskSpec(r["key"], r["kind"], f"{r['name']}{ms}{times}", sig, space_for(r["kind"], sig)))
     return out
+
+
+def step_share_ms(record: dict[str, Any]) -> float:
+    """A captured kernel's time per step with its default config (ms): per launch, times launches per step."""
+    return (record.get("default_ms") or 0.0) * int(record.get("launches") or 1)
 
 
 def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:

@@ -147,12 +147,14 @@ def clone_preserving_strides(x: Any) -> Any:
 
 @dataclass
 class Captured:
-    """A kernel with the arguments of its first call (cloned before the call, so inputs are intact)."""
+    """A kernel with the arguments of its first call (cloned before the call, so inputs are intact) and how many
+    times the captured step launched it (Inductor compiles a kernel shared by a model's repeated blocks once)."""
 
     kernel: Any
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     called: bool = False
+    calls: int = 0
 
 
 def capture_first_call(kernels: list[Any]) -> list[Captured]:
@@ -168,6 +170,7 @@ def capture_first_call(kernels: list[Any]) -> list[Captured]:
         original = k.run
 
         def run(self: Any, *args: Any, _cap: Captured = cap, _orig: Callable[..., Any] = original, **kwargs: Any) -> Any:
+            _cap.calls += 1
             if not _cap.called:
                 _cap.called = True
                 _cap.args = [clone_preserving_strides(a) for a in args]

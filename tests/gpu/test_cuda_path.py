@@ -36,6 +36,7 @@ def test_capture_finds_sites_and_triton_kernels(session, cwd_root):
     kinds = {k["kind"] for k in kernels}
     assert "triton_pointwise" in kinds or "triton_persistent_reduction" in kinds, kinds
     assert all(k["default_ms"] and k["default_ms"] > 0 for k in kernels)
+    assert all(k["launches"] >= 1 for k in kernels)  # launches per captured step: the order of tuning is time x launches
 
 
 def test_the_default_compiles_kernels_need_no_second_compile(session, monkeypatch):

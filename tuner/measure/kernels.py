@@ -58,9 +58,11 @@ class KernelEntry:
     launchers: dict[str, Any] = field(default_factory=dict)
     default_ms: float | None = None
     best_ms: float | None = None  # the fastest full timing of this kernel in this process (what a probe is held to)
+    launches: int = 1  # per captured step, over every kernel object with this source
 
     def record(self) -> dict[str, Any]:
-        return {"key": self.key, "kind": self.kind, "name": self.name, "signature": self.signature, "default_ms": self.default_ms}
+        return {"key": self.key, "kind": self.kind, "name": self.name, "signature": self.signature, "default_ms": self.default_ms,
+                "launches": self.launches}
 
 
 class KernelBench:
@@ -88,11 +90,14 @@ class KernelBench:
                 continue  # 3-D tilings and 2-D reductions are left to Inductor for now
             kind = Kind.triton(family)
             key = task_key(kind, payload)
-            if key in self.entries or key in unmeasurable:
+            if key in self.entries:
+                self.entries[key].launches += cap.calls
+                continue
+            if key in unmeasurable:
                 continue
             name = re.sub(r"_\d+$", "", str((getattr(k, "inductor_meta", {}) or {}).get("kernel_name", family)))
             sig = {**payload, "size_hints_str": str(k.size_hints), "space": {"size_hints": payload["size_hints"], "default": default}}
-            entry = KernelEntry(key, kind, name, sig, cap, default)
+            entry = KernelEntry(key, kind, name, sig, cap, default, launches=max(1, cap.calls))
             try:
                 entry.reference = self._run_once(entry, self._launcher(entry, default))
                 entry.default_ms = entry.best_ms = self._time(entry, entry.launchers[config_hash(default)])
