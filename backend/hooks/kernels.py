@@ -154,7 +154,8 @@ class Captured:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     called: bool = False
-    calls: int = 0
+    calls: int = 0  # launches while ``counting``: the captured step's (see :func:`stop_counting`)
+    counting: bool = True
 
 
 def capture_first_call(kernels: list[Any]) -> list[Captured]:
@@ -170,7 +171,7 @@ def capture_first_call(kernels: list[Any]) -> list[Captured]:
         original = k.run
 
         def run(self: Any, *args: Any, _cap: Captured = cap, _orig: Callable[..., Any] = original, **kwargs: Any) -> Any:
-            _cap.calls += 1
+            _cap.calls += _cap.counting
             if not _cap.called:
                 _cap.called = True
                 _cap.args = [clone_preserving_strides(a) for a in args]
@@ -180,6 +181,12 @@ def capture_first_call(kernels: list[Any]) -> list[Captured]:
         process.rebind(k, "run", types.MethodType(run, k))
         out.append(cap)
     return out
+
+
+def stop_counting(captured: list[Captured]) -> None:
+    """The captured step is over: later calls (the same compile timed as a baseline) are not launches per step."""
+    for cap in captured:
+        cap.counting = False
 
 
 # --- compiling and launching one config --------------------------------------------------------

@@ -3,7 +3,7 @@
 tested on the GPU; the wrapper's contract is plain Python."""
 
 from tuner.backend import process
-from tuner.backend.hooks.kernels import capture_first_call
+from tuner.backend.hooks.kernels import capture_first_call, stop_counting
 
 
 class _Kernel:
@@ -28,6 +28,10 @@ def test_a_captured_kernels_run_is_still_its_bound_method_and_keeps_its_first_ar
         assert run(x, 3, stream=None) == "ran" and run(x + 1, 4) == "ran"
         assert cap.called and torch.equal(cap.args[0], x) and cap.args[0] is not x and cap.args[1] == 3
         assert len(k.calls) == 2 and "stream" not in cap.kwargs
+        assert cap.calls == 2  # launches in the captured step (a kernel shared by repeated blocks runs once per block)
+        stop_counting([cap])
+        run(x, 5)
+        assert cap.calls == 2 and len(k.calls) == 3  # the step is over: later calls still run, uncounted
     finally:
         process.restore()
     assert "run" not in vars(k)  # the instance's shadow is gone: the class's method again

@@ -119,6 +119,10 @@ class Session:
                 self._sync()
         except Exception as e:
             raise CompileFailed(describe(e)) from e
+        if kernel_sink is not None:
+            from tuner.backend.hooks.kernels import stop_counting
+
+            stop_counting(kernel_sink)  # its kernels' launches per step are counted
         done = Compiled(fn, time.perf_counter() - t0, relative_error(out, self.reference), backend.context.timings, backend.context.pruned)
         if check and not done.error <= self.tolerance:
             raise Inaccurate(
