@@ -17,7 +17,7 @@ from typing import Any
 from tuner.errors import TunerError
 from tuner.measure.numerics import eager_error, relative_error, tolerance_for, widened_by_default
 from tuner.measure.timing import interleaved
-from tuner.steps import run_step, synchronizer
+from tuner.steps import optimizer_for, optimizer_name, run_step, synchronizer
 from tuner.workload import WorkloadSpec, build_model, check_device, make_inputs
 
 
@@ -65,7 +65,7 @@ def compile_mode(spec: WorkloadSpec, m: Mode, model: Any, example: Any) -> tuple
             kw["options"] = dict(m.options)
         fn = torch.compile(copy.deepcopy(model), **kw)
         t0 = time.perf_counter()
-        out = run_step(spec.mode, fn, example, grads=True)
+        out = run_step(spec.mode, fn, example, grads=True, amp=spec.amp)
         synchronizer(spec.device)()
         return fn, out, time.perf_counter() - t0
 
@@ -120,7 +120,7 @@ def run_bench(
     model = build_model(spec)
     inputs = make_inputs(spec)
     sync = synchronizer(spec.device)
-    ref = run_step(spec.mode, model, inputs[0], grads=True)
+    ref = run_step(spec.mode, model, inputs[0], grads=True, amp=spec.amp)
     tolerance = tolerance_for(spec.dtype, eager_error(spec.mode, model, inputs[0], ref))
     fns: dict[str, Any] = {}
     results: dict[str, dict[str, Any]] = {}
@@ -160,7 +160,7 @@ def run_bench(
                 progress(f"warning: mode {name} differs from eager by {r['rel_error']:.3g} (bound {bound:.3g})")
     if progress:
         progress(f"timing {len(fns)} modes, {rounds} interleaved rounds")
-    steps = {n: (lambda i, f=f: run_step(spec.mode, f, inputs[i % len(inputs)])) for n, f in fns.items()}
+    steps = {n: _timed_step(spec, f, inputs) for n, f in fns.items()}
     timings = interleaved(steps, rounds=rounds, min_sample_ms=min_sample_ms, sync=sync)
     batch = spec.shape[0]
     for n, t in timings.items():
@@ -177,6 +177,19 @@ def run_bench(
     return _document(spec, rounds, results)
 
 
+def _timed_step(spec: WorkloadSpec, fn: Any, inputs: list[Any]) -> Any:
+    """One timed step of ``fn``: the workload's step and, training, its optimizer's step (eager, the same for
+    every mode: what a user's training step costs, not only its compiled part)."""
+    opt = optimizer_for(spec.mode, spec.model, fn)
+
+    def step(i: int) -> None:
+        run_step(spec.mode, fn, inputs[i % len(inputs)], amp=spec.amp)
+        if opt is not None:
+            opt.step()
+
+    return step
+
+
 def _document(spec: WorkloadSpec, rounds: int, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     import torch
 
@@ -187,6 +200,7 @@ def _document(spec: WorkloadSpec, rounds: int, results: dict[str, dict[str, Any]
         "batch": spec.shape[0],
         "input_shape": list(spec.shape),
         "mode": spec.mode,
+        **({"optimizer": optimizer_name(spec.mode, spec.model)} if spec.mode == "train" else {}),
         "channels_last": spec.channels_last,
         "threads": torch.get_num_threads(),
         "rounds": rounds,

@@ -31,7 +31,7 @@ def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> 
     torch._dynamo.reset()  # as in a new process: no earlier compile of this code makes Dynamo mark sizes dynamic
     with journal.recording() as decisions, isolated_compile(spec.uses_freezing):
         fn = torch.compile(copy.deepcopy(model), backend="tuned", options={"db": db_url, "transfer": transfer})
-        run_step(spec.mode, fn, example, grads=True)
+        run_step(spec.mode, fn, example, grads=True, amp=spec.amp)
     from tuner.db import Database
 
     rows = [asdict(d) for d in decisions]

@@ -2,24 +2,47 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 
-def run_step(mode: str, fn: Any, x: Any, *, grads: bool = False) -> Any:
-    """With ``grads``, return what numerics compare: the output (and, training, every parameter's gradient)."""
+def run_step(mode: str, fn: Any, x: Any, *, grads: bool = False, amp: tuple[str, str] | None = None) -> Any:
+    """With ``grads``, return what numerics compare: the output (and, training, every parameter's gradient).
+    ``amp``: (device type, dtype) to run the forward under ``torch.autocast`` (``WorkloadSpec.amp``)."""
     import torch
 
+    autocast = torch.autocast(amp[0], dtype=getattr(torch, amp[1])) if amp else contextlib.nullcontext()
     if mode != "train":  # inference, or a decode step
-        with torch.no_grad():
+        with torch.no_grad(), autocast:
             return fn(x)
     params = list((getattr(fn, "_orig_mod", None) or fn).parameters())
     for p in params:
         p.grad = None
-    out = fn(x)
+    with autocast:
+        out = fn(x)
     out.float().mean().backward()
     if grads:
         return [out.detach(), *[p.grad.detach().clone() for p in params if p.grad is not None]]
     return None
+
+
+def optimizer_for(mode: str, model_name: str, fn: Any) -> Any:
+    """The optimizer a timed training step ends with, as users train (issue 16): AdamW for a language model (token
+    inputs), SGD with momentum otherwise; eager, over ``fn``'s parameters. None for inference."""
+    import torch
+
+    from tuner.model_zoo import takes_tokens
+
+    if mode != "train":
+        return None
+    params = list((getattr(fn, "_orig_mod", None) or fn).parameters())
+    return torch.optim.AdamW(params, lr=1e-5) if takes_tokens(model_name) else torch.optim.SGD(params, lr=1e-4, momentum=0.9)
+
+
+def optimizer_name(mode: str, model_name: str) -> str | None:
+    from tuner.model_zoo import takes_tokens
+
+    return None if mode != "train" else ("AdamW" if takes_tokens(model_name) else "SGD")
 
 
 def synchronizer(device: str) -> Any:

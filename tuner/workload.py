@@ -9,7 +9,9 @@ from typing import Any
 
 from tuner.errors import WorkloadError
 
-DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "amp-bf16": "float32", "amp-fp16": "float32"}
+# Mixed precision, as training usually runs: fp32 weights and inputs, the step computed under torch.autocast.
+AUTOCAST = {"amp-bf16": "bfloat16", "amp-fp16": "float16"}
 MODES = ("infer", "train", "decode")
 
 
@@ -52,6 +54,11 @@ class WorkloadSpec:
         if self.mode == "decode":
             return (self.batch, 1)  # one new token per sequence
         return (self.batch, self.seq_len) if takes_tokens(self.model) else (self.batch, 3, self.image_size, self.image_size)
+
+    @property
+    def amp(self) -> tuple[str, str] | None:
+        """(device type, dtype) of ``torch.autocast`` for a mixed-precision workload (``--dtype amp-bf16``), else None."""
+        return (self.device, AUTOCAST[self.dtype]) if self.dtype in AUTOCAST else None
 
     @property
     def uses_freezing(self) -> bool:

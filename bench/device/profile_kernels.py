@@ -26,12 +26,12 @@ def profile(fn: Any, spec: WorkloadSpec, inputs: list[Any], steps: int) -> dict[
 
     sync = synchronizer(spec.device)
     for i in range(5):  # warm up
-        run_step(spec.mode, fn, inputs[i % len(inputs)])
+        run_step(spec.mode, fn, inputs[i % len(inputs)], amp=spec.amp)
     sync()
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if spec.device == "cuda" else [])
     with torch.profiler.profile(activities=acts) as prof:
         for i in range(steps):
-            run_step(spec.mode, fn, inputs[i % len(inputs)])
+            run_step(spec.mode, fn, inputs[i % len(inputs)], amp=spec.amp)
         sync()
     out: dict[str, dict[str, float]] = defaultdict(lambda: {"ms": 0.0, "calls": 0.0})
     for e in prof.events():
@@ -53,7 +53,7 @@ def wall_ms(fn: Any, spec: WorkloadSpec, inputs: list[Any], steps: int = 50, sam
         sync()
         t0 = time.perf_counter()
         for i in range(steps):
-            run_step(spec.mode, fn, inputs[i % len(inputs)])
+            run_step(spec.mode, fn, inputs[i % len(inputs)], amp=spec.amp)
         sync()
         per_step.append((time.perf_counter() - t0) * 1e3 / steps)
     return statistics.median(per_step)

@@ -54,7 +54,7 @@ ModelOpt = Annotated[str, typer.Option("--model", "-m", help="A torchvision mode
 DeviceOpt = Annotated[str | None, typer.Option("--device", help="cpu or cuda. Default: cuda when available.", show_default=False)]
 ModeOpt = Annotated[str, typer.Option("--mode", help="infer (no_grad, with freezing), train (forward + backward + optimizer step) or decode (hf: language models: one token per sequence against a static KV cache of --seq-len positions; tuner's GPT-2-style decoder at the config's sizes).")]
 BatchOpt = Annotated[int, typer.Option("--batch", help="Batch size.")]
-DtypeOpt = Annotated[str, typer.Option("--dtype", help="fp32, bf16 or fp16.")]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="fp32, bf16 or fp16 (weights and inputs in it), or amp-bf16 / amp-fp16: mixed precision, fp32 weights and the step under torch.autocast (as training usually runs).")]
 ImageSizeOpt = Annotated[int, typer.Option("--image-size", help="Square image size for vision models.")]
 InputShapeOpt = Annotated[str | None, typer.Option("--input-shape", help="Full input shape, batch first, e.g. 8,3,224,224 (overrides --batch/--image-size).", show_default=False)]
 ChannelsLastOpt = Annotated[bool, typer.Option("--channels-last/--no-channels-last", help="Run the model in channels_last memory format.")]

@@ -67,7 +67,7 @@ class Session:
 
     # --- running the workload -------------------------------------------------------------
     def _run(self, fn: Any, i: int, grads: bool = False) -> Any:
-        return run_step(self.spec.mode, fn, self.inputs[i % len(self.inputs)], grads=grads)
+        return run_step(self.spec.mode, fn, self.inputs[i % len(self.inputs)], grads=grads, amp=self.spec.amp)
 
     def _step(self, fn: Any) -> Any:
         return lambda i: self._run(fn, i)
