@@ -33,7 +33,8 @@ from tuner.errors import StorageError, TunerError
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
-OPTIONS = ("db", "shared_db", "fusion", "transfer", "mode", "kernels")
+SWITCHES = ("fusion", "transfer", "kernels")  # options that are true or false (all true by default)
+OPTIONS = ("db", "shared_db", "mode", *SWITCHES)
 _warned: set[str] = set()
 
 
@@ -92,7 +93,7 @@ class Options:
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)}")
-        for name in ("fusion", "transfer", "kernels"):
+        for name in SWITCHES:
             if not isinstance(options.get(name, True), bool):
                 raise TunerError(f"backend 'tuned': option {name!r} must be true or false")
         shared = options.get("shared_db") or settings().shared_db_url

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.errors import TunerError
-from tuner.measure.numerics import eager_errors, tensor_errors, tolerance_for, widened_by_default, within
+from tuner.measure.numerics import eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within
 from tuner.measure.timing import interleaved
 from tuner.steps import optimizer_for, optimizer_name, run_step, synchronizer
 from tuner.workload import WorkloadSpec, build_model, check_device, make_inputs
@@ -32,21 +32,24 @@ class Mode:
 def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None = None) -> dict[str, Mode]:
     """``extra_dbs``: {label: url}, each benchmarked as mode ``tuned-LABEL``."""
     freeze = spec.mode == "infer"
-    tuned = Mode("tuned", None, freeze and spec.freezing, (("db", db_url),))
+
+    def tuned(*options: tuple[str, Any], url: str = db_url) -> Mode:
+        return Mode("tuned", None, freeze and spec.freezing, (("db", url), *options))
+
     return {
         "eager": Mode(None),
         "default": Mode("inductor"),
         "max-autotune-no-cudagraphs": Mode("inductor", "max-autotune-no-cudagraphs"),
         "max-autotune": Mode("inductor", "max-autotune"),  # with CUDA graphs
         "reduce-overhead": Mode("inductor", "reduce-overhead"),  # CUDA graphs, Inductor's default kernels
-        "tuned-reduce-overhead": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("mode", "reduce-overhead"))),
+        "tuned-reduce-overhead": tuned(("mode", "reduce-overhead")),
         "freezing": Mode("inductor", None, freeze),  # Inductor's defaults on the frozen graph: what tuned starts from
         "freezing-max-autotune": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
-        "tuned": tuned,
-        "tuned-kernels": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("fusion", False))),
-        "tuned-no-kernels": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("kernels", False))),
-        "tuned-strict": Mode("tuned", None, freeze and spec.freezing, (("db", db_url), ("transfer", False))),
-        **{f"tuned-{label}": Mode("tuned", None, freeze and spec.freezing, (("db", url),)) for label, url in (extra_dbs or {}).items()},
+        "tuned": tuned(),
+        "tuned-kernels": tuned(("fusion", False)),
+        "tuned-no-kernels": tuned(("kernels", False)),
+        "tuned-strict": tuned(("transfer", False)),
+        **{f"tuned-{label}": tuned(url=url) for label, url in (extra_dbs or {}).items()},
     }
 
 
@@ -108,6 +111,7 @@ def run_bench(
     as it stands after each mode's compile (``"partial": true``, no timings yet), so a run stopped before its timing
     still leaves the compile times it measured."""
     from tuner.backend import stats
+    from tuner.backend.tuned import SWITCHES
 
     table = modes_for(spec, db_url, extra_dbs)
     unknown = [m for m in mode_names if m not in table]
@@ -138,11 +142,11 @@ def run_bench(
             benchmarks = after["benchmarks"] - before["benchmarks"] if m.backend == "tuned" else None
             if m.backend == "tuned":
                 options = dict(m.options)
-                results[name] = {"db": options.get("db"), **{k: v for k, v in options.items() if k in ("fusion", "transfer") and v is False},
+                results[name] = {"db": options.get("db"), **{k: v for k, v in options.items() if k in SWITCHES and v is False},
                                  "lookups": {k: after[k] - before[k] for k in ("hits", "transferred", "misses")}}
             errors[name] = tensor_errors(out, ref)
             err = max(errors[name], default=0.0)
-            if not within(errors[name], [max(1.0, t) for t in tolerance]):
+            if not within(errors[name], gross(tolerance)):
                 raise TunerError(f"mode {name}: output differs from eager (relative error {err:.3g})")
             results.setdefault(name, {})["rel_error"] = float(f"{err:.3g}")
         fns[name] = fn

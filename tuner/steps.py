@@ -26,23 +26,26 @@ def run_step(mode: str, fn: Any, x: Any, *, grads: bool = False, amp: tuple[str,
     return None
 
 
-def optimizer_for(mode: str, model_name: str, fn: Any) -> Any:
-    """The optimizer a timed training step ends with, as users train (issue 16): AdamW for a language model (token
-    inputs), SGD with momentum otherwise; eager, over ``fn``'s parameters. None for inference."""
-    import torch
-
-    from tuner.model_zoo import takes_tokens
-
-    if mode != "train":
-        return None
-    params = list((getattr(fn, "_orig_mod", None) or fn).parameters())
-    return torch.optim.AdamW(params, lr=1e-5) if takes_tokens(model_name) else torch.optim.SGD(params, lr=1e-4, momentum=0.9)
+OPTIMIZERS = {"AdamW": {"lr": 1e-5}, "SGD": {"lr": 1e-4, "momentum": 0.9}}  # torch.optim class name -> its arguments
 
 
 def optimizer_name(mode: str, model_name: str) -> str | None:
+    """The optimizer a timed training step ends with, as users train (issue 16): AdamW for a language model (token
+    inputs), SGD with momentum otherwise. None for inference."""
     from tuner.model_zoo import takes_tokens
 
     return None if mode != "train" else ("AdamW" if takes_tokens(model_name) else "SGD")
+
+
+def optimizer_for(mode: str, model_name: str, fn: Any) -> Any:
+    """That optimizer, eager, over ``fn``'s parameters (None for inference)."""
+    import torch
+
+    name = optimizer_name(mode, model_name)
+    if name is None:
+        return None
+    params = list((getattr(fn, "_orig_mod", None) or fn).parameters())
+    return getattr(torch.optim, name)(params, **OPTIMIZERS[name])
 
 
 def synchronizer(device: str) -> Any:

@@ -18,7 +18,9 @@ from tuner.measure.classify import CompileFailed, Inaccurate, classify, describe
 from tuner.core import Forcing
 from tuner.measure import quiet
 from tuner.measure.jobs import GraphTrial, KernelBatch, SiteBatch
-from tuner.measure.numerics import TOLERANCE, eager_errors, tensor_errors, tolerance_for, widened_by_default, within, worst_excess
+from tuner.measure.numerics import (
+    TOLERANCE, eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within, worst_excess,
+)
 from tuner.measure.result import CaptureResult, KernelResults, Measurement, SiteTimings, Status
 from tuner.measure.timing import interleaved
 from tuner.steps import run_step, synchronizer
@@ -156,7 +158,7 @@ class Session:
             self._defaults = done  # recording forces nothing: this is the compile of Inductor's defaults, kept
         # Candidates must be about as close to eager as Inductor's own default is: a training step's small
         # gradients (batch-norm biases, say) can differ from eager by more than the dtype's bound, by default.
-        gate = [max(1.0, 4.0 * e) for e in self.eager_errors]  # a tensor eager cannot reproduce says nothing
+        gate = gross(self.tolerance)  # not yet widened by the default: this is the default
         if not within(done.errors, gate):
             err, _ = worst_excess(done.errors, gate)
             raise Inaccurate(f"Inductor's default compile of this workload differs from eager by {err:.3g}")
