@@ -67,6 +67,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--mode", default="infer")
     ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--seq-len", type=int, default=128, help="tokens per sequence (hf: models)")
     ap.add_argument("--db", required=True)
     ap.add_argument("--also-db", action="append", default=[], metavar="NAME=URL",
                     help="another database, profiled as mode tuned-NAME (its winners forced, as tuned)")
@@ -75,7 +76,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out")
     a = ap.parse_args()
-    spec = WorkloadSpec(a.model, a.device, a.mode, a.batch, a.dtype, channels_last=a.channels_last)
+    spec = WorkloadSpec(a.model, a.device, a.mode, a.batch, a.dtype, channels_last=a.channels_last, seq_len=a.seq_len)
     from tuner.backend.process import configure_measuring
 
     configure_measuring(spec.threads, spec.uses_freezing, sweep=False)
