@@ -10,11 +10,11 @@ from tuner.backend import counters
 from tuner.backend.context import CompileContext
 from tuner.backend.hooks import choices as choices_hook
 from tuner.backend.hooks import conv_rewrite
-from tuner.backend.hooks import freezing as freezing_hook
 from tuner.backend.hooks import fusion as fusion_hook
 from tuner.backend.hooks import graph as graph_hook
 from tuner.backend.hooks import kernels as kernel_hook
 from tuner.backend.hooks import passes as passes_hook
+from tuner.backend.hooks import restart as restart_hook
 from tuner.backend.hooks import selector as selector_hook
 
 
@@ -75,10 +75,10 @@ def compile_with_context(
     def around_inner(gm_: Any, inputs_: Sequence[Any], is_backward: bool) -> Iterator[None]:
         # Entered again for the backward graph, which Inductor compiles later, outside this call.
         with ctx.activated(), _cache_tag(tag):
-            knobs = freezing_hook.take(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), is_backward)
+            knobs = restart_hook.take(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), is_backward)
             knobs = conv_rewrite.patches(knobs, inductor_config.post_grad_custom_pre_pass)
             if ctx.recorder is not None:
-                ctx.recorder.lowering(conv_rewrite.eligible_convs(gm_), freezing_hook.frozen_now(is_backward))
+                ctx.recorder.lowering(conv_rewrite.eligible_convs(gm_), restart_hook.frozen_now(is_backward))
             mark = kernel_hook.modules_mark()
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()
             with inductor_config.patch(knobs), hook:
@@ -97,9 +97,10 @@ def compile_with_context(
     try:
         try:
             return compile_graph({})
-        except freezing_hook.Unfreeze:  # the graph's answer: faster unfrozen; nothing was lowered yet
-            ctx.retrying_unfrozen()
-        with freezing_hook.second_compile():
-            return compile_graph(freezing_hook.UNFROZEN)
+        except restart_hook.Restart as r:  # the graph's answer: unfrozen, or under CUDA graphs; nothing was lowered yet
+            again = r.patches
+            ctx.restarting(again)
+        with restart_hook.second_compile(again):
+            return compile_graph(again)
     finally:
         counters.bump("benchmarks", passes_hook.benchmarks_so_far() - before)

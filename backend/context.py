@@ -21,6 +21,7 @@ from tuner.backend.journal import HIT, MISS, TRANSFERRED, Decision
 from tuner.core import Forcing, Kind, site_name
 from tuner.keys import task_key
 from tuner.nearest import Nearest, Transfer
+from tuner.search_spaces.cuda_graph import CUDA_GRAPHS
 
 log = logging.getLogger("tuner.backend")
 _ACTIVE: ContextVar["CompileContext | None"] = ContextVar("tuner_compile_context", default=None)
@@ -54,7 +55,7 @@ class GraphRecord:
     pairs: dict[str, int] = field(default_factory=dict)  # fusions Inductor made or considered: pair id -> score
     unshared: list[str] = field(default_factory=list)  # template epilogues refused for sharing no indexed data
     s2d_convs: int = 0  # convolutions the space-to-depth rewrite applies to (``hooks/conv_rewrite``)
-    frozen: bool = False  # compiled with Inductor's freezing (``hooks/freezing``)
+    frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
     shapes: list[list[int]] | None = None  # its inputs' sizes
 
@@ -113,6 +114,7 @@ class CompileContext:
         site_timing: str = "pipelined",
         nearest: Nearest | None = None,
         site_defer: bool = False,
+        cuda_graphs: bool = True,
     ):
         self.forcing = forcing
         self.device_type = device_type
@@ -127,6 +129,8 @@ class CompileContext:
         self.timings: dict[str, dict[str, float]] = {}
         self.pruned: dict[str, dict[str, float]] = {}  # {site key: {choice id: probe ms}}: stopped early, slower
         self.vetoes: frozenset[str] = frozenset()  # fusion pairs vetoed in the graph being lowered
+        self.cuda_graphs = cuda_graphs  # whether an answer may turn CUDA graphs on (``hooks/restart``)
+        self.cuda_graphs_on = False  # whether one did
 
     def record_pruned(self, key: str, choice: str, ms: float) -> None:
         self.pruned.setdefault(key, {})[choice] = ms
@@ -258,10 +262,14 @@ class CompileContext:
         if self.recorder is not None:
             self.recorder.unshared_epilogue(pid)
 
-    def retrying_unfrozen(self) -> None:
-        """The graph just looked up is compiled again, unfrozen (``hooks/freezing``): its second lookup keeps its name."""
+    def restarting(self, patches: dict[str, Any]) -> None:
+        """The graph just looked up is compiled again under ``patches`` (``hooks/restart``): its second lookup keeps its
+        name."""
         self._graphs_seen["forward"] -= 1
-        log.info("compiling a graph again without freezing, as its answer says")
+        self.cuda_graphs_on = self.cuda_graphs_on or bool(patches.get(CUDA_GRAPHS))
+        from tuner.backend.hooks.restart import describe
+
+        log.info("compiling a graph again %s, as its answer says", describe(patches))
 
     def graph_knobs(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The Inductor config patches for this graph: its codegen knobs and its fusion grouping's knobs
@@ -278,7 +286,7 @@ class CompileContext:
         transfer = self._graph_transfer(payload)
         for k, k_kind, answer in ((key, kind, self.forcing.graphs.get(key)), (fkey, Kind.FUSION, self.forcing.fusion.get(fkey))):
             if k_kind is kind and not kind.is_graph:
-                continue  # no codegen knobs are tuned per graph on this device
+                continue  # no knobs are tuned per graph on this device
             what = name if k_kind is kind else f"{name} fusion"
             moved = transfer(k_kind) if answer is None else None
             if moved is not None:
@@ -288,6 +296,8 @@ class CompileContext:
                 continue
             self._decide(k_kind, k, what, TRANSFERRED if moved else HIT, answer, moved)
             out.update(answer)
+        if not self.cuda_graphs:
+            out.pop(CUDA_GRAPHS, None)
         self.vetoes = frozenset(str(x) for x in out.pop("vetoes", []) or [])
         return out
 

@@ -6,6 +6,7 @@
     torch.compile(model, backend="tuned", options={"db": LOCAL, "shared_db": "postgresql+psycopg://…"})
     torch.compile(model, backend="tuned", options={"fusion": False})   # kernel winners only, Inductor's fusion
     torch.compile(model, backend="tuned", options={"transfer": False}) # exact entries only (TUNER_TRANSFER=0)
+    torch.compile(model, backend="tuned", options={"cuda_graphs": False})  # never CUDA graphs where the sweep chose them
     torch.compile(model, backend="tuned", mode="reduce-overhead")       # CUDA graphs, the winners inside them
     torch.compile(model, backend="tuned", options={"db": URL, "mode": "reduce-overhead"})  # both (torch.compile
                                                                         # takes mode= or options=, not the two)
@@ -33,7 +34,7 @@ from tuner.errors import StorageError, TunerError
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
-SWITCHES = ("fusion", "transfer", "kernels")  # options that are true or false (all true by default)
+SWITCHES = ("fusion", "transfer", "kernels", "cuda_graphs")  # options that are true or false (all true by default)
 OPTIONS = ("db", "shared_db", "mode", *SWITCHES)
 _warned: set[str] = set()
 
@@ -86,6 +87,7 @@ class Options:
     transfer: bool = True
     mode: str | None = None  # one of Inductor's modes (torch._inductor.list_mode_options), as torch.compile's mode=
     kernels: bool = True
+    cuda_graphs: bool = True  # an answer may run the workload under CUDA graphs (the sweep measured it faster)
 
     @classmethod
     def parse(cls, options: dict[str, Any] | None) -> Options:
@@ -106,7 +108,7 @@ class Options:
             modes = list(torch._inductor.list_mode_options())
             if mode not in modes:
                 raise TunerError(f"backend 'tuned': option 'mode' must be one of {modes}, not {mode!r}")
-        return cls(urls, options.get("fusion", True), transfer, mode, options.get("kernels", True))
+        return cls(urls, options.get("fusion", True), transfer, mode, options.get("kernels", True), options.get("cuda_graphs", True))
 
 
 def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
@@ -122,7 +124,7 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
         forcing, nearest = forcing.without_fusion(), nearest.without_fusion()
     if not opts.kernels:
         forcing = forcing.without_kernels()  # kernels never transfer: nothing to drop from ``nearest``
-    ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None)
+    ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None, cuda_graphs=opts.cuda_graphs)
     mode = mode or opts.mode
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
     import torch._inductor.config as inductor_config
@@ -142,6 +144,9 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
             served = cache_stats.inductor_cache_hits() > served_before
             delta = cache_stats.settle(settings().cache_dir, key, {k: after[k] - before[k] for k in after}, served)
             log.info("compiled a graph%s: %s", " (served from Inductor's cache)" if served else "", delta)
+            if ctx.cuda_graphs_on:  # it changes how the step's outputs live: each replay reuses their memory
+                _warn_once("backend 'tuned': this workload runs under CUDA graphs, as its sweep measured it faster with "
+                           "them (options={'cuda_graphs': False}: not)")
             if counters.matched_nothing(delta):
                 _explain(opts.urls, device_type, example_inputs, [d.key for d in decisions if d.outcome == journal.MISS])
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.core import Kind
-from tuner.search_spaces import cpp, fusion, template, triton
+from tuner.search_spaces import cpp, cuda_graph, fusion, template, triton
 from tuner.search_spaces.base import Bool, Choice, IntRange, InvalidConfig, Param, PowerOfTwo, Space
 
-FAMILIES = {cpp.FAMILY: cpp.space, template.FAMILY: template.space, fusion.FAMILY: fusion.space, **{f: triton.builder(f) for f in triton.FAMILIES}}
+FAMILIES = {cpp.FAMILY: cpp.space, cuda_graph.FAMILY: cuda_graph.space, template.FAMILY: template.space, fusion.FAMILY: fusion.space, **{f: triton.builder(f) for f in triton.FAMILIES}}
 
 
 def space_for(kind: str, signature: dict[str, Any]) -> Space:

@@ -15,7 +15,7 @@ them: each one fused is a kernel launch fewer and an output not written and read
 (``backend/hooks/conv_rewrite.py``). It is measured first too, with (c) where both apply, then each alone. On the CPU,
 ``cpp.max_horizontal_fusion_size`` stays in the C++ codegen space (``cpp_graph``), tuned before this.
 (e) ``freezing``, only where the graph was compiled frozen (``frozen``): false compiles it unfrozen, weights as
-inputs (``backend/hooks/freezing.py``), where no other knob of this space applies. The study never asks for it; the
+inputs (``backend/hooks/restart.py``), where no other knob of this space applies. The study never asks for it; the
 whole-workload check measures the workload unfrozen against its winners and stores it as this task's winner where
 that is faster (``tuner/phases/whole.py``).
 """

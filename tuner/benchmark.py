@@ -48,6 +48,7 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         "tuned": tuned(),
         "tuned-kernels": tuned(("fusion", False)),
         "tuned-no-kernels": tuned(("kernels", False)),
+        "tuned-no-cuda-graphs": tuned(("cuda_graphs", False)),  # every winner, never under CUDA graphs
         "tuned-strict": tuned(("transfer", False)),
         **{f"tuned-{label}": tuned(url=url) for label, url in (extra_dbs or {}).items()},
     }

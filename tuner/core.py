@@ -47,7 +47,7 @@ class Kind(str, enum.Enum):
     TRITON_POINTWISE = "triton_pointwise"
     TRITON_REDUCTION = "triton_reduction"
     TRITON_PERSISTENT_REDUCTION = "triton_persistent_reduction"
-    CUDA_GRAPH = "cuda_graph"  # a CUDA graph, recorded (its fusion grouping is tuned) but with no codegen knobs yet
+    CUDA_GRAPH = "cuda_graph"  # a CUDA workload's forward graph: whether it runs under CUDA graphs
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -73,7 +73,7 @@ class Kind(str, enum.Enum):
         return cls.CPP_GRAPH if device_type == "cpu" else cls.CUDA_GRAPH
 
 
-GRAPH_KINDS = (Kind.CPP_GRAPH,)
+GRAPH_KINDS = (Kind.CPP_GRAPH, Kind.CUDA_GRAPH)  # Inductor config patches per graph
 # Kinds whose every trial compiles and times the whole workload beside its base (a GraphTrial): their studies measure
 # no separate default trial, whose time each trial's baseline already gives (31 s of a 231-s resnet50 sweep, H200).
 BESIDE_BASE = (*GRAPH_KINDS, Kind.FUSION)

@@ -14,7 +14,8 @@ from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.estimate import max_autotune_s
 from tuner.measure import CaptureResult, Worker
-from tuner.phases import FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
+from tuner.phases import CudaGraphPhase, FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
+from tuner.phases.cuda_graphs import worth_measuring
 from tuner.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.phases.forecast import forecast, forecast_line
 from tuner.progress import Progress
@@ -79,10 +80,13 @@ MAX_END_SHARE = 0.35
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
-def phases(opts: SweepOptions, whole: WholeCheckPhase) -> Iterator[Phase]:
+def phases(opts: SweepOptions, whole: WholeCheckPhase, capture: CaptureResult | None = None) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
-    CUDA a fusion grouping decides which kernels exist (an epilogue fused into a template is a kernel fewer), so the
-    groupings come before the Triton kernels, which are captured with every winner so far forced."""
+    CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
+    it will run), and a fusion grouping decides which kernels exist (an epilogue fused into a template is a kernel
+    fewer), so the groupings come before the Triton kernels, which are captured with every winner so far forced."""
+    if opts.spec.device == "cuda":
+        yield CudaGraphPhase(capture.idle_share if capture else None, compiles=_cuda_graph_compiles(opts.spec))
     yield SitePhase(PHASE_SHARE["sites"])
     if opts.spec.device == "cuda":
         if opts.fusion:
@@ -93,7 +97,13 @@ def phases(opts: SweepOptions, whole: WholeCheckPhase) -> Iterator[Phase]:
         if opts.fusion:
             yield FusionPhase()
     yield whole
-    yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted) and sweep.can_capture())
+    yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted) and sweep.can_capture(), after_check=True)
+
+
+def _cuda_graph_compiles(spec: WorkloadSpec) -> int:
+    """What measuring the workload under CUDA graphs compiles: the candidate, and the defaults again for a training
+    step (its capture's compile stepped its weights and is not kept)."""
+    return 2 if spec.mode == "train" else 1
 
 
 def promised_end_s(budget_s: float) -> float:
@@ -155,8 +165,10 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
         opts = _sized(opts, capture, progress)
         sweep = _context(opts, db, worker, capture, progress, t0)
-        progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs))))
-        run_phases(sweep, phases(opts, whole))
+        measured_first = _cuda_graph_compiles(opts.spec) if opts.spec.device == "cuda" and worth_measuring(capture.idle_share) else 0
+        progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0,
+                                                          any(g.get("frozen") for g in capture.graphs), measured_first)))
+        run_phases(sweep, phases(opts, whole, capture))
     except KeyboardInterrupt:
         release_all(db, worker_id())
         if report is None:

@@ -33,8 +33,13 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
         out.append(TaskSpec(s["key"], Kind.SITE, site_name(s["op"], s["inputs"]), sig, space_for(Kind.SITE, sig)))
     info = capture.device.get("info", {})
     for g in capture.graphs:
+        if g["kind"] == Kind.CUDA_GRAPH:
+            if not g["backward"]:  # its backward runs as its forward does (``backend/hooks/restart``)
+                sig = {"backward": False, "lines": g["lines"], "space": {}, **_family(g)}
+                out.append(TaskSpec(g["key"], Kind.CUDA_GRAPH, f"{model} forward graph {g['index']} CUDA graphs", sig, space_for(Kind.CUDA_GRAPH, sig)))
+            continue
         if g["kind"] not in GRAPH_KINDS:
-            continue  # no graph-level space for this device yet
+            continue  # no graph-level space for this device
         has_gemm = any(s.get("graph") == g["key"] and any(c.startswith("cpp:") for c in s["choices"]) for s in capture.sites)
         space = {"isa": info.get("isa", ""), "threads": info.get("threads", 1), "has_cpp_gemm": has_gemm}
         sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}

@@ -10,7 +10,7 @@ from torch._inductor.utils import run_and_get_code
 
 import tuner.backend as tb
 from tests.backend.test_conv_rewrite import _compiled, _grouping, _inference, _input, stem
-from tuner.backend.hooks import freezing as freezing_hook
+from tuner.backend.hooks import restart as restart_hook
 from tuner.core import Forcing
 from tuner.search_spaces.fusion import FREEZING
 
@@ -62,9 +62,9 @@ def test_on_the_gpu_an_unfrozen_answer_compiles_the_graph_unfrozen():
 @pytest.mark.parametrize("grad, backward", [(True, False), (False, True)])
 def test_a_graph_that_is_not_frozen_is_never_stopped(grad, backward):
     with inductor_config.patch(freezing=True), torch.set_grad_enabled(grad):
-        assert freezing_hook.take({FREEZING: False, "epilogue_fusion": True}, is_backward=backward) == {"epilogue_fusion": True}
-    with inductor_config.patch(freezing=True), torch.no_grad(), pytest.raises(freezing_hook.Unfreeze):
-        freezing_hook.take({FREEZING: False}, is_backward=False)
+        assert restart_hook.take({FREEZING: False, "epilogue_fusion": True}, is_backward=backward) == {"epilogue_fusion": True}
+    with inductor_config.patch(freezing=True), torch.no_grad(), pytest.raises(restart_hook.Restart):
+        restart_hook.take({FREEZING: False}, is_backward=False)
 
 
 def test_an_unfrozen_compile_that_fails_says_so_as_a_missing_hook(monkeypatch):
@@ -88,5 +88,5 @@ def test_an_unfrozen_compile_that_fails_says_so_as_a_missing_hook(monkeypatch):
     while e is not None:
         chain.append(e)
         e = e.__cause__ or e.__context__
-    failed = [e for e in chain if isinstance(e, freezing_hook.UnfreezeFailed)]
+    failed = [e for e in chain if isinstance(e, restart_hook.RestartFailed)]
     assert failed and "without freezing failed: RuntimeError: simulated" in str(failed[0])

@@ -55,7 +55,7 @@ def test_template_space_and_unknown_kind():
 def test_every_kind_with_a_space_is_registered_once():
     from tuner.search_spaces import FAMILIES
 
-    assert set(FAMILIES) == {Kind.SITE, Kind.CPP_GRAPH, Kind.FUSION, *KERNEL_KINDS}
+    assert set(FAMILIES) == {Kind.SITE, Kind.CPP_GRAPH, Kind.CUDA_GRAPH, Kind.FUSION, *KERNEL_KINDS}
     assert all(isinstance(k, Kind) for k in FAMILIES)
     assert Kind("template_choice") is Kind.SITE and f"{Kind.SITE}" == "template_choice"  # stored as the plain string
 

@@ -50,3 +50,13 @@ def test_the_freezing_mode_is_inductors_defaults_on_the_frozen_graph(tmp_path):
     assert modes_for(MLP, "sqlite://")["freezing"].freezing and not modes_for(MLP, "sqlite://")["default"].freezing
     result = run_bench(MLP, ["freezing"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3)
     assert result["results"]["freezing"]["numerics_ok"] and result["results"]["freezing"]["median_ms"] > 0
+
+
+def test_widely_spread_timings_are_said_below_the_table():
+    from tuner.cli.bench_cmd import noisy
+
+    quiet = {"default": {"median_ms": 2.694, "spread_ms": 0.0475}, "tuned": {"median_ms": 2.679, "spread_ms": 0.0465}}
+    assert noisy(quiet) == []
+    loud = {**quiet, "tuned": {"median_ms": 3.563, "spread_ms": 0.7557}}  # hf:gpt2, session 17 (H200)
+    (line,) = noisy(loud)
+    assert "tuned's IQR is 21% of its median" in line and "not results" in line

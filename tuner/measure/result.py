@@ -97,3 +97,12 @@ class CaptureResult:
     eager_ms: float | None = None
     kernels: list[dict[str, Any]] = field(default_factory=list)  # the Triton kernels' task records (CUDA)
     cores: list[int] = field(default_factory=list)  # the CPU cores the measuring process may run on
+    step_ms: float | None = None  # the default compile's step, wall time (CUDA)
+    busy_ms: float | None = None  # ... and the device's busy time in it (``measure/busy``); None: unknown
+
+    @property
+    def idle_share(self) -> float | None:
+        """The share of the default step the device waits for the host (CUDA), where both were measured."""
+        if not self.step_ms or self.busy_ms is None:
+            return None
+        return max(0.0, 1.0 - self.busy_ms / self.step_ms)

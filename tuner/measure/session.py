@@ -167,6 +167,7 @@ class Session:
         if self.spec.mode == "train":  # one whole training step, as a user would run it
             self.torch.optim.SGD(done.fn.parameters(), lr=1e-3).step()
         breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
+        step_ms, busy_ms = self._busy(done.fn) if self.spec.device == "cuda" else (None, None)
         return CaptureResult(
             graphs=[asdict(g) for g in recorder.graphs.values()],
             sites=[asdict(s) for s in recorder.sites.values()],
@@ -177,7 +178,17 @@ class Session:
             eager_ms=self.eager_ms(),
             kernels=self.kernels.register(sink) if sink is not None else [],
             cores=available_cores(),
+            step_ms=step_ms,
+            busy_ms=busy_ms,
         )
+
+    def _busy(self, fn: Any) -> tuple[float, float | None]:
+        """The compiled step's wall time and the device's busy time in it (ms)."""
+        from tuner.measure.busy import device_ms
+
+        step = self._step(fn)
+        wall = interleaved({"step": step}, rounds=5, min_sample_ms=20.0, sync=self._sync)["step"].median_ms
+        return wall, device_ms(step, self._sync)
 
     def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
         """Compile under ``forcing`` (the template winners), run once, and register every Triton kernel

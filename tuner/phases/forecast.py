@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.clock import CAPTURE
-from tuner.core import GRAPH_KINDS, Kind
+from tuner.core import Kind
 from tuner.estimate import expected_s
 from tuner.phases.base import SweepContext
+from tuner.phases.cuda_graphs import CudaGraphPhase
 from tuner.phases.graphs import FusionPhase, GraphKnobPhase
 from tuner.phases.kernels import KernelPhase
 from tuner.phases.sites import SitePhase
@@ -18,14 +19,17 @@ from tuner.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES, WholeCheckPhas
 from tuner.tasks import kernel_tasks
 
 
-def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_graphs: int, frozen: bool = False) -> dict[str, float]:
+def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_graphs: int, frozen: bool = False,
+             cuda_graph_compiles: int = 0) -> dict[str, float]:
     """{phase: expected seconds} for the phases this sweep will run, from the capture's tasks and kernels;
     ``fusion_graphs``: the graphs whose groupings it will search (0: none); ``frozen``: some were compiled frozen,
-    so the whole-workload check also times the workload unfrozen."""
+    so the whole-workload check also times the workload unfrozen; ``cuda_graph_compiles``: what measuring the
+    workload under CUDA graphs costs, where the sweep will."""
     costs, dev = sweep.tuning.costs, sweep.device_type
     tasks = sweep.workload.tasks
-    graphs = [x for x in tasks if x.kind in GRAPH_KINDS]
+    graphs = [x for x in tasks if x.kind is Kind.CPP_GRAPH]  # CUDA graph tasks: one measurement, CudaGraphPhase's
     out = {
+        CudaGraphPhase.name: cuda_graph_compiles * costs.expect(CAPTURE),
         SitePhase.name: expected_s(costs, dev, SitePhase.trials(sweep, [x for x in tasks if x.kind == Kind.SITE])[1]),
         KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
         GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, graphs)[1]),

@@ -66,7 +66,8 @@ class FusionPhase(Phase):
         self.pairs: list[Any] = []  # planned (task, record) pairs; none when the phase did not run
 
     def plan(self, sweep: SweepContext) -> Plan:
-        if not sweep.can_capture():
+        if not sweep.can_capture(keep_end=True):
+            sweep.progress.note("no time left to record the fusions with the winners so far forced: fusion groupings are not searched")
             return Plan([], 0)
         self.everything = sweep.winners().forcing(sweep.workload.pairs())
         sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")

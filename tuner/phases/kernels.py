@@ -26,8 +26,9 @@ class KernelPhase(Phase):
     name = "Triton kernels"
     past_budget = True
 
-    def __init__(self, why: str, when: Callable[[SweepContext], bool] = lambda sweep: True):
+    def __init__(self, why: str, when: Callable[[SweepContext], bool] = lambda sweep: True, after_check: bool = False):
         self.why, self.when = why, when
+        self.after_check = after_check  # its compile may use the time kept for the check, which has run
         self.kernels: list[TaskSpec] = []
         self.records: list[TaskRecord] = []
 
@@ -61,7 +62,7 @@ class KernelPhase(Phase):
         if not winners.parts(sweep.workload.pairs(), defaults=False):
             sweep.progress.note(f"the Triton kernels of Inductor's default compile ({self.why}: every winner is the default)")
             return Forcing()
-        if not sweep.can_capture():
+        if not sweep.can_capture(keep_end=not self.after_check):
             sweep.progress.note("no time left for a compile with the winners forced: tuning the kernels of Inductor's default compile")
             return Forcing()
         sweep.progress.note(f"capturing the Triton kernels ({self.why})")

@@ -22,7 +22,7 @@ WHOLE = "whole workload"  # the cost kind of one whole-workload measurement
 # check's rounds, a 231-s resnet50 sweep (H200) skipped its check with 34 s left: that trial's 31 s were two compiles,
 # and the check's winners were the trial's compiled base (bench/results/h200/sweep-cost/sweep-resnet50-default-s11.log).
 WHOLE_COMPILES = 1
-# The workload unfrozen (``backend/hooks/freezing.py``), timed against the winners kept: its own compile, and the
+# The workload unfrozen (``backend/hooks/restart.py``), timed against the winners kept: its own compile, and the
 # winners' if the worker no longer holds them.
 UNFROZEN_COMPILES = 2
 

@@ -1,0 +1,95 @@
+"""Whether a CUDA workload runs under CUDA graphs, as the sweep decides it (``tuner/phases/cuda_graphs.py``): one task
+per forward graph, measured first where the default step leaves the device idle, never where the phase's deadline
+cannot hold the compiles. The measurement itself runs on the GPU (tests/gpu/test_cuda_graphs.py)."""
+
+import dataclasses
+import time
+
+from tuner.clock import CAPTURE
+from tuner.core import Kind
+from tuner.db import Database
+from tuner.measure.result import CaptureResult
+from tuner.phases import CudaGraphPhase, SweepContext, Workload
+from tuner.phases.forecast import forecast
+from tuner.progress import Progress
+from tuner.search_spaces.cuda_graph import CUDA_GRAPHS, on
+from tuner.tasks import tasks_from_capture
+
+
+class Notes(Progress):
+    def __init__(self):
+        self.notes = []
+
+    def note(self, text):
+        self.notes.append(text)
+
+
+def _capture(step_ms=None, busy_ms=None):
+    graph = {"kind": "cuda_graph", "lines": 40, "index": 0, "family": "f", "shapes": [[2, 3]]}
+    graphs = [{**graph, "key": "fw", "backward": False}, {**graph, "key": "bw", "backward": True}]
+    return CaptureResult(graphs, [], {}, {"info": {}}, {}, 1.0, step_ms=step_ms, busy_ms=busy_ms)
+
+
+def test_one_task_per_forward_graph_whose_space_is_the_flag():
+    tasks = [t for t in tasks_from_capture(_capture(), "m") if t.kind == Kind.CUDA_GRAPH]
+    assert [t.key for t in tasks] == ["fw"] and "CUDA graphs" in tasks[0].name
+    space = tasks[0].space
+    assert space.default == {CUDA_GRAPHS: False} and space.is_valid(on()) and not space.is_valid({CUDA_GRAPHS: 1})
+
+
+def test_the_idle_share_of_the_default_step():
+    assert abs(_capture(17.0, 6.4).idle_share - (1 - 6.4 / 17.0)) < 1e-9
+    assert _capture(17.0, None).idle_share is None and _capture(None, 6.4).idle_share is None
+    assert _capture(2.0, 2.5).idle_share == 0.0  # a profiler's sum over overlapping kernels can pass the wall time
+
+
+def _sweep(db_url, db, deadline_in=None):
+    from tests.helpers.replay import _context
+
+    tuning = _context(db_url, db, trials=4)
+    tuning.costs.observe(CAPTURE, 30.0)
+    if deadline_in is not None:
+        now = time.monotonic()
+        tuning = dataclasses.replace(tuning, deadline=now + deadline_in, settle_by=now + 10 * deadline_in)
+    workload = Workload(db, "replay")
+    workload.register(tasks_from_capture(_capture(), "m"))
+    return SweepContext(tuning, worker=None, progress=Notes(), workload=workload, device_type="cuda", model="m")
+
+
+def test_measured_only_where_the_device_waits_for_the_host(db_url):
+    db = Database.open(db_url)
+    sweep = _sweep(db_url, db)
+    assert not CudaGraphPhase(0.05).plan(sweep)
+    assert any("busy 95%" in n and "not measured" in n for n in sweep.progress.notes), sweep.progress.notes
+    plan = CudaGraphPhase(0.62).plan(sweep)
+    assert plan and plan.trials == 1 and [t.kind for t in plan.tasks] == [Kind.CUDA_GRAPH]
+    assert any("waits for the host 62%" in n for n in sweep.progress.notes)
+    assert CudaGraphPhase(None).plan(sweep), "unknown (no profiler): measured"
+    db.close()
+
+
+def test_no_measurement_when_its_compiles_do_not_fit_before_the_deadline(db_url):
+    db = Database.open(db_url)
+    sweep = _sweep(db_url, db, deadline_in=20.0)
+    phase = CudaGraphPhase(0.62, compiles=2)  # two 30-s compiles, 20 s left
+    assert phase.plan(sweep)
+    phase.run(sweep, sweep.tuning.deadline)
+    assert any("no time left" in n for n in sweep.progress.notes) and db.stats()["trials"] == 0
+    db.close()
+
+
+def test_a_recording_compile_keeps_the_time_kept_for_the_check(db_url):
+    """The fusion recording and the kernel capture before the check start only when they end by the phases' deadline;
+    the sweep's own deadline (the check's) is for the check."""
+    db = Database.open(db_url)
+    sweep = _sweep(db_url, db, deadline_in=20.0)  # a 30-s compile: past the phases' deadline, within the sweep's
+    assert sweep.can_capture() and not sweep.can_capture(keep_end=True)
+    db.close()
+
+
+def test_the_forecast_counts_the_cuda_graph_measurement(db_url):
+    db = Database.open(db_url)
+    sweep = _sweep(db_url, db)
+    assert forecast(sweep, [], 0, cuda_graph_compiles=2)[CudaGraphPhase.name] == 60.0
+    assert CudaGraphPhase.name not in forecast(sweep, [], 0)
+    db.close()
