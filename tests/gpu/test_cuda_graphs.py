@@ -8,7 +8,8 @@ from tuner.workload import WorkloadSpec
 
 pytestmark = pytest.mark.gpu
 
-TRAIN = WorkloadSpec(model="tests.helpers.models:convnet", device="cuda", mode="train", dtype="bf16", input_shape=(2, 16, 32, 32))
+# fp32: a bf16 training step at this size has gradients too far from eager for the capture's own gate (1.22 on the H200)
+TRAIN = WorkloadSpec(model="tests.helpers.models:convnet", device="cuda", mode="train", dtype="fp32", input_shape=(4, 16, 32, 32))
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def test_a_small_training_step_waits_for_the_host_and_runs_faster_under_cuda_gra
 
     session, cap, tasks = captured
     assert cap.busy_ms and cap.step_ms and cap.idle_share is not None
-    assert cap.idle_share > 0.3, (cap.step_ms, cap.busy_ms)  # a batch of 2 at 32x32: microseconds of kernels per launch
+    assert cap.idle_share > 0.3, (cap.step_ms, cap.busy_ms)  # a batch of 4 at 32x32: microseconds of kernels per launch
     assert len(tasks) == 1
     m = session.time_graph(GraphTrial(Forcing().to_json(), tasks[0].forcing(on()).to_json(), 10, 5.0))
     assert m.ok, m.error
