@@ -63,7 +63,7 @@ def test_measured_only_where_the_device_waits_for_the_host(db_url):
     assert any("busy 95%" in n and "not measured" in n for n in sweep.progress.notes), sweep.progress.notes
     plan = CudaGraphPhase(0.62).plan(sweep)
     assert plan and plan.trials == 1 and [t.kind for t in plan.tasks] == [Kind.CUDA_GRAPH]
-    assert any("waits for the host 62%" in n for n in sweep.progress.notes)
+    assert any("waits for the host 62%" in n and "(~30 s)" in n for n in sweep.progress.notes), sweep.progress.notes
     assert CudaGraphPhase(None).plan(sweep), "unknown (no profiler): measured"
     db.close()
 

@@ -41,12 +41,18 @@ class CudaGraphPhase(Phase):
             sweep.progress.note(f"the default step keeps the GPU busy {1 - self.idle:.0%} of its time: CUDA graphs are not measured")
             return Plan([], 0)
         idle = "unknown" if self.idle is None else f"{self.idle:.0%}"
-        sweep.progress.note(f"the GPU waits for the host {idle} of the default step: the workload under CUDA graphs is measured first")
-        return Plan([t for t, _ in self.pairs], 1, cost=[(str(Kind.CUDA_GRAPH), 1)])
+        sweep.progress.note(f"the GPU waits for the host {idle} of the default step: the workload under CUDA graphs is measured "
+                            f"first (~{self._expected(sweep):.0f} s)")
+        return Plan([t for t, _ in self.pairs], 1)
+
+    def _expected(self, sweep: SweepContext) -> float:
+        """Its last measurement's cost, else its compiles' (the forecast's figure)."""
+        costs = sweep.tuning.costs
+        return costs.expect(str(Kind.CUDA_GRAPH)) or self.compiles * costs.expect(CAPTURE)
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         costs = sweep.tuning.costs
-        if not fits(deadline, costs.expect(str(Kind.CUDA_GRAPH)) or self.compiles * costs.expect(CAPTURE)):
+        if not fits(deadline, self._expected(sweep)):
             sweep.progress.note("no time left to measure the workload under CUDA graphs")
             return
         candidate = Forcing.union(t.forcing(on()) for t, _ in self.pairs)
