@@ -17,13 +17,16 @@ from tuner.workload_check import check_whole
 
 
 WHOLE = "whole workload"  # the cost kind of one whole-workload measurement
+UNFROZEN = "whole workload unfrozen"  # ... of the workload timed unfrozen: a compile stopped and restarted, not cached
 # What one costs before it has been timed: the winners' compile (the defaults' is the capture's, which a live worker
 # keeps; one that must start again compiles them first). Estimated before from a fusion trial's time scaled to the
 # check's rounds, a 231-s resnet50 sweep (H200) skipped its check with 34 s left: that trial's 31 s were two compiles,
 # and the check's winners were the trial's compiled base (bench/results/h200/sweep-cost/sweep-resnet50-default-s11.log).
 WHOLE_COMPILES = 1
 # The workload unfrozen (``backend/hooks/restart.py``), timed against the winners kept: its own compile, and the
-# winners' if the worker no longer holds them.
+# winners' if the worker no longer holds them. Where every winner is the default, the baseline is the capture's own
+# compile, which a live worker keeps: one compile (a 120-s CPU sweep of mobilenet_v2 expected two and skipped the
+# measurement with 17 s left; freezing cost it 8%: bench/results/cpu-xeon-2c/mobilenet_v2-b1-64-s18.json).
 UNFROZEN_COMPILES = 2
 
 
@@ -60,7 +63,8 @@ class WholeCheckPhase(Phase):
         drop = set(dropped)
         if m is None or m.ok:
             kept = Forcing.union(f for tasks in parts.values() for tid, f in tasks.items() if tid not in drop)
-            self._try_unfrozen(sweep, lambda f: measure(f, kept, UNFROZEN_COMPILES), kept)
+            compiles = UNFROZEN_COMPILES if kept != Forcing() else 1  # with no winner, the baseline is the capture's compile
+            self._try_unfrozen(sweep, lambda f: measure(f, kept, compiles, kind=UNFROZEN), kept)
         self._revert(sweep, drop)
 
     def _check(self, sweep: SweepContext, measure: Callable[..., Measurement | None], parts: dict) -> tuple[Measurement | None, list[int]]:
@@ -114,19 +118,20 @@ def _keeping_unfrozen(sweep: SweepContext, measure: Callable[..., Measurement | 
     if not _frozen(sweep):
         return measure
     tuning = sweep.tuning
-    return lambda f: measure(f, reserve_s=tuning.expected(WHOLE, None, UNFROZEN_COMPILES))
+    return lambda f: measure(f, reserve_s=tuning.expected(UNFROZEN, None, UNFROZEN_COMPILES))
 
 
 def _measurer(sweep: SweepContext) -> Callable[..., Measurement | None]:
     """One whole-workload measurement: ``candidate`` timed against ``baseline`` (Inductor's defaults unless given),
     or None when the sweep has no time left for it (``compiles``: what it costs before it is timed; ``reserve_s``:
-    time that must be left after it)."""
+    time that must be left after it; ``kind``: whose recent cost it is expected to take)."""
     tuning = sweep.tuning
 
-    def measure(candidate: Forcing, baseline: Forcing = Forcing(), compiles: int = WHOLE_COMPILES, reserve_s: float = 0.0) -> Measurement | None:
-        if not tuning.settles(WHOLE, fallback=None, compiles=compiles + (0 if sweep.worker.alive else 1), reserve_s=reserve_s):
+    def measure(candidate: Forcing, baseline: Forcing = Forcing(), compiles: int = WHOLE_COMPILES, reserve_s: float = 0.0,
+                kind: str = WHOLE) -> Measurement | None:
+        if not tuning.settles(kind, fallback=None, compiles=compiles + (0 if sweep.worker.alive else 1), reserve_s=reserve_s):
             return None
-        with tuning.costs.timed(WHOLE):
+        with tuning.costs.timed(kind):
             return sweep.worker.run(GraphTrial(baseline.to_json(), candidate.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
 
     return measure
