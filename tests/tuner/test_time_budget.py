@@ -170,3 +170,30 @@ def test_the_forecast_counts_the_fusion_groupings_of_every_captured_graph(db_url
     assert FusionPhase.name in forecast(sweep, [], fusion_graphs=1)
     assert FusionPhase.name not in forecast(sweep, [], fusion_graphs=0)
     db.close()
+
+
+def test_a_finalists_verification_ends_by_its_phases_deadline(db_url):
+    """Not by the sweep's own: that time is the whole-workload check's (a 120-s mobilenet_v2 sweep verified a fusion
+    grouping to its end and never timed the workload unfrozen, which was 0.825x)."""
+    import dataclasses
+
+    from tests.helpers.replay import _context
+
+    db = Database.open(db_url)
+    tuning = _context(db_url, db, trials=4)
+    tuning.costs.observe("fusion_graph:verify", 20.0)
+    now = time.monotonic()
+    in_phase = dataclasses.replace(tuning, deadline=now + 10, settle_by=now + 100)
+    assert not in_phase.can_verify("fusion_graph")
+    assert dataclasses.replace(in_phase, deadline=now + 30).can_verify("fusion_graph")
+    assert dataclasses.replace(in_phase, deadline=None).can_verify("fusion_graph"), "no phase deadline: the sweep's own"
+    db.close()
+
+
+def test_the_end_of_a_cpu_sweep_holds_a_fresh_workers_compile_too():
+    from tuner.sweep import _end_compiles
+    from tuner.workload import WorkloadSpec
+
+    cpu, cuda = WorkloadSpec("resnet18"), WorkloadSpec("resnet18", device="cuda")
+    assert _end_compiles(cpu) == _end_compiles(cuda) + 1
+    assert _end_compiles(WorkloadSpec("resnet18", mode="train")) < _end_compiles(cpu)  # nothing frozen to time unfrozen
