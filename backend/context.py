@@ -287,10 +287,14 @@ class CompileContext:
         for k, k_kind, answer in ((key, kind, self.forcing.graphs.get(key)), (fkey, Kind.FUSION, self.forcing.fusion.get(fkey))):
             if k_kind is kind and not kind.is_graph:
                 continue  # no knobs are tuned per graph on this device
+            if k_kind is Kind.CUDA_GRAPH and payload["backward"]:
+                continue  # a backward graph runs under CUDA graphs as its forward does: no task of its own
             what = name if k_kind is kind else f"{name} fusion"
             moved = transfer(k_kind) if answer is None else None
             if moved is not None:
                 answer = moved.config
+            if answer is None and k_kind is Kind.CUDA_GRAPH:
+                continue  # off, Inductor's own choice; the graph's fusion lookup says whether the graph is known at all
             if answer is None:
                 self._decide(k_kind, k, what, MISS, None, reason=self._no_entry("graph", "of the same code") + "; Inductor's defaults")
                 continue

@@ -90,10 +90,8 @@ class StudyContext:
         return ranked or space.seeds()
 
     def can_verify(self, kind: str) -> bool:
-        """Whether re-measuring a finalist of ``kind`` against its default ends by the phase's deadline (the sweep's
-        own where there is none): the time kept for the whole-workload check, which times every winner together, stays
-        whole. A 120-s CPU sweep of mobilenet_v2 verified a fusion grouping until its end and left the check and the
-        unfrozen measurement nothing (session 18); site batches verify within their phase since session 14."""
+        """Whether re-measuring a finalist of ``kind`` against its default ends by the phase's deadline (else the
+        sweep's own): the check's share stays whole (a mobilenet_v2 sweep once verified into it and lost the check)."""
         return fits(self.deadline if self.deadline is not None else self.settle_by, self.expected(f"{kind}:verify", kind))
 
 
@@ -383,9 +381,8 @@ def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure:
 
 
 def settle_measured(tuning: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, top: TrialRecord | None, gain: float) -> TaskOutcome:
-    """No time to verify: ``top`` wins on its own trial when that beat the default by ``gain``, far past the noise
-    between two runs. Only for trials timed beside the default in one run, numerics checked (a site batch, a
-    graph-level trial); else, as :func:`unverified`, the stored answer stays."""
+    """No time to verify: ``top`` wins on its own trial (timed beside the default in one run, numerics checked) when
+    that beat the default by ``gain``, far past the noise between two runs; else, as :func:`unverified`."""
     default_ms = default.median_ms if default else (top.baseline_ms if top else None)
     if top is None or top.ratio is None or top.ratio > 1 - gain or not top.median_ms or not top.baseline_ms:
         return unverified(tuning, task, space, default_ms)

@@ -93,3 +93,29 @@ def test_the_tuned_backend_says_when_a_workload_runs_under_cuda_graphs(unfrozen,
     torch.testing.assert_close(y, m(x).detach())
     assert "runs under CUDA graphs" in caplog.text and "'cuda_graphs': False" in caplog.text
     assert _skips() > before
+
+
+def _lookups(ctx, payload):
+    from tuner.backend import journal
+
+    with journal.recording() as decisions:
+        knobs = ctx.graph_knobs(payload)
+    return knobs, [(d.kind, d.outcome) for d in decisions]
+
+
+def test_a_cuda_graphs_lookup_is_a_forward_graphs_and_never_a_miss():
+    """A backward graph has no task of its own; a forward graph with no answer runs as Inductor would (off), and its
+    fusion lookup alone says whether the graph is known, so a database swept before this kind counts no extra miss."""
+    from tuner.backend.journal import HIT, MISS
+    from tuner.core import Kind
+    from tuner.keys import task_key
+    from tuner.search_spaces.cuda_graph import on
+
+    forward = {"code": "def forward(self, x):\n    return (x,)", "inputs": [], "backward": False}
+    backward = {**forward, "backward": True}
+    assert _lookups(CompileContext(Forcing(), "cuda"), forward)[1] == [(Kind.FUSION, MISS)]
+    answers = Forcing(graphs={task_key(Kind.CUDA_GRAPH, p): on() for p in (forward, backward)})
+    knobs, seen = _lookups(CompileContext(answers, "cuda"), forward)
+    assert knobs == on() and seen == [(Kind.CUDA_GRAPH, HIT), (Kind.FUSION, MISS)]
+    knobs, seen = _lookups(CompileContext(answers, "cuda"), backward)
+    assert knobs == {} and seen == [(Kind.FUSION, MISS)]

@@ -75,6 +75,8 @@ def test_no_measurement_when_its_compiles_do_not_fit_before_the_deadline(db_url)
     assert phase.plan(sweep)
     phase.run(sweep, sweep.tuning.deadline)
     assert any("no time left" in n for n in sweep.progress.notes) and db.stats()["trials"] == 0
+    assert db.winner_config(sweep.workload.records[-1].id, sweep.tuning.device_id) == {CUDA_GRAPHS: False}, \
+        "unmeasured, the task's answer is Inductor's own choice: a compile counts no miss for it"
     db.close()
 
 

@@ -18,6 +18,15 @@ from tuner.search_spaces.cuda_graph import on
 LEAST_IDLE = 0.10
 
 
+def _store_defaults(sweep: SweepContext, pairs: list) -> None:
+    """Off (Inductor's own choice) as the answer of each task that has none yet, as a new Triton kernel gets its
+    default config: every task of a swept workload has an answer, measured or not."""
+    stored = sweep.db.winner_configs([r.id for _, r in pairs], sweep.tuning.device_id)
+    for t, r in pairs:
+        if r.id not in stored:
+            sweep.db.set_winner(r.id, sweep.tuning.device_id, None, t.space.default, None, None)
+
+
 def worth_measuring(idle_share: float | None) -> bool:
     """Whether the default step leaves the device idle enough for CUDA graphs to matter (unknown: measure)."""
     return idle_share is None or idle_share >= LEAST_IDLE
@@ -33,8 +42,9 @@ class CudaGraphPhase(Phase):
         self.ratio: float | None = None  # the workload under CUDA graphs over the defaults, where measured
 
     def plan(self, sweep: SweepContext) -> Plan:
-        self.pairs = [(t, r) for t, r in sweep.workload.pairs((Kind.CUDA_GRAPH,))
-                      if sweep.db.find_trial(r.id, sweep.tuning.device_id, on()) is None]  # a rerun measures it once
+        every = sweep.workload.pairs((Kind.CUDA_GRAPH,))
+        _store_defaults(sweep, every)
+        self.pairs = [(t, r) for t, r in every if sweep.db.find_trial(r.id, sweep.tuning.device_id, on()) is None]  # a rerun measures it once
         if not self.pairs:
             return Plan([], 0)
         if not worth_measuring(self.idle):
