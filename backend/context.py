@@ -17,6 +17,7 @@ from typing import Any
 
 from tuner.backend import counters, journal
 from tuner.backend.hooks import graph as graph_hook
+from tuner.backend.hooks.restart import describe
 from tuner.backend.journal import HIT, MISS, TRANSFERRED, Decision
 from tuner.core import Forcing, Kind, site_name
 from tuner.keys import task_key
@@ -267,8 +268,6 @@ class CompileContext:
         name."""
         self._graphs_seen["forward"] -= 1
         self.cuda_graphs_on = self.cuda_graphs_on or bool(patches.get(CUDA_GRAPHS))
-        from tuner.backend.hooks.restart import describe
-
         log.info("compiling a graph again %s, as its answer says", describe(patches))
 
     def graph_knobs(self, payload: dict[str, Any]) -> dict[str, Any]:

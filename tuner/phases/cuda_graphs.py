@@ -39,7 +39,6 @@ class CudaGraphPhase(Phase):
         self.idle = idle_share  # of the default step (``CaptureResult.idle_share``); None: not measured
         self.compiles = compiles  # before the timing: the candidate's, and the default's where the worker keeps none
         self.pairs: list = []
-        self.ratio: float | None = None  # the workload under CUDA graphs over the defaults, where measured
 
     def plan(self, sweep: SweepContext) -> Plan:
         every = sweep.workload.pairs((Kind.CUDA_GRAPH,))
@@ -68,13 +67,12 @@ class CudaGraphPhase(Phase):
         candidate = Forcing.union(t.forcing(on()) for t, _ in self.pairs)
         with costs.timed(str(Kind.CUDA_GRAPH)):
             m = sweep.worker.run(GraphTrial(Forcing().to_json(), candidate.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
-        if not m.ok:
-            sweep.progress.note(f"the workload under CUDA graphs failed: {m.status.value}: {m.error}")
         wins = m.ok and m.beats_default(sweep.budget.min_gain)
         if m.ok:
-            self.ratio = m.ratio
             sweep.progress.note(f"under CUDA graphs: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms ({m.ratio:.3f}x): "
                                 + ("kept" if wins else "Inductor's default stays"))
+        else:
+            sweep.progress.note(f"the workload under CUDA graphs failed: {m.status.value}: {m.error}")
         for t, r in self.pairs:
             trial = record(sweep.tuning, r, on(), m)
             if wins:

@@ -25,8 +25,7 @@ UNFROZEN = "whole workload unfrozen"  # ... of the workload timed unfrozen: a co
 WHOLE_COMPILES = 1
 # The workload unfrozen (``backend/hooks/restart.py``), timed against the winners kept: its own compile, and the
 # winners' if the worker no longer holds them. Where every winner is the default, the baseline is the capture's own
-# compile, which a live worker keeps: one compile (a 120-s CPU sweep of mobilenet_v2 expected two and skipped the
-# measurement with 17 s left; freezing cost it 8%: bench/results/cpu-xeon-2c/mobilenet_v2-b1-64-s18.json).
+# compile, which a live worker keeps: one compile.
 UNFROZEN_COMPILES = 2
 
 
