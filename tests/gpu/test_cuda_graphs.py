@@ -8,8 +8,9 @@ from tuner.workload import WorkloadSpec
 
 pytestmark = pytest.mark.gpu
 
-# fp32: a bf16 training step at this size has gradients too far from eager for the capture's own gate (1.22 on the H200)
-TRAIN = WorkloadSpec(model="tests.helpers.models:convnet", device="cuda", mode="train", dtype="fp32", input_shape=(4, 16, 32, 32))
+# The mlp, not the convnet: the convnet ends in a softmax, whose mean has no gradient, so its weights' gradients are
+# rounding noise and the capture's own numerics gate refuses the step (1.5x eager's, fp32, on the H200)
+TRAIN = WorkloadSpec(model="tests.helpers.models:mlp", device="cuda", mode="train", dtype="fp32", input_shape=(8, 64))
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +20,7 @@ def captured():
 
     s = Session(TRAIN)
     cap = s.capture()
-    return s, cap, [t for t in tasks_from_capture(cap, "convnet") if t.kind == "cuda_graph"]
+    return s, cap, [t for t in tasks_from_capture(cap, "mlp") if t.kind == "cuda_graph"]
 
 
 def test_a_small_training_step_waits_for_the_host_and_runs_faster_under_cuda_graphs(captured):
@@ -29,7 +30,7 @@ def test_a_small_training_step_waits_for_the_host_and_runs_faster_under_cuda_gra
 
     session, cap, tasks = captured
     assert cap.busy_ms and cap.step_ms and cap.idle_share is not None
-    assert cap.idle_share > 0.3, (cap.step_ms, cap.busy_ms)  # a batch of 4 at 32x32: microseconds of kernels per launch
+    assert cap.idle_share > 0.3, (cap.step_ms, cap.busy_ms)  # a batch of 8: microseconds of kernels per launch
     assert len(tasks) == 1
     m = session.time_graph(GraphTrial(Forcing().to_json(), tasks[0].forcing(on()).to_json(), 10, 5.0))
     assert m.ok, m.error

@@ -32,3 +32,22 @@ def test_every_spelling_of_nothing_forced_is_the_kept_defaults_compile():
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
     session.capture()
     assert session.compile(Forcing().to_json()).fn is session.compile({}).fn
+
+
+def test_only_a_plain_compile_runs_under_cuda_graphs_never_one_that_records_or_captures():
+    """An answer turning CUDA graphs on restarts a timed compile under them (on the CPU Inductor counts the skip);
+    a recording compile keeps them off: under a graph tree, what it keeps alive breaks the pool's tracking (H200)."""
+    from torch._dynamo.utils import counters
+
+    from tuner.backend.context import Recorder
+    from tuner.core import Forcing
+    from tuner.search_spaces.cuda_graph import on
+
+    session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
+    cap = session.capture()
+    forcing = Forcing(graphs={g["key"]: on() for g in cap.graphs}).to_json()
+    before = counters["inductor"]["cudagraph_skips"]
+    session.compile(forcing, recorder=Recorder())
+    assert counters["inductor"]["cudagraph_skips"] == before
+    session.compile(forcing)
+    assert counters["inductor"]["cudagraph_skips"] > before

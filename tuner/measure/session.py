@@ -87,8 +87,11 @@ class Session:
         from tuner.core import Forcing
         from tuner.settings import settings
 
+        # A compile that records, times sites or captures kernels never runs under CUDA graphs: its kernels are the
+        # same, and a graph tree's pool cannot hold the tensors those keep (tensors not tracked as outputs).
+        plain = recorder is None and benchmark is None and kernel_sink is None
         ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing,
-                             site_defer=settings().site_defer)
+                             site_defer=settings().site_defer, cuda_graphs=plain)
         # Sweep compiles neither read nor fill Inductor's caches: a user's later compile must do its own lowering.
         # Epilogue fusions are not benchmarked: a site's timings are its choices' own (with ``site_defer`` they are
         # still taken at the scheduler, hooks/selector).
