@@ -70,3 +70,18 @@ def test_the_cli_prints_the_missing_extra_as_written(monkeypatch, db_url):
     Database.open(db_url).close()
     result = CliRunner().invoke(app, ["explain", "--model", "timm:resnet18", "--device", "cpu", "--db", db_url])  # builds here
     assert result.exit_code == 1 and "pip install -e '.[timm]'" in result.output  # brackets are not console markup
+
+
+def test_a_language_models_training_step_is_tuned_backward_as_forward():
+    """Issue 16: an hf: causal LM's training step (AdamW in bench) is captured forward and backward, and the backward
+    graph's template sites and graph knobs become tasks as the forward's do."""
+    from tuner.core import Kind
+    from tuner.measure.session import Session
+    from tuner.tasks import tasks_from_capture
+
+    cap = Session(WorkloadSpec(model=GPT2, device="cpu", mode="train", batch=2, seq_len=16, threads=2)).capture()
+    backward = {g["key"] for g in cap.graphs if g["backward"]}
+    assert len(backward) == 1 and len(cap.graphs) == 2
+    assert any(s["graph"] in backward for s in cap.sites) and any(s["graph"] not in backward for s in cap.sites)
+    names = [t.name for t in tasks_from_capture(cap, "gpt2") if t.kind is Kind.CPP_GRAPH]
+    assert names == ["gpt2 forward graph 0", "gpt2 backward graph 0"]
