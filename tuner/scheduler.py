@@ -14,7 +14,7 @@ from tuner.db import Database
 from tuner.db.claims import claim_next, finish, held_by_others, pending, release, renew, worker_id
 from tuner.progress import Progress
 from tuner.search import StudyContext, choose_winner, run_study
-from tuner.site_batches import MeasureSites, choices_that_fit, tune_sites
+from tuner.site_batches import MeasureSites, sites_that_fit, tune_sites
 from tuner.winners import Winners, stored_outcome
 
 
@@ -55,9 +55,9 @@ def tune_site_groups(
     size = max(1, -(-len(sites) // max(1, workers)))
     outcomes: dict[int, TaskOutcome] = {}
     measured_total = 0
-    while choices_that_fit(tuning, batch, 1) > 0:
+    while (fit := sites_that_fit(tuning, batch, size)) > 0:  # as many sites as a batch holds by the deadline
         group = []
-        while len(group) < size:
+        while len(group) < fit:
             tid = claim_next(tuning.db, [i for i in ids if i not in {r.id for _, r in group}], tuning.device_id, wid, tuning.budget.site_target, ttl)
             if tid is None:
                 break

@@ -123,6 +123,12 @@ def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
     return max(0, min(batch, int(left / (per_choice * sites)) - 1))  # each site also times its default
 
 
+def sites_that_fit(tuning: StudyContext, batch: int, most: int) -> int:
+    """How many of ``most`` open sites one batch can hold, each offered a candidate besides its default, by the
+    deadline: a group larger than that measures nothing, a smaller one measures its sites (0: not even one)."""
+    return next((k for k in range(most, 0, -1) if choices_that_fit(tuning, batch, k) > 0), 0)
+
+
 def _timed(tuning: StudyContext, measure: MeasureSites, request: Request) -> dict[str, dict[str, Measurement]]:
     """``measure_split`` of the request, its cost per choice observed."""
     t0 = clock.now()

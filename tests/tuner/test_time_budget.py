@@ -41,7 +41,8 @@ def test_resnet18_sweep_keeps_its_time_budget_and_compiles_benchmarking_nothing(
 
 
 def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(db_url):
-    """A site batch costs at least a compile: with less time than that, the phase measures nothing and says so."""
+    """A site batch costs at least a compile and a choice: with less time than that, the phase measures nothing and
+    says so."""
     from tests.helpers.replay import _context, tasks
     from tuner.phases import SitePhase, SweepContext, Workload
     from tuner.clock import CAPTURE
@@ -55,16 +56,17 @@ def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(d
             self.notes.append(text)
 
     db = Database.open(db_url)
-    tuning = _context(db_url, db, trials=4)
-    tuning.costs.observe(CAPTURE, 30.0)
-    workload = Workload(db, "replay")
-    workload.register([t for t in tasks(1) if t.kind == "template_choice"])
-    sweep = SweepContext(tuning, worker=None, progress=Notes(), workload=workload, device_type="cpu", model="replay")
-    phase = SitePhase()
-    assert phase.plan(sweep)
-    phase.run(sweep, deadline=time.monotonic() + 5)
-    assert any("template sites skipped" in n for n in sweep.progress.notes), sweep.progress.notes
-    assert not sweep.tuning.stored and db.stats()["trials"] == 0
+    for compile_s, deadline_s in ((30.0, 5.0), (30.0, 30.1)):  # no compile fits; a compile fits, with no choice
+        tuning = _context(db_url, db, trials=4)
+        tuning.costs.observe(CAPTURE, compile_s)
+        workload = Workload(db, "replay")
+        workload.register([t for t in tasks(1) if t.kind == "template_choice"])
+        sweep = SweepContext(tuning, worker=None, progress=Notes(), workload=workload, device_type="cuda", model="replay")
+        phase = SitePhase()
+        assert phase.plan(sweep)
+        phase.run(sweep, deadline=time.monotonic() + deadline_s)
+        assert any("template sites skipped" in n for n in sweep.progress.notes), (deadline_s, sweep.progress.notes)
+        assert not sweep.tuning.stored and db.stats()["trials"] == 0
     db.close()
 
 

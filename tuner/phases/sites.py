@@ -13,7 +13,7 @@ from tuner.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
 from tuner.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
 from tuner.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL
-from tuner.site_batches import Request, site_target
+from tuner.site_batches import Request, choices_that_fit, site_target
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
 
@@ -39,10 +39,14 @@ class SitePhase(Phase):
         return trials, [(SITE_CHOICE, trials + 2 * len(tasks))]
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
+        batch = SITE_BATCH.get(sweep.device_type, SITE_BATCH["cpu"])
+        if sweep.device_type in SITE_CHOICE_MARGINAL:  # a batch: a compile, then a share per choice (site_batches)
+            sweep.tuning.costs.slopes.setdefault(SITE_CHOICE, SITE_CHOICE_MARGINAL[sweep.device_type])
         compile_s = sweep.tuning.costs.expect(CAPTURE)
-        if not fits(deadline, compile_s):  # its time flows to the next phase
-            left = max(0.0, (deadline or 0.0) - clock.now())
-            sweep.progress.note(f"template sites skipped: a site batch is a compile (~{compile_s:.0f} s), more than the {left:.0f} s this phase has")
+        # The scheduler's own test too: a compile that fits with no time for a choice at a site measures nothing
+        if not fits(deadline, compile_s) or not choices_that_fit(sweep.until(deadline), batch, 1):
+            left = max(0.0, (deadline or 0.0) - clock.now())  # its time flows to the next phase
+            sweep.progress.note(f"template sites skipped: a site batch is a compile (~{compile_s:.0f} s) and its choices, more than the {left:.0f} s this phase has")
             return
         if sweep.device_type == "cuda" and settings().site_timing == "cudagraph":
             sweep.progress.note("template-site choices are timed as CUDA-graph replays, the device's time alone (TUNER_SITE_TIMING=cudagraph)")
@@ -51,9 +55,6 @@ class SitePhase(Phase):
         def measure(request: Request) -> SiteTimings:
             return sweep.worker.run(SiteBatch(base, request))
 
-        batch = SITE_BATCH.get(sweep.device_type, SITE_BATCH["cpu"])
-        if sweep.device_type in SITE_CHOICE_MARGINAL:  # a batch: a compile, then a share per choice (site_batches)
-            sweep.tuning.costs.slopes.setdefault(SITE_CHOICE, SITE_CHOICE_MARGINAL[sweep.device_type])
         got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress)
         sweep.add(list(got.values()))
         wait_for_others(sweep.db, sweep.tuning, [r.id for _, r in self.sites], sweep.progress)
