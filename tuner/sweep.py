@@ -15,7 +15,6 @@ from tuner.db.claims import release_all, worker_id
 from tuner.estimate import max_autotune_s
 from tuner.measure import CaptureResult, Worker
 from tuner.phases import CudaGraphPhase, FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
-from tuner.phases.cuda_graphs import worth_measuring
 from tuner.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.phases.forecast import forecast, forecast_line
 from tuner.progress import Progress
@@ -80,13 +79,13 @@ MAX_END_SHARE = 0.35
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
-def phases(opts: SweepOptions, whole: WholeCheckPhase, capture: CaptureResult | None = None) -> Iterator[Phase]:
+def phases(opts: SweepOptions, whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
     it will run), and a fusion grouping decides which kernels exist (an epilogue fused into a template is a kernel
     fewer), so the groupings come before the Triton kernels, which are captured with every winner so far forced."""
-    if opts.spec.device == "cuda":
-        yield CudaGraphPhase(capture.idle_share if capture else None, compiles=_cuda_graph_compiles(opts.spec))
+    if cuda_graphs is not None:
+        yield cuda_graphs
     yield SitePhase(PHASE_SHARE["sites"])
     if opts.spec.device == "cuda":
         if opts.fusion:
@@ -105,12 +104,6 @@ def _end_compiles(spec: WorkloadSpec) -> int:
     CPU, the defaults again in a fresh worker (a CPU worker is recycled every CPU_RECYCLE trials: a 120-s mobilenet_v2
     sweep's check took 18 s, 2.8 capture compiles, and left the unfrozen measurement none; session 18)."""
     return WHOLE_COMPILES + (UNFROZEN_COMPILES if spec.uses_freezing else 0) + (1 if spec.device == "cpu" else 0)
-
-
-def _cuda_graph_compiles(spec: WorkloadSpec) -> int:
-    """What measuring the workload under CUDA graphs compiles: the candidate, and the defaults again for a training
-    step (its capture's compile stepped its weights and is not kept)."""
-    return 2 if spec.mode == "train" else 1
 
 
 def promised_end_s(budget_s: float) -> float:
@@ -171,10 +164,10 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
         opts = _sized(opts, capture, progress)
         sweep = _context(opts, db, worker, capture, progress, t0)
-        measured_first = _cuda_graph_compiles(opts.spec) if opts.spec.device == "cuda" and worth_measuring(capture.idle_share) else 0
+        cuda_graphs = CudaGraphPhase(capture.idle_share, train=opts.spec.mode == "train") if opts.spec.device == "cuda" else None
         progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0,
-                                                          any(g.get("frozen") for g in capture.graphs), measured_first)))
-        run_phases(sweep, phases(opts, whole, capture))
+                                                          any(g.get("frozen") for g in capture.graphs), cuda_graphs)))
+        run_phases(sweep, phases(opts, whole, cuda_graphs))
     except KeyboardInterrupt:
         release_all(db, worker_id())
         if report is None:

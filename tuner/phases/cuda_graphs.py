@@ -6,7 +6,7 @@ behind launches. On the H200, resnet50's training step at batch 32 ran 6.4 ms of
 
 from __future__ import annotations
 
-from tuner.clock import CAPTURE, fits
+from tuner.clock import CAPTURE, Costs, fits
 from tuner.core import Forcing, Kind, TaskOutcome
 from tuner.measure import GraphTrial
 from tuner.phases.base import Phase, Plan, SweepContext
@@ -35,10 +35,16 @@ def worth_measuring(idle_share: float | None) -> bool:
 class CudaGraphPhase(Phase):
     name = "CUDA graphs"
 
-    def __init__(self, idle_share: float | None, compiles: int = 1):
+    def __init__(self, idle_share: float | None, train: bool = False):
         self.idle = idle_share  # of the default step (``CaptureResult.idle_share``); None: not measured
-        self.compiles = compiles  # before the timing: the candidate's, and the default's where the worker keeps none
+        # Before the timing: the candidate's compile, and for a training step the defaults' again (its capture's
+        # compile stepped its weights and is not kept)
+        self.compiles = 2 if train else 1
         self.pairs: list = []
+
+    def forecast_s(self, costs: Costs) -> float:
+        """What the phase is expected to cost, for the sweep's forecast: nothing where the step keeps the device busy."""
+        return self._expected(costs) if worth_measuring(self.idle) else 0.0
 
     def plan(self, sweep: SweepContext) -> Plan:
         every = sweep.workload.pairs((Kind.CUDA_GRAPH,))
@@ -51,17 +57,16 @@ class CudaGraphPhase(Phase):
             return Plan([], 0)
         idle = "unknown" if self.idle is None else f"{self.idle:.0%}"
         sweep.progress.note(f"the GPU waits for the host {idle} of the default step: the workload under CUDA graphs is measured "
-                            f"first (~{self._expected(sweep):.0f} s)")
+                            f"first (~{self._expected(sweep.tuning.costs):.0f} s)")
         return Plan([t for t, _ in self.pairs], 1)
 
-    def _expected(self, sweep: SweepContext) -> float:
-        """Its last measurement's cost, else its compiles' (the forecast's figure)."""
-        costs = sweep.tuning.costs
+    def _expected(self, costs: Costs) -> float:
+        """Its last measurement's cost, else its compiles'."""
         return costs.expect(str(Kind.CUDA_GRAPH)) or self.compiles * costs.expect(CAPTURE)
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         costs = sweep.tuning.costs
-        if not fits(deadline, self._expected(sweep)):
+        if not fits(deadline, self._expected(costs)):
             sweep.progress.note("no time left to measure the workload under CUDA graphs")
             return
         candidate = Forcing.union(t.forcing(on()) for t, _ in self.pairs)

@@ -20,16 +20,16 @@ from tuner.tasks import kernel_tasks
 
 
 def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_graphs: int, frozen: bool = False,
-             cuda_graph_compiles: int = 0) -> dict[str, float]:
+             cuda_graphs: CudaGraphPhase | None = None) -> dict[str, float]:
     """{phase: expected seconds} for the phases this sweep will run, from the capture's tasks and kernels;
     ``fusion_graphs``: the graphs whose groupings it will search (0: none); ``frozen``: some were compiled frozen,
-    so the whole-workload check also times the workload unfrozen; ``cuda_graph_compiles``: what measuring the
-    workload under CUDA graphs costs, where the sweep will."""
+    so the whole-workload check also times the workload unfrozen; ``cuda_graphs``: the sweep's CUDA-graph phase (on
+    CUDA), which says what it costs."""
     costs, dev = sweep.tuning.costs, sweep.device_type
     tasks = sweep.workload.tasks
     graphs = [x for x in tasks if x.kind is Kind.CPP_GRAPH]  # CUDA graph tasks: one measurement, CudaGraphPhase's
     out = {
-        CudaGraphPhase.name: cuda_graph_compiles * costs.expect(CAPTURE),
+        CudaGraphPhase.name: cuda_graphs.forecast_s(costs) if cuda_graphs else 0.0,
         SitePhase.name: expected_s(costs, dev, SitePhase.trials(sweep, [x for x in tasks if x.kind == Kind.SITE])[1]),
         KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
         GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, graphs)[1]),
