@@ -190,24 +190,31 @@ def test_a_batch_is_sized_as_a_compile_plus_a_share_per_choice(db_url, monkeypat
     db.close()
 
 
-def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_the_deadline(db_url, monkeypatch):
-    """No probe where the device has a prior share per choice and the capture's compile was timed: batches cost 1 s
-    of compile plus 0.1 s per choice, 1.85 s are left, so the first batch offers each site its default and two
-    candidates (6 choices, 1.6 s). A probe (each site's default and one candidate: 4 choices, 1.4 s) would have left
-    0.45 s, no room for another compile."""
+def _known_costs(db_url, monkeypatch, left_s):
+    """Two sites whose batches are known to cost 1 s of compile (the capture's) plus 0.1 s per choice (the prior
+    share), on a simulated clock, with ``left_s`` to the deadline."""
     import dataclasses
 
     from tuner.clock import CAPTURE
     from tuner.estimate import SITE_CHOICE
-    from tuner.site_batches import tune_sites
 
     clock = _SimulatedClock()
     monkeypatch.setattr("tuner.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     tuning.costs.slopes[SITE_CHOICE] = 0.1
     tuning.costs.observe(CAPTURE, 1.0)
-    deadline = clock.t + 1.85
-    tuning = dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 10)
+    deadline = clock.t + left_s
+    return db, dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 10), group, clock, deadline
+
+
+def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_the_deadline(db_url, monkeypatch):
+    """No probe where the device has a prior share per choice and the capture's compile was timed: batches cost 1 s
+    of compile plus 0.1 s per choice, 1.85 s are left, so the first batch offers each site its default and two
+    candidates (6 choices, 1.6 s). A probe (each site's default and one candidate: 4 choices, 1.4 s) would have left
+    0.45 s, no room for another compile."""
+    from tuner.site_batches import tune_sites
+
+    db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=1.85)
     calls = []
     _, measured, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock), batch=16)
     assert [n for n, _ in calls][:1] == [6] and calls[0][1] <= deadline
@@ -287,20 +294,10 @@ def test_a_phase_with_room_for_fewer_sites_than_it_has_measures_those_that_fit(d
     """A batch costs 1 s of compile plus 0.1 s per choice and 1.35 s are left: a batch of both sites cannot offer
     each a candidate besides its default (the H200's resnet50 training sweep: 26 sites, 42 s, a 39-s compile, no
     batch and no word); one site can be, with its default (2 choices, 1.2 s). The other site is left for a rerun."""
-    import dataclasses
-
-    from tuner.clock import CAPTURE
-    from tuner.estimate import SITE_CHOICE
     from tuner.progress import Progress
     from tuner.scheduler import tune_site_groups
 
-    clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.clock.now", clock.now)
-    db, tuning, group = _sites(db_url)
-    tuning.costs.slopes[SITE_CHOICE] = 0.1
-    tuning.costs.observe(CAPTURE, 1.0)
-    deadline = clock.t + 1.35
-    tuning = dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 10)
+    db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=1.35)
     calls = []
     outcomes, measured = tune_site_groups(tuning, group, _affine(calls, 1.0, 0.1, clock), 16, 1, Progress())
     assert [n for n, _ in calls] == [2] and calls[0][1] <= deadline and measured == 2
