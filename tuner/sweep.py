@@ -164,7 +164,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
         opts = _sized(opts, capture, progress)
         sweep = _context(opts, db, worker, capture, progress, t0)
-        cuda_graphs = CudaGraphPhase(capture.idle_share, train=opts.spec.mode == "train") if opts.spec.device == "cuda" else None
+        cuda_graphs = CudaGraphPhase(capture.idle_share) if opts.spec.device == "cuda" else None
         progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0,
                                                           any(g.get("frozen") for g in capture.graphs), cuda_graphs)))
         run_phases(sweep, phases(opts, whole, cuda_graphs))

@@ -71,7 +71,7 @@ def test_measured_only_where_the_device_waits_for_the_host(db_url):
 def test_no_measurement_when_its_compiles_do_not_fit_before_the_deadline(db_url):
     db = Database.open(db_url)
     sweep = _sweep(db_url, db, deadline_in=20.0)
-    phase = CudaGraphPhase(0.62, train=True)  # two 30-s compiles, 20 s left
+    phase = CudaGraphPhase(0.62)  # a 30-s compile, 20 s left
     assert phase.plan(sweep)
     phase.run(sweep, sweep.tuning.deadline)
     assert any("no time left" in n for n in sweep.progress.notes) and db.stats()["trials"] == 0
@@ -92,7 +92,7 @@ def test_a_recording_compile_keeps_the_time_kept_for_the_check(db_url):
 def test_the_forecast_counts_the_cuda_graph_measurement(db_url):
     db = Database.open(db_url)
     sweep = _sweep(db_url, db)
-    assert forecast(sweep, [], 0, cuda_graphs=CudaGraphPhase(0.62, train=True))[CudaGraphPhase.name] == 60.0
+    assert forecast(sweep, [], 0, cuda_graphs=CudaGraphPhase(0.62))[CudaGraphPhase.name] == 30.0  # the candidate's compile
     assert forecast(sweep, [], 0, cuda_graphs=CudaGraphPhase(None))[CudaGraphPhase.name] == 30.0  # unknown: measured
     assert CudaGraphPhase.name not in forecast(sweep, [], 0, cuda_graphs=CudaGraphPhase(0.05))  # busy: not measured
     assert CudaGraphPhase.name not in forecast(sweep, [], 0)

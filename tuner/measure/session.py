@@ -157,8 +157,9 @@ class Session:
         sink: list[Any] | None = [] if self.kernels is not None else None
         done = self.compile({}, recorder, kernel_sink=sink, check=False)
         self._default_kernels = sink  # Inductor's default kernels: a capture with nothing forced needs no compile
-        if self.spec.mode != "train":  # a training capture steps its copy's weights below
-            self._defaults = done  # recording forces nothing: this is the compile of Inductor's defaults, kept
+        # Recording forces nothing: this is the compile of Inductor's defaults, kept as every later trial's baseline
+        # (a training step's too: the optimizer's step is eager, outside what is compiled and timed)
+        self._defaults = done
         # Candidates must be about as close to eager as Inductor's own default is: a training step's small
         # gradients (batch-norm biases, say) can differ from eager by more than the dtype's bound, by default.
         gate = gross(self.tolerance)  # not yet widened by the default: this is the default
@@ -167,8 +168,6 @@ class Session:
             raise Inaccurate(f"Inductor's default compile of this workload differs from eager by {err:.3g}")
         self.default_error = done.error
         self.tolerance = widened_by_default(self.tolerance, done.errors)
-        if self.spec.mode == "train":  # one whole training step, as a user would run it
-            self.torch.optim.SGD(done.fn.parameters(), lr=1e-3).step()
         breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
         step_ms, busy_ms = self._busy(done.fn) if self.spec.device == "cuda" else (None, None)
         return CaptureResult(

@@ -35,11 +35,10 @@ def worth_measuring(idle_share: float | None) -> bool:
 class CudaGraphPhase(Phase):
     name = "CUDA graphs"
 
-    def __init__(self, idle_share: float | None, train: bool = False):
+    compiles = 1  # before the timing: the candidate's (the defaults' is the capture's, kept)
+
+    def __init__(self, idle_share: float | None):
         self.idle = idle_share  # of the default step (``CaptureResult.idle_share``); None: not measured
-        # Before the timing: the candidate's compile, and for a training step the defaults' again (its capture's
-        # compile stepped its weights and is not kept)
-        self.compiles = 2 if train else 1
         self.pairs: list = []
 
     def forecast_s(self, costs: Costs) -> float:
