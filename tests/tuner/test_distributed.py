@@ -186,6 +186,23 @@ def test_the_bar_never_shows_more_trials_than_its_total():
         assert bar.bar.tasks[0].total == 7
 
 
+def test_the_bar_left_on_screen_says_the_sweep_ended_with_nothing_to_wait_for():
+    import io
+    import time
+
+    from rich.console import Console
+
+    from tuner.cli.render import RichProgress
+
+    out = io.StringIO()
+    with RichProgress(Console(file=out, width=100), ends_by=time.monotonic() + 600) as bar:
+        bar.start(50, ["a"])
+        bar.task("a kernel")
+        bar.trial("ok")
+    last = out.getvalue().strip().splitlines()[-1]
+    assert last.startswith("ended") and "1/50 trials" in last and last.endswith("eta 0:00:00"), last
+
+
 @pytest.mark.parametrize("backend", ["postgres", "sqlite"])
 def test_workers_with_nothing_to_claim_join_a_running_study(backend, request, tmp_path):
     url = request.getfixturevalue("pg_url") if backend == "postgres" else f"sqlite:///{tmp_path / 'joined.db'}"

@@ -37,9 +37,10 @@ class BoundedRemaining(TimeRemainingColumn):
 class RichProgress(SweepProgress):
     def __init__(self, console: Console, ends_by: float | None = None):
         self.console = console
+        self.remaining = BoundedRemaining(ends_by)
         self.bar = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("trials"),
-            TimeElapsedColumn(), TextColumn("eta"), BoundedRemaining(ends_by), console=console, transient=False,
+            TimeElapsedColumn(), TextColumn("eta"), self.remaining, console=console, transient=False,
         )
         self.id: Any = None
         self.failed = 0
@@ -49,6 +50,11 @@ class RichProgress(SweepProgress):
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        """The bar's last render stays on screen: it says the sweep ended, with nothing left to wait for (a sweep
+        cut short by its time budget had shown 'eta 0:00:42' under its closing tables)."""
+        if self.id is not None:
+            self.remaining.ends_by = time.monotonic()
+            self.bar.update(self.id, description="ended" if exc[0] is None else "interrupted")
         self.bar.__exit__(*exc)
 
     def start(self, total: int, names: list[str]) -> None:
