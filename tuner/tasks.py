@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from tuner.core import GRAPH_KINDS, Kind, TaskSpec, site_name
+from tuner.core import GRAPH_KINDS, InputRow, Kind, TaskSpec, site_name
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import space_for
 from tuner.search_spaces.template import generator_context
@@ -66,6 +67,26 @@ def kernel_tasks(records: list[dict[str, Any]]) -> list[TaskSpec]:
 def step_share_ms(record: dict[str, Any]) -> float:
     """A captured kernel's time per step with its default config (ms): per launch, times launches per step."""
     return (record.get("default_ms") or 0.0) * int(record.get("launches") or 1)
+
+
+def site_work(task: TaskSpec) -> int:
+    """A template site's multiply-adds, from its inputs' sizes: what orders the sites so that a phase cut short by
+    its deadline tunes the largest first. A convolution counts its input positions over its stride where the site's
+    Triton template says it (else every position: an upper bound); the matmul family its last two inputs (addmm's
+    first is the bias). 0 where a size is symbolic or a row malformed."""
+    try:
+        sizes = [InputRow.parse(row).sizes for row in task.signature.get("inputs", [])]
+        base = dict(task.signature.get("space", {}).get("generate", {}).get("base", []))
+        stride = max(1, int(base.get("STRIDE_H", 1)) * int(base.get("STRIDE_W", 1)))
+    except (ValueError, TypeError, AttributeError):
+        return 0
+    if len(sizes) < 2 or any(len(s) < 2 for s in sizes[-2:]):
+        return 0
+    if task.signature.get("op") == "convolution":
+        (n, _, *space), weight = sizes[0], sizes[1]
+        return n * math.prod(space) * math.prod(weight) // stride
+    a, b = sizes[-2], sizes[-1]
+    return math.prod(a) * b[-1]
 
 
 def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:

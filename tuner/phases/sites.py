@@ -14,6 +14,7 @@ from tuner.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
 from tuner.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL
 from tuner.site_batches import Request, choices_that_fit, site_target
+from tuner.tasks import site_work
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
 
@@ -27,7 +28,8 @@ class SitePhase(Phase):
         self.sites: list[Any] = []
 
     def plan(self, sweep: SweepContext) -> Plan:
-        self.sites = sweep.workload.pairs((Kind.SITE,))
+        # The largest first: a phase whose deadline holds fewer sites than the workload has tunes where the time is
+        self.sites = sorted(sweep.workload.pairs((Kind.SITE,)), key=lambda p: -site_work(p[0]))
         tasks = [t for t, _ in self.sites]
         return Plan(tasks, *self.trials(sweep, tasks))
 
