@@ -100,10 +100,10 @@ def phases(opts: SweepOptions, whole: WholeCheckPhase, cuda_graphs: CudaGraphPha
 
 
 def _end_compiles(spec: WorkloadSpec) -> int:
-    """What the end's measurements compile: the check's winners, the workload unfrozen (frozen inference) and, on the
-    CPU, the defaults again in a fresh worker (a CPU worker is recycled every CPU_RECYCLE trials: a 120-s mobilenet_v2
-    sweep's check took 18 s, 2.8 capture compiles, and left the unfrozen measurement none; session 18)."""
-    return WHOLE_COMPILES + (UNFROZEN_COMPILES if spec.uses_freezing else 0) + (1 if spec.device == "cpu" else 0)
+    """What the end's measurements compile: the check's winners and the workload unfrozen (frozen inference). The
+    defaults' compile is the capture's, which the worker holds through the end (``Worker.held``: a CPU worker is
+    otherwise recycled every CPU_RECYCLE trials, and a 120-s mobilenet_v2 sweep's check took 2.8 compiles; session 18)."""
+    return WHOLE_COMPILES + (UNFROZEN_COMPILES if spec.uses_freezing else 0)
 
 
 def promised_end_s(budget_s: float) -> float:

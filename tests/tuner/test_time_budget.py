@@ -192,10 +192,26 @@ def test_a_finalists_verification_ends_by_its_phases_deadline(db_url):
     db.close()
 
 
-def test_the_end_of_a_cpu_sweep_holds_a_fresh_workers_compile_too():
+def test_the_end_of_a_sweep_counts_its_compiles_and_a_held_worker_is_not_recycled(tmp_path):
+    """The end's time holds the check's and the unfrozen measurement's compiles, not a fresh worker's capture: the
+    worker that holds the defaults' compile is not recycled while held (a CPU worker otherwise is, every few trials)."""
+    from tuner.measure import GraphTrial, Worker
     from tuner.sweep import _end_compiles
     from tuner.workload import WorkloadSpec
 
     cpu, cuda = WorkloadSpec("resnet18"), WorkloadSpec("resnet18", device="cuda")
-    assert _end_compiles(cpu) == _end_compiles(cuda) + 1
+    assert _end_compiles(cpu) == _end_compiles(cuda)
     assert _end_compiles(WorkloadSpec("resnet18", mode="train")) < _end_compiles(cpu)  # nothing frozen to time unfrozen
+
+    spec = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(4, 64), threads=1)
+    worker = Worker(spec, tmp_path / "logs", recycle_after=1)
+    try:
+        worker.start()
+        with worker.held():
+            for _ in range(2):
+                assert worker.run(GraphTrial({}, {}, 3, 0.5)).ok
+        assert worker.restarts == 0
+        worker.run(GraphTrial({}, {}, 3, 0.5))  # served past its limit, no longer held: a fresh worker
+        assert worker.restarts == 1
+    finally:
+        worker.close()

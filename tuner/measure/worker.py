@@ -6,13 +6,14 @@ the parent stores the trial as ``worker_died`` or ``timeout`` and starts a fresh
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tuner.errors import TunerError, WorkloadError
 from tuner.clock import Costs
@@ -102,6 +103,18 @@ class Worker:
         self.restarts = -1
         self._kernel_capture: CaptureKernels | None = None  # replayed into a restarted worker
         self.costs = Costs()  # seconds each kind of job took lately (captures as "capture")
+        self._held = False  # no recycling (``held``)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """No recycling inside: the end of a sweep runs in the worker that holds the defaults' compile (its capture),
+        where a fresh one would compile them again, a compile its time never counted (a 120-s mobilenet_v2 sweep's
+        check took 2.8 compiles on the CPU, session 18). A worker that died still starts again."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
 
     @property
     def alive(self) -> bool:
@@ -186,7 +199,7 @@ class Worker:
         return Status.WORKER_DIED, f"{why}; log {self.log_path}: {tail}"[:2000]
 
     def _ensure(self) -> None:
-        if not self.alive or self._served >= self.recycle_after:
+        if not self.alive or (self._served >= self.recycle_after and not self._held):
             self.start()
             if self._kernel_capture is not None:  # the kernel registry lives in the worker: rebuild it
                 self._conn.send(("job", self._kernel_capture))
