@@ -17,7 +17,7 @@ if [ "$STEP" = sweep ]; then
     DB=/tmp/$MODEL-b$B.db; rm -f "$DB"
     export TUNER_CACHE_DIR=/tmp/fresh-b$B/tuner TORCHINDUCTOR_CACHE_DIR=/tmp/fresh-b$B/inductor TRITON_CACHE_DIR=/tmp/fresh-b$B/triton
     start=$SECONDS
-    timeout -s INT $((S * 11 / 10 + 30)) python3 -m tuner sweep --model "$MODEL" --device cuda --batch "$B" "$@" \
+    timeout -s INT $((S * 11 / 10 + 30)) python3 bench/device/tuner_cli.py sweep --model "$MODEL" --device cuda --batch "$B" "$@" \
       --budget default --time-budget "$S" --db "sqlite:///$DB" 2>&1 | quiet | stamp > "$OUT/sweep-$MODEL-b$B.log"
     echo "sweep wall: $((SECONDS - start)) s (--time-budget $S, batch $B)" | tee -a "$OUT/sweep-$MODEL-b$B.log"
     grep -E "done:|won|unfrozen" "$OUT/sweep-$MODEL-b$B.log" | tail -n 6
@@ -30,6 +30,6 @@ cp "$SRC" /tmp/source.db && chmod u+w /tmp/source.db
 OWN=/tmp/$MODEL-b$B.db; [ -f "$OWN" ] || { [ -f ".devdata/$MODEL-b$B.db" ] && cp ".devdata/$MODEL-b$B.db" "$OWN" && chmod u+w "$OWN"; }
 ALSO=(); [ -f "$OWN" ] && ALSO=(--also-db "b$B=sqlite:///$OWN")
 export TUNER_CACHE_DIR=/tmp/bench-cache-b$B
-timeout "${BENCH_LIMIT:-590}" python3 -m tuner bench --model "$MODEL" --device cuda --batch "$B" "$@" \
+timeout "${BENCH_LIMIT:-590}" python3 bench/device/tuner_cli.py bench --model "$MODEL" --device cuda --batch "$B" "$@" \
   --modes default,freezing-max-autotune,tuned,tuned-strict "${ALSO[@]}" --rounds 20 --db "sqlite:////tmp/source.db" \
   --out "$OUT/bench-$MODEL-b$B.json" 2>&1 | quiet | tail -n 16

@@ -13,12 +13,12 @@ source bench/device/setup.sh
 export TUNER_CACHE_DIR=/tmp/tuner-cache
 EXPORT=$1; MODEL=$2; shift 2
 NAME=$(echo "$MODEL" | tr ':,=' '___')
-python3 -m tuner db import "$EXPORT" --db sqlite:////tmp/stored.db 2>&1 | tail -n 1
+python3 bench/device/tuner_cli.py db import "$EXPORT" --db sqlite:////tmp/stored.db 2>&1 | tail -n 1
 ALSO=()
 if [ "${EMPTY:-1}" = 1 ]; then
   python3 -c "from tuner.db import Database; Database.open('sqlite:////tmp/empty.db').close()"
   ALSO=(--also-db empty=sqlite:////tmp/empty.db)
 fi
-timeout "${LIMIT_S:-540}" python3 -m tuner bench --model "$MODEL" --device cuda "$@" --rounds "${ROUNDS:-40}" \
+timeout "${LIMIT_S:-540}" python3 bench/device/tuner_cli.py bench --model "$MODEL" --device cuda "$@" --rounds "${ROUNDS:-40}" \
   --modes "${MODES:-default,freezing,tuned,tuned-no-kernels,tuned-kernels}" "${ALSO[@]}" \
   --db sqlite:////tmp/stored.db --out "$OUT/bench-$NAME.json" 2>&1 | quiet | tail -n 16

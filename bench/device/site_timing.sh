@@ -21,12 +21,12 @@ CUDA_VISIBLE_DEVICES=0 timeout 120 python3 bench/device/extern_timing.py --out "
 rm -f "$D/vit-launch.db" "$D/vit-graph.db"
 for t in launch graph; do
   gpu=$([ $t = launch ] && echo 0 || echo 1); timing=$([ $t = launch ] && echo launch || echo cudagraph)
-  CUDA_VISIBLE_DEVICES=$gpu TUNER_SITE_TIMING=$timing timeout -s INT $((SWEEP_S + 120)) python3 -m tuner sweep $VIT \
+  CUDA_VISIBLE_DEVICES=$gpu TUNER_SITE_TIMING=$timing timeout -s INT $((SWEEP_S + 120)) python3 bench/device/tuner_cli.py sweep $VIT \
     --budget default --no-fusion --time-budget "$SWEEP_S" --db "sqlite:///$D/vit-$t.db" 2>&1 | quiet > "$OUT/sweep-vit-$t.log" &
 done
 wait
 for t in launch graph; do echo "== sweep $t"; grep -v "│        │" "$OUT/sweep-vit-$t.log" | tail -n 12; done
 
-CUDA_VISIBLE_DEVICES=0 timeout 180 python3 -m tuner bench $VIT --modes default,tuned --rounds 30 \
+CUDA_VISIBLE_DEVICES=0 timeout 180 python3 bench/device/tuner_cli.py bench $VIT --modes default,tuned --rounds 30 \
   --db "sqlite:///$D/vit-launch.db" --also-db "graph=sqlite:///$D/vit-graph.db" \
   --out "$OUT/bench-vit-site-timing.json" 2>&1 | quiet | tail -n 12

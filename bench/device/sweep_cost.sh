@@ -19,11 +19,11 @@ if [ "$STEP" = sweep ]; then
     export TUNER_CACHE_DIR=/tmp/fresh-$MODEL-$S/tuner TORCHINDUCTOR_CACHE_DIR=/tmp/fresh-$MODEL-$S/inductor TRITON_CACHE_DIR=/tmp/fresh-$MODEL-$S/triton
     if [ "$S" = default ]; then LIMIT=${DEFAULT_LIMIT:-540}; TB=(); else LIMIT=$((S * 11 / 10 + 30)); TB=(--time-budget "$S"); fi
     start=$(date +%s.%N)
-    timeout -s INT "$LIMIT" python3 -m tuner sweep $W --budget default "${TB[@]}" --db "sqlite:///$DB" 2>&1 | quiet | stamp > "$OUT/sweep-$MODEL-$S.log"
+    timeout -s INT "$LIMIT" python3 bench/device/tuner_cli.py sweep $W --budget default "${TB[@]}" --db "sqlite:///$DB" 2>&1 | quiet | stamp > "$OUT/sweep-$MODEL-$S.log"
     wall=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
     echo "sweep wall: $wall s (--time-budget $S)" | tee -a "$OUT/sweep-$MODEL-$S.log"
     grep -E "deadline|ends by|done:|budget" "$OUT/sweep-$MODEL-$S.log" | head -12
-    python3 -m tuner db stats --json --db "sqlite:///$DB" > "$OUT/$MODEL-$S.stats.json"
+    python3 bench/device/tuner_cli.py db stats --json --db "sqlite:///$DB" > "$OUT/$MODEL-$S.stats.json"
     cp "$DB" "$OUT/$MODEL-$S.db"
     cp -r "$TUNER_CACHE_DIR/logs" "$OUT/logs-$MODEL-$S" 2>/dev/null
     (cd "$OUT" && tar czf "$MODEL-$S.tgz" "sweep-$MODEL-$S.log" "$MODEL-$S.stats.json" "logs-$MODEL-$S" 2>/dev/null && rm -r "sweep-$MODEL-$S.log" "$MODEL-$S.stats.json" "logs-$MODEL-$S")
@@ -36,5 +36,5 @@ for S in $BUDGETS; do
   ALSO+=(--also-db "s$S=sqlite:///$DB")
 done
 export TUNER_CACHE_DIR=/tmp/bench-cache
-timeout "${BENCH_LIMIT:-590}" python3 -m tuner bench $W --modes default,freezing-max-autotune "${ALSO[@]}" --rounds 20 --db "sqlite:////tmp/none.db" \
+timeout "${BENCH_LIMIT:-590}" python3 bench/device/tuner_cli.py bench $W --modes default,freezing-max-autotune "${ALSO[@]}" --rounds 20 --db "sqlite:////tmp/none.db" \
   --out "$OUT/bench-$MODEL.json" 2>&1 | quiet | tail -n 14

@@ -16,10 +16,10 @@ W="--model $MODEL --device cuda $*"
 NAME=$(echo "$MODEL" | tr ':,=' '___')
 DB=sqlite:////tmp/$NAME.db
 start=$SECONDS
-timeout -s INT $((S + 150)) python3 -m tuner sweep $W --budget default --time-budget "$S" --db "$DB" 2>&1 | quiet | stamp > "$OUT/sweep-$NAME.log"
+timeout -s INT $((S + 150)) python3 bench/device/tuner_cli.py sweep $W --budget default --time-budget "$S" --db "$DB" 2>&1 | quiet | stamp > "$OUT/sweep-$NAME.log"
 echo "sweep wall: $((SECONDS - start)) s (--time-budget $S)" | tee -a "$OUT/sweep-$NAME.log"
 tail -n 25 "$OUT/sweep-$NAME.log"
-python3 -m tuner db export "$OUT/$NAME.jsonl.gz" --db "$DB" 2>&1 | tail -n 2  # before the bench: kept if it runs out of time
+python3 bench/device/tuner_cli.py db export "$OUT/$NAME.jsonl.gz" --db "$DB" 2>&1 | tail -n 2  # before the bench: kept if it runs out of time
 [ "${BENCH:-1}" = 1 ] || exit 0  # BENCH=0: the sweep alone (its wall time against the budget)
-timeout 330 python3 -m tuner bench $W --modes "${MODES:-default,freezing-max-autotune,tuned}" --rounds "${ROUNDS:-20}" --db "$DB" \
+timeout 330 python3 bench/device/tuner_cli.py bench $W --modes "${MODES:-default,freezing-max-autotune,tuned}" --rounds "${ROUNDS:-20}" --db "$DB" \
   --out "$OUT/bench-$NAME.json" 2>&1 | quiet | tail -n 14
