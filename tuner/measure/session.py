@@ -81,17 +81,14 @@ class Session:
             return interleaved({"eager": self._step(self.model)}, rounds=rounds, min_sample_ms=20.0, sync=self._sync)["eager"].median_ms
 
     # --- compiling ----------------------------------------------------------------------------
-    def _backend(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None) -> Any:
+    def _backend(self, forcing: dict[str, Any], recorder: Any, benchmark: Any, kernel_sink: Any, cuda_graphs: bool) -> Any:
         from tuner.backend.compiler import compile_with_context
         from tuner.backend.context import CompileContext
         from tuner.core import Forcing
         from tuner.settings import settings
 
-        # A compile that records, times sites or captures kernels never runs under CUDA graphs: its kernels are the
-        # same, and a graph tree's pool cannot hold the tensors those keep (tensors not tracked as outputs).
-        plain = recorder is None and benchmark is None and kernel_sink is None
         ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing,
-                             site_defer=settings().site_defer, cuda_graphs=plain)
+                             site_defer=settings().site_defer, cuda_graphs=cuda_graphs)
         # Sweep compiles neither read nor fill Inductor's caches: a user's later compile must do its own lowering.
         # Epilogue fusions are not benchmarked: a site's timings are its choices' own (with ``site_defer`` they are
         # still taken at the scheduler, hooks/selector).
@@ -116,7 +113,9 @@ class Session:
         if key in self._compiled and not fresh:
             self._compiled.move_to_end(key)
             return dataclasses.replace(self._compiled[key], compile_s=0.0)
-        backend = self._backend(forcing, recorder, benchmark, kernel_sink)
+        # A compile that records, times sites or captures kernels (a fresh one) never runs under CUDA graphs: its
+        # kernels are the same, and a graph tree's pool cannot hold the tensors those keep (not tracked as outputs).
+        backend = self._backend(forcing, recorder, benchmark, kernel_sink, cuda_graphs=not fresh)
         fn = self.torch.compile(copy.deepcopy(self.model), backend=backend)
         window = quiet.timing if benchmark is not None else quiet.compiling  # a site batch times while it compiles
         t0 = time.perf_counter()
