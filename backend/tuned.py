@@ -144,6 +144,8 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
             served = cache_stats.inductor_cache_hits() > served_before
             delta = cache_stats.settle(settings().cache_dir, key, {k: after[k] - before[k] for k in after}, served)
             log.info("compiled a graph%s: %s", " (served from Inductor's cache)" if served else "", delta)
+            if ctx.cuda_graphs_on or mode_patches.get("triton.cudagraphs", inductor_config.triton.cudagraphs):
+                counters.bump("cuda_graph_compiles")  # what ``tuner bench`` records of a tuned mode
             if ctx.cuda_graphs_on:  # it changes how the step's outputs live: each replay reuses their memory
                 _warn_once("backend 'tuned': this workload runs under CUDA graphs, as its sweep measured it faster with "
                            "them (options={'cuda_graphs': False}: not)")

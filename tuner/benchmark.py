@@ -21,12 +21,26 @@ from tuner.steps import optimizer_for, optimizer_name, run_step, synchronizer
 from tuner.workload import WorkloadSpec, build_model, check_device, make_inputs
 
 
+CUDA_GRAPH_MODES = ("max-autotune", "reduce-overhead")  # Inductor's modes that run a CUDA device's graphs under CUDA graphs
+
+
 @dataclass(frozen=True)
 class Mode:
     backend: str | None  # None: eager
     inductor_mode: str | None = None
     freezing: bool = False
     options: tuple[tuple[str, Any], ...] = ()
+
+    def describe(self, device: str) -> dict[str, Any]:
+        """What a reader needs to tell the anchors apart: backend, Inductor mode, freezing, CUDA graphs (for a tuned
+        mode, whether its database may turn them on; the run records whether it did)."""
+        mode = self.inductor_mode or dict(self.options).get("mode")
+        if self.backend == "tuned":
+            graphs = dict(self.options).get("cuda_graphs", True) or mode in CUDA_GRAPH_MODES
+        else:
+            graphs = mode in CUDA_GRAPH_MODES
+        return {"backend": self.backend or "eager", "inductor_mode": mode, "freezing": self.freezing,
+                "cuda_graphs": bool(graphs) and device == "cuda"}
 
 
 def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None = None) -> dict[str, Mode]:
@@ -44,7 +58,9 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         "reduce-overhead": Mode("inductor", "reduce-overhead"),  # CUDA graphs, Inductor's default kernels
         "tuned-reduce-overhead": tuned(("mode", "reduce-overhead")),
         "freezing": Mode("inductor", None, freeze),  # Inductor's defaults on the frozen graph: what tuned starts from
-        "freezing-max-autotune": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
+        # Inductor at its strongest: freezing and max-autotune, which runs a CUDA device's graphs under CUDA graphs
+        "freezing-max-autotune": Mode("inductor", "max-autotune", freeze),
+        "freezing-max-autotune-no-cudagraphs": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
         "tuned": tuned(),
         "tuned-kernels": tuned(("fusion", False)),
         "tuned-no-kernels": tuned(("kernels", False)),
@@ -110,10 +126,7 @@ def run_bench(
 ) -> dict[str, Any]:
     """Compile every mode, then time them all in interleaved rounds. ``checkpoint``, if given, gets the document
     as it stands after each mode's compile (``"partial": true``, no timings yet), so a run stopped before its timing
-    still leaves the compile times it measured."""
-    from tuner.backend import stats
-    from tuner.backend.tuned import SWITCHES
-
+    still leaves the compile times it measured. Each tuned mode is set against the best Inductor mode of the run."""
     table = modes_for(spec, db_url, extra_dbs)
     unknown = [m for m in mode_names if m not in table]
     if unknown:
@@ -124,7 +137,6 @@ def run_bench(
     configure_measuring(spec.threads, spec.uses_freezing, sweep=False)
     model = build_model(spec)
     inputs = make_inputs(spec)
-    sync = synchronizer(spec.device)
     ref = run_step(spec.mode, model, inputs[0], grads=True, amp=spec.amp)
     tolerance = tolerance_for(spec.dtype, eager_errors(spec.mode, model, inputs[0], ref))  # per tensor
     errors: dict[str, list[float]] = {}
@@ -134,41 +146,58 @@ def run_bench(
         m = table[name]
         if progress:
             progress(f"compiling {name}")
-        if m.backend is None:
-            fn, compile_s, benchmarks = model, 0.0, None
-        else:
-            before = stats()
-            fn, out, compile_s = compile_mode(spec, m, model, inputs[0])
-            after = stats()
-            benchmarks = after["benchmarks"] - before["benchmarks"] if m.backend == "tuned" else None
-            if m.backend == "tuned":
-                options = dict(m.options)
-                results[name] = {"db": options.get("db"), **{k: v for k, v in options.items() if k in SWITCHES and v is False},
-                                 "lookups": {k: after[k] - before[k] for k in ("hits", "transferred", "misses")}}
-            errors[name] = tensor_errors(out, ref)
-            err = max(errors[name], default=0.0)
-            if not within(errors[name], gross(tolerance)):
-                raise TunerError(f"mode {name}: output differs from eager (relative error {err:.3g})")
-            results.setdefault(name, {})["rel_error"] = float(f"{err:.3g}")
-        fns[name] = fn
-        results.setdefault(name, {})["compile_s"] = round(compile_s, 3)
-        if benchmarks is not None:
-            results[name]["benchmarks"] = benchmarks
+        fns[name], results[name], err = _compiled(spec, m, name, model, inputs[0], ref, tolerance)
+        if err is not None:
+            errors[name] = err
         if progress and m.backend is not None:
-            progress(f"{name}: compiled in {compile_s:.1f} s")
+            progress(f"{name}: compiled in {results[name]['compile_s']:.1f} s")
         if checkpoint:
             checkpoint({**_document(spec, rounds, copy.deepcopy(results)), "partial": True})
-    # Like a sweep: a mode's numerics pass when about as close to eager as Inductor's default compile is.
-    bound = widened_by_default(tolerance, errors.get("default", []))
-    for name, r in results.items():
-        if "rel_error" in r:
-            r["numerics_ok"] = within(errors[name], bound)
-            if not r["numerics_ok"] and progress:
-                progress(f"warning: mode {name} differs from eager by more than its bound (largest error {r['rel_error']:.3g})")
+    _check_numerics(results, errors, widened_by_default(tolerance, errors.get("default", [])), progress)
     if progress:
         progress(f"timing {len(fns)} modes, {rounds} interleaved rounds")
     steps = {n: _timed_step(spec, f, inputs) for n, f in fns.items()}
-    timings = interleaved(steps, rounds=rounds, min_sample_ms=min_sample_ms, sync=sync)
+    _add_timings(spec, results, interleaved(steps, rounds=rounds, min_sample_ms=min_sample_ms, sync=synchronizer(spec.device)))
+    return _document(spec, rounds, results)
+
+
+def _compiled(spec: WorkloadSpec, m: Mode, name: str, model: Any, example: Any, ref: Any, tolerance: Any) -> tuple[Any, dict[str, Any], list[float] | None]:
+    """(the mode's step function, its record so far, its output's errors against eager; None for eager itself).
+    A mode whose output is grossly off is refused outright."""
+    from tuner.backend import counters
+    from tuner.backend.tuned import SWITCHES
+
+    record = m.describe(spec.device)
+    if m.backend is None:
+        return model, {**record, "compile_s": 0.0}, None
+    before, graphs_before = counters.stats(), counters.count("cuda_graph_compiles")
+    fn, out, compile_s = compile_mode(spec, m, model, example)
+    after = counters.stats()
+    if m.backend == "tuned":
+        options = dict(m.options)
+        record.update(db=options.get("db"), **{k: v for k, v in options.items() if k in SWITCHES and v is False},
+                      lookups={k: after[k] - before[k] for k in ("hits", "transferred", "misses")},
+                      cuda_graphs=spec.device == "cuda" and counters.count("cuda_graph_compiles") > graphs_before)
+    errors = tensor_errors(out, ref)
+    err = max(errors, default=0.0)
+    if not within(errors, gross(tolerance)):
+        raise TunerError(f"mode {name}: output differs from eager (relative error {err:.3g})")
+    record.update(rel_error=float(f"{err:.3g}"), compile_s=round(compile_s, 3))
+    if m.backend == "tuned":
+        record["benchmarks"] = after["benchmarks"] - before["benchmarks"]
+    return fn, record, errors
+
+
+def _check_numerics(results: dict[str, dict[str, Any]], errors: dict[str, list[float]], bound: Any, progress: Any) -> None:
+    """Like a sweep: a mode's numerics pass when about as close to eager as Inductor's default compile is."""
+    for name, errs in errors.items():
+        r = results[name]
+        r["numerics_ok"] = within(errs, bound)
+        if not r["numerics_ok"] and progress:
+            progress(f"warning: mode {name} differs from eager by more than its bound (largest error {r['rel_error']:.3g})")
+
+
+def _add_timings(spec: WorkloadSpec, results: dict[str, dict[str, Any]], timings: dict[str, Any]) -> None:
     batch = spec.shape[0]
     for n, t in timings.items():
         results[n].update(
@@ -178,10 +207,19 @@ def run_bench(
         if spec.mode == "decode":  # one token per sequence per step
             results[n]["tokens_per_s"] = results[n]["img_per_s"]
     eager = results.get("eager", {}).get("median_ms")
+    best = best_inductor(results)
     for r in results.values():
         if eager:
             r["speedup_vs_eager"] = round(eager / r["median_ms"], 3)
-    return _document(spec, rounds, results)
+        if best and r["backend"] == "tuned":
+            r["vs_best_inductor"] = round(r["median_ms"] / results[best]["median_ms"], 3)
+
+
+def best_inductor(results: dict[str, dict[str, Any]]) -> str | None:
+    """The fastest of the run's Inductor modes (the anchor every tuned mode is set against); None before timing or
+    with no Inductor mode."""
+    timed = [(r["median_ms"], name) for name, r in results.items() if r.get("backend") == "inductor" and r.get("median_ms")]
+    return min(timed)[1] if timed else None
 
 
 def _timed_step(spec: WorkloadSpec, fn: Any, inputs: list[Any]) -> Any:
@@ -202,6 +240,7 @@ def _document(spec: WorkloadSpec, rounds: int, results: dict[str, dict[str, Any]
 
     return {
         "model": spec.model,
+        **({"best_inductor": best} if (best := best_inductor(results)) else {}),
         **provenance(spec.device),
         "dtype": spec.dtype,
         "batch": spec.shape[0],

@@ -1,7 +1,7 @@
 """The tuner command line as its console script runs it, for the device scripts (whose PATH was never checked for the
-script). Not ``python -m tuner``: started that way on the 2-core Xeon, ``tuner bench`` timed Inductor's own modes 2x
-slower than the console script or the API did, cause unknown (bench/README.md, shufflenet_v2_x1_0, session 19).
-Usage: python3 bench/device/tuner_cli.py bench --model ... (the same arguments as ``tuner``)."""
+script). ``python -m tuner`` now times alike (``tuner/measure/timing.py``: every sample in a frame-stack chunk of its
+own); this stays so the device scripts need no installed script. Usage: python3 bench/device/tuner_cli.py bench
+--model ... (the same arguments as ``tuner``)."""
 
 import sys
 

@@ -26,7 +26,7 @@ def bench(
     input_shape: InputShapeOpt = None,
     channels_last: ChannelsLastOpt = False,
     freezing: FreezingOpt = True,
-    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing (Inductor's defaults, frozen: what tuned starts from), freezing-max-autotune, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-no-kernels (every winner but the Triton kernel configs), tuned-no-cuda-graphs (every winner, never under CUDA graphs), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs).")] = "eager,default,freezing-max-autotune,tuned",
+    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing (Inductor's defaults, frozen: what tuned starts from), freezing-max-autotune (freezing + max-autotune, with CUDA graphs on a CUDA device: Inductor at its strongest), freezing-max-autotune-no-cudagraphs, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-no-kernels (every winner but the Triton kernel configs), tuned-no-cuda-graphs (every winner, never under CUDA graphs), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs).")] = "eager,default,freezing-max-autotune,tuned",
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
     threads: ThreadsOpt = None,
     seq_len: SeqLenOpt = 128,
@@ -53,12 +53,19 @@ def bench(
     result = run_bench(spec, mode_names, db_url(db), rounds=rounds, extra_dbs=extra, checkpoint=write,
                        progress=lambda s: console.print(f"[dim]{s}[/]"))
     t = Table(title=f"{spec.name} on {result['device']} (torch {result['torch']})")
-    for col in ("mode", "median ms", "IQR ms", "tok/s" if spec.mode == "decode" else "img/s", "compile s", "vs eager", "benchmarks", "hit/tr/miss"):
+    for col in ("mode", "median ms", "IQR ms", "tok/s" if spec.mode == "decode" else "img/s", "compile s", "vs eager",
+                "vs best Inductor", "benchmarks", "hit/tr/miss"):
         t.add_column(col)
     for name, r in result["results"].items():
         t.add_row(name, f"{r['median_ms']:.4g}", f"{r['spread_ms']:.2g}", f"{r['img_per_s']:.0f}", f"{r['compile_s']:.1f}",
-                  f"{r['speedup_vs_eager']:.2f}x" if "speedup_vs_eager" in r else "-", str(r.get("benchmarks", "")), _lookups(r))
+                  f"{r['speedup_vs_eager']:.2f}x" if "speedup_vs_eager" in r else "-",
+                  f"{r['vs_best_inductor']:.3f}x" if "vs_best_inductor" in r else "", str(r.get("benchmarks", "")), _lookups(r))
     console.print(t)
+    if result.get("best_inductor"):
+        best = result["results"][result["best_inductor"]]
+        console.print(f"best Inductor mode in this run: {result['best_inductor']} ({best['median_ms']:.4g} ms; freezing "
+                      f"{'on' if best['freezing'] else 'off'}, CUDA graphs {'on' if best['cuda_graphs'] else 'off'}); "
+                      "'vs best Inductor' is each tuned mode's time over it (below 1: faster)", highlight=False)
     for line in [*unmatched(result["results"]), *noisy(result["results"])]:
         console.print(f"[yellow]{line}[/]")
     if out is not None:

@@ -1,4 +1,15 @@
-"""Interleaved timing of candidates in one process: warm-up, calibrated samples, A B / B A rounds, medians."""
+"""Interleaved timing of candidates in one process: warm-up, calibrated samples, A B / B A rounds, medians.
+
+Every sample runs in a frame-stack chunk of its own (:func:`roomy`). CPython (3.11 onwards) keeps Python frames in
+16-KiB chunks: it maps a new chunk when a frame does not fit the current one and unmaps it when that frame returns. A
+step whose frames straddle a chunk boundary therefore maps and unmaps a chunk on every call of the helper that crosses
+it (a syscall pair, page faults and, with OpenMP threads in the process, TLB shootdowns). Where the boundary falls
+depends only on how deep the caller's stack is, so a timing taken at some depth charges a candidate for how the
+program was started: ``python -m tuner bench`` (three runpy frames deeper than the console script) timed Inductor's
+default 1.8-2.4x slower on shufflenet_v2_x1_0 on a 2-core CPU, with ~4,700 16-KiB mmap/munmap pairs a second from
+``_PyThreadState_BumpFramePointerSlow``. A sample started under a 128-KiB frame runs in a fresh 256-KiB chunk with
+~128 KiB of room above it: no boundary on the step's path, whatever the launcher.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +18,21 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+
+_ROOMY_LOCALS = 16384  # 8 bytes each: a 128-KiB frame, which CPython gives a 256-KiB chunk of its own
+
+
+def _make_roomy() -> Callable[[Callable[[], object]], object]:
+    names = " = ".join(f"_{i}" for i in range(_ROOMY_LOCALS))  # never assigned: they only size the frame
+    src = f"def roomy(fn):\n    if fn is None:\n        {names} = None\n    return fn()\n"
+    namespace: dict[str, object] = {}
+    exec(compile(src, "<tuner.measure.timing roomy>", "exec"), namespace)  # our own source, nothing read from outside
+    return namespace["roomy"]  # type: ignore[return-value]
+
+
+roomy = _make_roomy()
+roomy.__doc__ = "``fn()`` in a frame-stack chunk with ~128 KiB of room: no chunk is mapped or unmapped on its path."
 
 
 @dataclass(frozen=True)
@@ -31,26 +57,31 @@ def interleaved(
     warmup: int = 3,
 ) -> dict[str, Timing]:
     """Per-call times of each ``fn(i)`` (``i`` rotates inputs). Each sample runs enough calls to last
-    ``min_sample_ms``; rounds alternate the order so drift and caches favour no one."""
+    ``min_sample_ms``, inside :func:`roomy`; rounds alternate the order so drift and caches favour no one."""
     names = list(fns)
     calls: dict[str, int] = {}
     for name in names:
-        for i in range(warmup):
-            fns[name](i)
-        sync()
-        t0 = time.perf_counter()
-        fns[name](warmup)
-        sync()
-        one = max((time.perf_counter() - t0) * 1e3, 1e-3)
-        calls[name] = max(1, math.ceil(min_sample_ms / one))
+        one = roomy(lambda: _warmed(fns[name], warmup, sync))
+        calls[name] = max(1, math.ceil(min_sample_ms / one))  # type: ignore[operator]
     samples: dict[str, list[float]] = {n: [] for n in names}
     for r in range(rounds):
         for name in names if r % 2 == 0 else reversed(names):
-            fn, n = fns[name], calls[name]
-            sync()
-            t0 = time.perf_counter()
-            for i in range(n):
-                fn(i)
-            sync()
-            samples[name].append((time.perf_counter() - t0) * 1e3 / n)
+            samples[name].append(roomy(lambda: _sample(fns[name], calls[name], sync)))  # type: ignore[arg-type]
     return {n: _summary(s) for n, s in samples.items()}
+
+
+def _warmed(fn: Callable[[int], object], warmup: int, sync: Callable[[], None]) -> float:
+    """``warmup`` calls of ``fn``, then the time of one more, in ms (at least 1 µs)."""
+    for i in range(warmup):
+        fn(i)
+    return max(_sample(fn, 1, sync, start=warmup), 1e-3)
+
+
+def _sample(fn: Callable[[int], object], n: int, sync: Callable[[], None], start: int = 0) -> float:
+    """The mean time of ``n`` calls of ``fn``, in ms."""
+    sync()
+    t0 = time.perf_counter()
+    for i in range(start, start + n):
+        fn(i)
+    sync()
+    return (time.perf_counter() - t0) * 1e3 / n

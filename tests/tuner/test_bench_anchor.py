@@ -1,0 +1,35 @@
+"""tuner bench's anchor: Inductor at its strongest as a mode, every mode's record saying what it ran, and each tuned
+mode set against the best Inductor mode timed in the same run."""
+
+from tuner.benchmark import best_inductor, modes_for, run_bench
+from tuner.workload import WorkloadSpec
+
+MLP = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(2, 64), threads=2)
+
+
+def test_the_strongest_mode_is_freezing_plus_max_autotune_with_cuda_graphs_on_a_gpu():
+    table = modes_for(MLP, "sqlite://")
+    strongest, without = table["freezing-max-autotune"], table["freezing-max-autotune-no-cudagraphs"]
+    assert strongest.describe("cuda") == {"backend": "inductor", "inductor_mode": "max-autotune", "freezing": True, "cuda_graphs": True}
+    assert without.describe("cuda") == {"backend": "inductor", "inductor_mode": "max-autotune-no-cudagraphs", "freezing": True,
+                                        "cuda_graphs": False}
+    assert strongest.describe("cpu")["cuda_graphs"] is False  # a CPU has none
+    assert table["default"].describe("cuda") == {"backend": "inductor", "inductor_mode": None, "freezing": False, "cuda_graphs": False}
+    assert table["tuned-no-cuda-graphs"].describe("cuda")["cuda_graphs"] is False
+    assert table["eager"].describe("cuda")["backend"] == "eager"
+
+
+def test_every_record_says_what_it_ran_and_tuned_is_set_against_the_best_inductor_mode(tmp_path):
+    doc = run_bench(MLP, ["eager", "default", "freezing", "tuned"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3)
+    r = doc["results"]
+    for name in r:
+        assert {"backend", "inductor_mode", "freezing", "cuda_graphs"} <= set(r[name]), name
+    assert r["freezing"]["freezing"] is True and r["default"]["freezing"] is False and r["tuned"]["cuda_graphs"] is False
+    best = min(("default", "freezing"), key=lambda n: r[n]["median_ms"])
+    assert doc["best_inductor"] == best  # eager and tuned are no anchors
+    assert r["tuned"]["vs_best_inductor"] == round(r["tuned"]["median_ms"] / r[best]["median_ms"], 3)
+    assert "vs_best_inductor" not in r["default"] and "vs_best_inductor" not in r["eager"]
+
+
+def test_no_inductor_mode_no_anchor():
+    assert best_inductor({"eager": {"backend": "eager", "median_ms": 1.0}}) is None
