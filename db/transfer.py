@@ -120,6 +120,7 @@ class ImportPlan:
     workloads: list[dict[str, Any]] = field(default_factory=list)
     trials: list[dict[str, Any]] = field(default_factory=list)
     winners: list[dict[str, Any]] = field(default_factory=list)
+    unbacked: int = 0  # winners with no measured trial of theirs in the file: never applied
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -176,99 +177,153 @@ def _key(rec: dict[str, Any], n: int, name: str) -> str:
     return v
 
 
-def read_import(path: Path, known_tasks: dict[str, tuple[str, dict[str, Any]]] | None = None) -> ImportPlan:
-    """Parse and validate ``path`` completely; raises :class:`ImportRefused` at the first problem."""
-    from tuner.search_spaces import InvalidConfig, space_for
+def _record(text: str, n: int) -> dict[str, Any]:
+    try:
+        rec = json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    except ValueError as e:
+        raise ImportRefused(f"line {n} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ImportRefused(f"line {n} nests its JSON too deeply") from None
+    if not isinstance(rec, dict):
+        raise ImportRefused(f"line {n}: a record must be a JSON object")
+    return rec
 
-    plan = ImportPlan()
-    known = dict(known_tasks or {})
-    spaces: dict[str, Any] = {}
+
+class _Reader:
+    """Validates a file's records in order. A task this database already holds keeps its own kind and signature: the
+    file's are ignored, and every config is validated against the space this tuner builds from what it holds. A task
+    new here is admitted only where its signature builds a space (known Inductor flags, values a device allows)."""
+
+    def __init__(self, known: dict[str, tuple[str, dict[str, Any]]]):
+        self.plan = ImportPlan()
+        self.known = dict(known)
+        self.local = set(known)
+        self.spaces: dict[str, Any] = {}
+
+    def space(self, key: str, n: int) -> Any:
+        from tuner.search_spaces import InvalidConfig, space_for
+
+        if key not in self.spaces:
+            try:
+                self.spaces[key] = space_for(*self.known[key])
+            except InvalidConfig as e:
+                raise ImportRefused(f"line {n}: task {key[:12]}: {e}") from None
+        return self.spaces[key]
+
+    def device(self, rec: dict[str, Any], n: int) -> None:
+        fp = _key(rec, n, "fingerprint")
+        d = {"kind": _need(rec, n, "kind", str, limit=16), "name": _need(rec, n, "name", str), "info": _need(rec, n, "info", dict)}
+        if DeviceInfo(**d).fingerprint != fp:
+            raise ImportRefused(f"line {n}: device fingerprint does not match its kind, name and info")
+        self.plan.devices[fp] = d
+
+    def environment(self, rec: dict[str, Any], n: int) -> None:
+        fp = _key(rec, n, "fingerprint")
+        e = {k: _need(rec, n, k, str, optional=k in ("triton", "cuda"), limit=64) for k in ("torch", "triton", "cuda", "python", "tuner")}
+        if EnvironmentInfo(**e).fingerprint != fp:
+            raise ImportRefused(f"line {n}: environment fingerprint does not match its versions")
+        self.plan.environments[fp] = e
+
+    def task(self, rec: dict[str, Any], n: int) -> None:
+        key = _key(rec, n, "key")
+        kind, sig = _need(rec, n, "kind", str, limit=32), _need(rec, n, "signature", dict)
+        if key in self.local:
+            if self.known[key][0] != kind:
+                raise ImportRefused(f"line {n}: task {key[:12]} is a {self.known[key][0]} task here, not {kind}")
+            return  # ours: its signature stays ours
+        self.known[key] = (kind, sig)
+        self.space(key, n)
+        self.plan.tasks[key] = {"kind": kind, "name": _need(rec, n, "name", str), "signature": sig,
+                                "space_fingerprint": _need(rec, n, "space_fingerprint", str, limit=64)}
+
+    def workload(self, rec: dict[str, Any], n: int) -> None:
+        key = _key(rec, n, "task")
+        if key not in self.known:
+            raise ImportRefused(f"line {n}: workload names unknown task {key[:12]}")
+        self.plan.workloads.append({"workload": _need(rec, n, "workload", str, limit=300), "task": key,
+                                    "position": _need(rec, n, "position", int)})
+
+    def measured(self, rec: dict[str, Any], n: int, kind: str) -> dict[str, Any]:
+        """What a trial and a winner share: a known task and device, and a config valid in the task's space."""
+        key = _key(rec, n, "task")
+        if key not in self.known:
+            raise ImportRefused(f"line {n}: {kind} names unknown task {key[:12]}")
+        dev = _key(rec, n, "device")
+        if dev not in self.plan.devices:
+            raise ImportRefused(f"line {n}: {kind} names a device the file does not define")
+        config = _need(rec, n, "config", dict)
+        status = _need(rec, n, "status", str, limit=16) if kind == "trial" else "ok"
+        if status not in STATUSES:
+            raise ImportRefused(f"line {n}: unknown trial status {status!r}")
+        if status != "invalid":
+            from tuner.search_spaces import InvalidConfig
+
+            try:
+                self.space(key, n).validate(config)
+            except InvalidConfig as e:
+                raise ImportRefused(f"line {n}: {kind} config for task {key[:12]}: {e}") from None
+        return {"task": key, "device": dev, "config": config, "status": status, "median_ms": _ms(rec, n, "median_ms"),
+                "baseline_ms": _ms(rec, n, "baseline_ms")}
+
+    def trial(self, rec: dict[str, Any], n: int) -> None:
+        row = self.measured(rec, n, "trial")
+        env = _key(rec, n, "environment")
+        if env not in self.plan.environments:
+            raise ImportRefused(f"line {n}: trial names an environment the file does not define")
+        row.update(uid=_need(rec, n, "uid", str, limit=36), environment=env, min_ms=_ms(rec, n, "min_ms"),
+                   spread_ms=_ms(rec, n, "spread_ms"), error=_need(rec, n, "error", str, optional=True, limit=4000),
+                   host=_need(rec, n, "host", str))
+        self.plan.trials.append(row)
+
+    def winner(self, rec: dict[str, Any], n: int) -> None:
+        """A winner stands on its own trial in the file (measured, of this task, device and config) and takes that
+        trial's times; a claim with none is counted and never applied."""
+        row = self.measured(rec, n, "winner")
+        uid = _need(rec, n, "trial", str, optional=True, limit=36)
+        trial = next((t for t in self.plan.trials if t["uid"] == uid), None) if uid else None
+        if trial is None or speedup_of(trial) is None or any(trial[k] != row[k] for k in ("task", "device", "config")):
+            self.plan.unbacked += 1
+            return
+        row.update(trial=uid, median_ms=trial["median_ms"], baseline_ms=trial["baseline_ms"])
+        self.plan.winners.append(row)
+
+
+def speedup_of(trial: dict[str, Any]) -> float | None:
+    """A measured trial's default time over its own: None for a trial that did not run or lacks either time."""
+    if trial.get("status") != "ok" or not trial.get("median_ms") or not trial.get("baseline_ms"):
+        return None
+    return trial["baseline_ms"] / trial["median_ms"]
+
+
+def read_import(path: Path, known_tasks: dict[str, tuple[str, dict[str, Any]]] | None = None) -> ImportPlan:
+    """Parse and validate ``path`` completely; raises :class:`ImportRefused` at the first problem. ``known_tasks``:
+    the importing database's tasks, whose own kinds and signatures the file cannot change."""
+    reader = _Reader(known_tasks or {})
+    handlers = {"device": reader.device, "environment": reader.environment, "task": reader.task, "workload": reader.workload,
+                "trial": reader.trial, "winner": reader.winner}
     header = False
     for n, text in _lines(path):
-        try:
-            rec = json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
-        except ValueError as e:
-            raise ImportRefused(f"line {n} is not valid JSON: {e}") from None
-        if not isinstance(rec, dict):
-            raise ImportRefused(f"line {n}: a record must be a JSON object")
-        kind = rec.get("type")
+        rec = _record(text, n)
         if not header:
-            if kind != "header" or rec.get("format") != FORMAT:
+            if rec.get("type") != "header" or rec.get("format") != FORMAT:
                 raise ImportRefused(f"{path} is not a tuner export (no header line)")
             if rec.get("schema") != SCHEMA:
                 raise ImportRefused(f"{path} has export schema {rec.get('schema')!r}; this tuner reads schema {SCHEMA}")
             header = True
             continue
-        if kind == "device":
-            fp = _key(rec, n, "fingerprint")
-            plan.devices[fp] = {"kind": _need(rec, n, "kind", str, limit=16), "name": _need(rec, n, "name", str),
-                                "info": _need(rec, n, "info", dict)}
-            if DeviceInfo(**plan.devices[fp]).fingerprint != fp:
-                raise ImportRefused(f"line {n}: device fingerprint does not match its kind, name and info")
-        elif kind == "environment":
-            fp = _key(rec, n, "fingerprint")
-            plan.environments[fp] = {k: _need(rec, n, k, str, optional=k in ("triton", "cuda"), limit=64)
-                                     for k in ("torch", "triton", "cuda", "python", "tuner")}
-            if EnvironmentInfo(**plan.environments[fp]).fingerprint != fp:
-                raise ImportRefused(f"line {n}: environment fingerprint does not match its versions")
-        elif kind == "task":
-            key = _key(rec, n, "key")
-            t_kind, sig = _need(rec, n, "kind", str, limit=32), _need(rec, n, "signature", dict)
-            try:
-                spaces[key] = space_for(t_kind, sig)
-            except InvalidConfig as e:
-                raise ImportRefused(f"line {n}: task {key[:12]}: {e}") from None
-            plan.tasks[key] = {"kind": t_kind, "name": _need(rec, n, "name", str), "signature": sig,
-                               "space_fingerprint": _need(rec, n, "space_fingerprint", str, limit=64)}
-            known[key] = (t_kind, sig)
-        elif kind == "workload":
-            key = _key(rec, n, "task")
-            if key not in known:
-                raise ImportRefused(f"line {n}: workload names unknown task {key[:12]}")
-            plan.workloads.append({"workload": _need(rec, n, "workload", str, limit=300), "task": key,
-                                   "position": _need(rec, n, "position", int)})
-        elif kind in ("trial", "winner"):
-            key = _key(rec, n, "task")
-            if key not in known:
-                raise ImportRefused(f"line {n}: {kind} names unknown task {key[:12]}")
-            dev = _key(rec, n, "device")
-            if dev not in plan.devices:
-                raise ImportRefused(f"line {n}: {kind} names a device the file does not define")
-            config = _need(rec, n, "config", dict)
-            space = spaces.get(key) or space_for(*known[key])
-            spaces[key] = space
-            status = _need(rec, n, "status", str, limit=16) if kind == "trial" else "ok"
-            if status not in STATUSES:
-                raise ImportRefused(f"line {n}: unknown trial status {status!r}")
-            if status != "invalid" or kind == "winner":
-                try:
-                    space.validate(config)
-                except InvalidConfig as e:
-                    raise ImportRefused(f"line {n}: {kind} config for task {key[:12]}: {e}") from None
-            row = {"task": key, "device": dev, "config": config, "median_ms": _ms(rec, n, "median_ms"),
-                   "baseline_ms": _ms(rec, n, "baseline_ms")}
-            if kind == "trial":
-                env = _key(rec, n, "environment")
-                if env not in plan.environments:
-                    raise ImportRefused(f"line {n}: trial names an environment the file does not define")
-                uid = _need(rec, n, "uid", str, limit=36)
-                row.update(uid=uid, environment=env, status=status, min_ms=_ms(rec, n, "min_ms"),
-                           spread_ms=_ms(rec, n, "spread_ms"), error=_need(rec, n, "error", str, optional=True, limit=4000),
-                           host=_need(rec, n, "host", str))
-                plan.trials.append(row)
-            else:
-                row["trial"] = _need(rec, n, "trial", str, optional=True, limit=36)
-                plan.winners.append(row)
-        else:
-            raise ImportRefused(f"line {n}: unknown record type {kind!r}")
+        handle = handlers.get(rec.get("type"))  # type: ignore[arg-type]
+        if handle is None:
+            raise ImportRefused(f"line {n}: unknown record type {str(rec.get('type'))[:40]!r}")
+        handle(rec, n)
     if not header:
         raise ImportRefused(f"{path} is empty")
-    return plan
+    return reader.plan
 
 
 # --- import: apply in one transaction --------------------------------------------------------------
 def apply_import(db: Database, plan: ImportPlan) -> dict[str, int]:
-    """Insert what is new; all or nothing. A winner replaces the stored one only with a larger verified speedup."""
+    """Insert what is new; all or nothing. An imported winner replaces a stored one only where its own trial shows a
+    larger speedup than the stored winner's trial (a stored winner with no trial yields to a measured one)."""
     added = {"devices": 0, "environments": 0, "tasks": 0, "trials": 0, "winners": 0}
     with db.session() as s:
         dev_id = {fp: _ensure(s, Device, "fingerprint", fp, d, added, "devices") for fp, d in plan.devices.items()}
@@ -279,33 +334,44 @@ def apply_import(db: Database, plan: ImportPlan) -> dict[str, int]:
             exists = s.scalar(select(WorkloadTask.id).where(WorkloadTask.workload == w["workload"], WorkloadTask.task_id == task_id[w["task"]]))
             if exists is None:
                 s.add(WorkloadTask(workload=w["workload"], task_id=task_id[w["task"]], position=w["position"]))
-        have = set(s.scalars(select(Trial.uid).where(Trial.uid.in_([t["uid"] for t in plan.trials])))) if plan.trials else set()
-        trial_id: dict[str, int] = {}
-        for t in plan.trials:
-            if t["uid"] in have:
-                continue
-            row = Trial(uid=t["uid"], task_id=task_id[t["task"]], device_id=dev_id[t["device"]], environment_id=env_id[t["environment"]],
-                        config=t["config"], config_hash=config_hash(t["config"]), status=t["status"], median_ms=t["median_ms"],
-                        min_ms=t["min_ms"], spread_ms=t["spread_ms"], baseline_ms=t["baseline_ms"], error=t["error"], host=t["host"])
-            s.add(row)
-            s.flush()
-            trial_id[t["uid"]] = row.id
-            have.add(t["uid"])
-            added["trials"] += 1
+        trial_id = _add_trials(s, plan, task_id, dev_id, env_id, added)
         for w in plan.winners:
             tid, did = task_id[w["task"]], dev_id[w["device"]]
             cur = s.scalar(select(Winner).where(Winner.task_id == tid, Winner.device_id == did))
-            if cur is not None and _speedup(cur.median_ms, cur.baseline_ms) >= _speedup(w["median_ms"], w["baseline_ms"]):
+            if cur is not None and _stored_speedup(s, cur) >= speedup_of(w):  # type: ignore[operator]
                 continue
-            ref = None
-            if w["trial"]:
-                ref = trial_id.get(w["trial"]) or s.scalar(select(Trial.id).where(Trial.uid == w["trial"]))
             if cur is None:
                 cur = Winner(task_id=tid, device_id=did)
                 s.add(cur)
-            cur.trial_id, cur.config, cur.median_ms, cur.baseline_ms = ref, w["config"], w["median_ms"], w["baseline_ms"]
+            cur.trial_id, cur.config, cur.median_ms, cur.baseline_ms = trial_id[w["trial"]], w["config"], w["median_ms"], w["baseline_ms"]
             added["winners"] += 1
     return added
+
+
+def _add_trials(s: Any, plan: ImportPlan, task_id: dict[str, int], dev_id: dict[str, int], env_id: dict[str, int],
+                added: dict[str, int]) -> dict[str, int]:
+    """Insert the trials not stored yet; {uid: row id} of every trial of the file."""
+    uids = [t["uid"] for t in plan.trials]
+    have = dict(s.execute(select(Trial.uid, Trial.id).where(Trial.uid.in_(uids))).tuples().all()) if uids else {}
+    for t in plan.trials:
+        if t["uid"] in have:
+            continue
+        row = Trial(uid=t["uid"], task_id=task_id[t["task"]], device_id=dev_id[t["device"]], environment_id=env_id[t["environment"]],
+                    config=t["config"], config_hash=config_hash(t["config"]), status=t["status"], median_ms=t["median_ms"],
+                    min_ms=t["min_ms"], spread_ms=t["spread_ms"], baseline_ms=t["baseline_ms"], error=t["error"], host=t["host"])
+        s.add(row)
+        s.flush()
+        have[t["uid"]] = row.id
+        added["trials"] += 1
+    return have
+
+
+def _stored_speedup(s: Any, winner: Winner) -> float:
+    """A stored winner's speedup by its own trial; 0 where it stands on none (a default that nothing measured)."""
+    trial = s.get(Trial, winner.trial_id) if winner.trial_id else None
+    if trial is None:
+        return 0.0
+    return speedup_of({"status": trial.status, "median_ms": trial.median_ms, "baseline_ms": trial.baseline_ms}) or 0.0
 
 
 def _ensure(s: Any, model: Any, column: str, value: str, values: dict[str, Any], added: dict[str, int], count: str) -> int:
@@ -319,20 +385,26 @@ def _ensure(s: Any, model: Any, column: str, value: str, values: dict[str, Any],
     return row.id
 
 
-def _speedup(median: float | None, baseline: float | None) -> float:
-    return baseline / median if median and baseline else 1.0
-
-
 def known_tasks(db: Database) -> dict[str, tuple[str, dict[str, Any]]]:
     with db.session() as s:
         return {k: (kind, sig) for k, kind, sig in s.execute(select(Task.key, Task.kind, Task.signature))}
 
 
-def merge(src: Database, dst: Database) -> dict[str, int]:
-    """Database to database, through the same validation as a file."""
+def merge(src: Database, dst: Database) -> tuple[dict[str, int], int]:
+    """Database to database, through the same validation as a file: (what was added, winners ignored for want of a
+    measured trial)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "merge.jsonl"
         write_export(export_records(src), path)
-        return apply_import(dst, read_import(path, known_tasks(dst)))
+        plan = read_import(path, known_tasks(dst))
+        return apply_import(dst, plan), plan.unbacked
+
+
+def unbacked_note(n: int) -> str | None:
+    """The line a command prints for winners it did not apply."""
+    if not n:
+        return None
+    return (f"ignored {n} winner(s) with no measured trial of theirs in the file: a claim alone never changes what a "
+            "compile forces")

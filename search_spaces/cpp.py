@@ -7,7 +7,7 @@ read from the installed Inductor, so trial one is exactly what Inductor would do
 
 from __future__ import annotations
 
-import itertools
+import re
 from typing import Any
 
 from tuner.core import Kind
@@ -18,12 +18,21 @@ _CACHE_BLOCKINGS = (None, "1,1,4", "2,4,8", "4,8,16", "8,16,32")
 
 
 
+MAX_THREADS = 1024  # more than any CPU a graph is compiled for has: a task claiming more came from a crafted file
+_ISA = re.compile(r"^[A-Za-z0-9_ +-]{0,32}$")
+
+
 def _thread_factors(threads: int, limit: int = 12) -> list[str]:
+    """The first ``limit`` splits m,n,k of ``threads`` (m*n*k == threads), m then n ascending: linear in ``threads``."""
     out = []
-    for m, n in itertools.product(range(1, threads + 1), repeat=2):
-        if threads % (m * n) == 0:
-            out.append(f"{m},{n},{threads // (m * n)}")
-    return out[:limit]
+    for m in range(1, threads + 1):
+        rest, mod = divmod(threads, m)
+        for n in range(1, rest + 1) if mod == 0 else ():
+            if rest % n == 0:
+                out.append(f"{m},{n},{rest // n}")
+                if len(out) == limit:
+                    return out
+    return out
 
 
 KNOBS = (
@@ -42,8 +51,11 @@ def inductor_defaults() -> dict[str, Any]:
 def space(context: dict[str, Any], defaults: dict[str, Any] | None = None) -> Space:
     """``context``: ``isa`` (e.g. AVX512), ``threads``, ``has_cpp_gemm``; all from the task's signature."""
     d = dict(defaults or inductor_defaults())
-    isa = str(context.get("isa", ""))
-    threads = int(context.get("threads", 1))
+    isa, threads = context.get("isa", ""), context.get("threads", 1)
+    if not isinstance(isa, str) or not _ISA.match(isa):
+        raise ValueError(f"isa {str(isa)[:40]!r} is not an instruction set's name")
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads {str(threads)[:20]} is outside [1, {MAX_THREADS}]")
     simd = [None, 0, 256] + ([512] if "AVX512" in isa else [])
     params = [
         choice("cpp.simdlen", with_default(simd, d["cpp.simdlen"])),

@@ -33,6 +33,12 @@ MAX_PAIRS = 12
 SPACE_TO_DEPTH = "space_to_depth"  # not an Inductor flag: the backend turns it into a post-grad pass
 FREEZING = "freezing"  # the whole-workload check's knob: false compiles a frozen graph again, unfrozen
 _CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion")
+_INTS = ("max_fusion_size", "score_fusion_memory_threshold", "realize_reads_threshold", "realize_opcount_threshold",
+         "realize_acc_reads_threshold")
+# Every Inductor flag this space may set: a signature naming any other (from a crafted file, say) has no space.
+KNOBS = (*_INTS, "aggressive_fusion", "epilogue_fusion", "prologue_fusion", "split_reductions", "loop_ordering_after_fusion",
+         *_CUDA_ONLY)
+MAX_INT_KNOB = 1 << 20
 
 
 def inductor_defaults(device: str) -> dict[str, Any]:
@@ -61,8 +67,10 @@ def inductor_defaults(device: str) -> dict[str, Any]:
 
 def space(context: dict[str, Any]) -> Space:
     """``context``: ``device``, ``defaults`` (Inductor's values at capture), ``pairs`` (ids of fusions to search)."""
-    d = {str(k): v for k, v in dict(context["defaults"]).items()}
-    ints = {
+    d = _checked_defaults(dict(context["defaults"]))
+    if context.get("device") not in (None, "cpu", "cuda"):
+        raise ValueError(f"device {str(context.get('device'))[:20]!r} is neither cpu nor cuda")
+    ints = {  # the keys are _INTS
         "max_fusion_size": [8, 16, 32, 64, 128],
         "score_fusion_memory_threshold": [1, 10, 100],
         "realize_reads_threshold": [2, 4, 8],
@@ -78,6 +86,8 @@ def space(context: dict[str, Any]) -> Space:
         else:
             params.append(Bool(name))
     pairs = [str(p) for p in context.get("pairs", [])][:MAX_PAIRS]
+    if any(len(p) > 200 for p in pairs):
+        raise ValueError("a fusion pair id is longer than 200 characters")
     params += [Bool(f"veto.{p}") for p in pairs]
     default = {**{p.name: d[p.name] for p in params if p.name in d}, **{f"veto.{p}": False for p in pairs}}
     ctx = {"device": context.get("device"), "defaults": d, "pairs": pairs}
@@ -91,6 +101,20 @@ def space(context: dict[str, Any]) -> Space:
         params.append(Bool(FREEZING))
         default[FREEZING] = True
     return FusionSpace(FAMILY, tuple(params), default, (), ctx)
+
+
+def _checked_defaults(defaults: dict[str, Any]) -> dict[str, Any]:
+    """The signature's knob values, each a flag this space knows with a value of its type and range."""
+    unknown = sorted(str(k)[:60] for k in defaults if k not in KNOBS)
+    if unknown:
+        raise ValueError(f"unknown Inductor flag(s) {unknown[:5]}")
+    for k, v in defaults.items():
+        if k in _INTS:
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_INT_KNOB:
+                raise ValueError(f"{k}={str(v)[:20]} is not an integer in [0, {MAX_INT_KNOB}]")
+        elif not isinstance(v, bool):
+            raise ValueError(f"{k}={str(v)[:20]} is not true or false")
+    return dict(defaults)
 
 
 @dataclass(frozen=True)

@@ -207,8 +207,11 @@ def _generated(ctx: Any) -> Generated | None:
     if not {"BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps"} <= {k for k, _ in base}:
         raise ValueError("template parameters lack the block sizes")
     m, n, k = (int(x) for x in ctx["mnk"])
-    if min(m, n, k) < 1 or int(ctx["dtype_bytes"]) not in (1, 2, 4, 8):
+    if not 1 <= min(m, n, k) <= max(m, n, k) <= 1 << 40 or int(ctx["dtype_bytes"]) not in (1, 2, 4, 8):
         raise ValueError("bad template dimensions")
+    reason = hardware_reason(dict(base))
+    if reason:
+        raise ValueError(f"template parameters: {reason}")
     return Generated(prefix, base, m, n, k, int(ctx["dtype_bytes"]))
 
 
@@ -296,11 +299,42 @@ class TemplateSpace(Space):
         return len(self._all_ids)
 
 
+MAX_CHOICES = 4096
+# What a GPU runs: a Triton template's parameters that are sizes, each in a range the hardware allows.
+_HW_RANGES = {"BLOCK_M": (1, 1024), "BLOCK_N": (1, 1024), "BLOCK_K": (1, 1024), "num_warps": (1, 32), "GROUP_M": (1, 64)}
+_POW2 = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps")
+
+
+def hardware_reason(params: dict[str, Any]) -> str | None:
+    """Why a Triton template config cannot be one Inductor made (None when it can): block sizes and warps powers of
+    two within what a GPU runs, 0-16 stages, other numbers within 32 bits."""
+    for k, v in params.items():
+        if not isinstance(v, (int, bool)) or isinstance(v, bool):
+            continue
+        low, high = _HW_RANGES.get(k, (0, 16) if k == "num_stages" else (-(1 << 31), 1 << 31))
+        if not low <= v <= high or (k in _POW2 and v & (v - 1)):
+            return f"{k}={v} is outside what a GPU runs"
+    return None
+
+
+def _checked_choice(cid: Any) -> str:
+    if not isinstance(cid, str) or len(cid) > 2000:
+        raise ValueError("a choice id is a string of at most 2000 characters")
+    parsed = parse_generated(cid)
+    reason = hardware_reason(parsed[1]) if parsed else None
+    if reason:
+        raise ValueError(f"choice {cid[:80]!r}: {reason}")
+    return cid
+
+
 def space(context: dict[str, Any]) -> Space:
     """``context``: ``choices`` (stable choice ids), ``default`` (the one plain Inductor uses) and, optionally,
-    ``generate`` (:func:`generator_context`: how to write Triton configs of the site's template)."""
-    options = [str(c) for c in context["choices"]]
-    default = str(context["default"])
+    ``generate`` (:func:`generator_context`: how to write Triton configs of the site's template). Every id is
+    checked against what a GPU runs (a signature from a file is never trusted)."""
+    if not isinstance(context["choices"], list) or len(context["choices"]) > MAX_CHOICES:
+        raise ValueError(f"a site offers a list of at most {MAX_CHOICES} choices")
+    options = [_checked_choice(c) for c in context["choices"]]
+    default = _checked_choice(context["default"])
     if default not in options:
         options = [default, *options]
     gen = _generated(context.get("generate"))

@@ -50,8 +50,8 @@ def space(family: Kind | str, context: dict[str, Any]) -> Space:
     if family not in FAMILIES:
         raise ValueError(f"not a Triton kernel family: {family}")
     family = Kind(family)
-    default = {str(k): int(v) for k, v in dict(context["default"]).items()}
-    size_hints = context.get("size_hints")
+    default = _checked_default(dict(context["default"]))
+    size_hints = _checked_hints(context.get("size_hints"))
     persistent = family is Kind.TRITON_PERSISTENT_REDUCTION
     blocks = sorted(k for k in default if k.endswith("BLOCK"))
     params: list[Param] = [_block_param(b, size_hints, default[b], not (persistent and b.startswith("R"))) for b in blocks]
@@ -81,6 +81,39 @@ def space(family: Kind | str, context: dict[str, Any]) -> Space:
 
     ctx = {"size_hints": size_hints, "default": default}
     return Space(family, tuple(params), default, (fits,), ctx)
+
+
+_BLOCK_NAMES = tuple(f"{p}BLOCK" for p in MAX_BLOCK)
+MAX_HINT = 1 << 40
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _checked_default(config: dict[str, Any]) -> dict[str, int]:
+    """Inductor's config as a signature stores it: its block sizes, ``num_warps`` and ``num_stages``, each in a range
+    a GPU allows (what a crafted file claims otherwise builds no space)."""
+    unknown = sorted(str(k)[:40] for k in config if k not in (*_BLOCK_NAMES, "num_warps", "num_stages"))
+    if unknown or "num_warps" not in config or "num_stages" not in config:
+        raise ValueError(f"a kernel config holds block sizes, num_warps and num_stages (unknown: {unknown[:5]})")
+    for k, v in config.items():
+        if k == "num_stages":
+            ok = _is_int(v) and 0 <= v <= 16
+        else:
+            ok = _is_int(v) and 1 <= v <= (64 if k == "num_warps" else MAX_NUMEL) and v & (v - 1) == 0
+        if not ok:
+            raise ValueError(f"{k}={str(v)[:20]} is out of range")
+    return dict(config)
+
+
+def _checked_hints(size_hints: Any) -> Any:
+    if size_hints is None:
+        return None
+    if not isinstance(size_hints, dict) or len(size_hints) > 5 or not all(
+            isinstance(k, str) and len(k) <= 4 and _is_int(v) and 0 <= v <= MAX_HINT for k, v in size_hints.items()):
+        raise ValueError("size hints are up to five dimensions of at most 2**40 elements")
+    return size_hints
 
 
 def builder(family: str) -> Any:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from tuner.cli.common import (
@@ -154,16 +155,35 @@ def import_cmd(
     file: Annotated[Path, typer.Argument(help="A file written by `tuner db export`.")],
     db: DbOption = None,
 ) -> None:
-    """Validate every line and config of FILE, then add what is new, all or nothing. Importing twice changes nothing."""
-    from tuner.db import Database
-    from tuner.db.transfer import apply_import, known_tasks, read_import
+    """Validate every line and config of FILE, then add what is new, all or nothing. Importing twice changes nothing.
 
-    database = Database.open(db_url(db))
+    A task this database holds keeps its own signature (the file's is ignored) and the file's configs are checked
+    against the space this tuner builds for it; a new task's signature must name only Inductor's flags, with values a
+    device allows. A winner counts only with its own measured trial in the file, and replaces a stored winner only
+    where that trial shows a larger speedup than the stored winner's trial."""
+    from tuner.db import Database
+    from tuner.db.engine import sqlite_path
+    from tuner.db.transfer import apply_import, known_tasks, read_import, unbacked_note
+
+    url = db_url(db)
+    path = sqlite_path(url)
+    if path is not None and not path.exists():  # read the whole file before a new database exists
+        plan = read_import(file, {})
+        database = Database.open(url)
+    else:
+        database = Database.open(url)
+        try:
+            plan = read_import(file, known_tasks(database))
+        except BaseException:
+            database.close()
+            raise
     try:
-        added = apply_import(database, read_import(file, known_tasks(database)))
+        added = apply_import(database, plan)
     finally:
         database.close()
-    console.print(f"imported {file}: added " + ", ".join(f"{k}={v}" for k, v in added.items()))
+    console.print(f"imported {escape(str(file))}: added " + ", ".join(f"{k}={v}" for k, v in added.items()))
+    if note := unbacked_note(plan.unbacked):
+        console.print(f"[yellow]{note}[/]")
 
 
 @app.command()
@@ -174,16 +194,18 @@ def merge(
 ) -> None:
     """Merge another database into this one (validated like an import); per device the faster verified winner stays."""
     from tuner.db import Database
-    from tuner.db.transfer import merge as merge_dbs
+    from tuner.db.transfer import merge as merge_dbs, unbacked_note
 
     src = Database.open(source, create=False)
     dst = Database.open(db_url(db))
     try:
-        added = merge_dbs(src, dst)
+        added, unbacked = merge_dbs(src, dst)
     finally:
         src.close()
         dst.close()
-    console.print(f"merged {src.safe_url}: added " + ", ".join(f"{k}={v}" for k, v in added.items()))
+    console.print(f"merged {escape(src.safe_url)}: added " + ", ".join(f"{k}={v}" for k, v in added.items()))
+    if note := unbacked_note(unbacked):
+        console.print(f"[yellow]{note}[/]")
 
 
 @app.command()
