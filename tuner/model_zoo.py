@@ -129,6 +129,12 @@ def torchvision_model(model: str) -> Any:
     return torchvision.models.get_model(model, weights=None)
 
 
+def is_builtin(model: str) -> bool:
+    """Whether ``model`` names a model tuner builds itself (a torchvision name, ``timm:NAME``, ``hf:NAME``), rather than
+    code to import (``pkg.module:factory``): the only kind a command may take from stored data."""
+    return model.startswith(("timm:", "hf:")) or ":" not in model
+
+
 def load(model: str) -> Any:
     """The model ``--model`` names, from whichever source its form says."""
     if model.startswith("timm:"):
@@ -138,4 +144,4 @@ def load(model: str) -> Any:
     return factory_model(model) if ":" in model else torchvision_model(model)
 
 
-__all__ = ["load", "takes_tokens", "token_vocab"]
+__all__ = ["is_builtin", "load", "takes_tokens", "token_vocab"]

@@ -107,16 +107,21 @@ def revalidate(spec: WorkloadSpec, db_url: str, note: Callable[[str], None] = la
             "tasks": len(tasks), "drift": [asdict(d) for d in drift]}
 
 
-def stored_specs(db_url: str, device_type: str, threads: int | None) -> list[WorkloadSpec]:
-    """Every workload the database holds for ``device_type``, as a spec to capture again."""
+def stored_specs(db_url: str, device_type: str, threads: int | None) -> tuple[list[WorkloadSpec], list[str]]:
+    """Every workload the database holds for ``device_type`` whose model tuner builds itself, as a spec to capture
+    again; and the stored models it will not load: a ``pkg.module:factory`` name in a database (an imported file's,
+    say) is code named by data, and only the user may name it (``--model``)."""
+    from tuner.model_zoo import is_builtin
+
     db = Database.open(db_url, create=False)
     try:
         names = [w for w in map(WorkloadName.parse, db.workload_names()) if w is not None and w.device == device_type]
     finally:
         db.close()
-    return [WorkloadSpec(model=w.model, device=w.device, mode=w.mode, batch=w.shape[0], dtype=w.dtype,
-                         input_shape=w.shape, channels_last=w.channels_last, freezing=w.frozen or w.mode == "train", threads=threads)
-            for w in names]
+    specs = [WorkloadSpec(model=w.model, device=w.device, mode=w.mode, batch=w.shape[0], dtype=w.dtype,
+                          input_shape=w.shape, channels_last=w.channels_last, freezing=w.frozen or w.mode == "train", threads=threads)
+             for w in names if is_builtin(w.model)]
+    return specs, sorted({w.model for w in names if not is_builtin(w.model)})
 
 
 def _sites(run: _Run, stored: list[Any]) -> list[Drift]:

@@ -68,3 +68,9 @@ class _ImaOnRun(torch.nn.Module):
 def ima_in_worker() -> torch.nn.Module:
     """Makes an illegal memory access on the GPU while the file named by TUNER_TEST_CRASH exists."""
     return _ImaOnRun()
+
+
+def canary() -> torch.nn.Module:
+    """Leaves the file named by TUNER_TEST_CANARY behind when called: whether a command ran code a database named."""
+    open(os.environ["TUNER_TEST_CANARY"], "w").close()
+    return mlp()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -24,12 +25,21 @@ DbOption = Annotated[
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(text: object) -> str:
+    """Text from a database or a file, safe to print: control characters written out (an ANSI escape in a task's name
+    cannot clear the terminal) and rich markup escaped (``[/x]`` in a name is no tag)."""
+    return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text)))
+
+
 def db_url(value: str | None) -> str:
     return value or settings().db_url
 
 
 def fail(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)  # "[hf]" is no markup
+    err_console.print(f"[bold red]error:[/] {shown(message)}", highlight=False, soft_wrap=True)  # "[hf]" is no markup
     return typer.Exit(1)
 
 

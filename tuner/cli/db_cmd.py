@@ -13,7 +13,7 @@ from rich.table import Table
 from tuner.cli.common import (
     BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModeOpt, SeqLenOpt, ThreadsOpt,
     console,
-    db_url, default_device, err_console, friendly, make_spec,
+    db_url, default_device, err_console, friendly, make_spec, shown,
 )
 
 app = typer.Typer(help="Inspect and maintain the tuning database.", no_args_is_help=True)
@@ -33,13 +33,13 @@ def stats(db: DbOption = None, as_json: Annotated[bool, typer.Option("--json", h
     if as_json:
         typer.echo(json.dumps(s, indent=2, sort_keys=True))
         return
-    t = Table(title=f"tuning database {s['url']}", show_header=False)
+    t = Table(title=f"tuning database {shown(s['url'])}", show_header=False)
     for k in ("tasks", "trials", "winners", "devices", "environments"):
         t.add_row(k, str(s[k]))
     for k, v in sorted(s["trials_by_status"].items()):
-        t.add_row(f"  trials {k}", str(v))
+        t.add_row(f"  trials {shown(k)}", str(v))
     for k, v in sorted(s["tasks_by_kind"].items()):
-        t.add_row(f"  tasks {k}", str(v))
+        t.add_row(f"  tasks {shown(k)}", str(v))
     console.print(t)
 
 
@@ -69,8 +69,8 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
         except InvalidConfig:
             change = json.dumps(r["config"], sort_keys=True)
         spread = "-" if r["spread_ms"] is None else f"{r['spread_ms']:.2g}" + (" drift" if r["spread_ms"] != r["iqr_ms"] else "")
-        t.add_row(r["task"], r["kind"], r["device"], fmt(r["baseline_ms"]), fmt(r["median_ms"]), spread,
-                  f"{r['speedup']:.3f}x" if r["speedup"] else "-", change)
+        t.add_row(shown(r["task"]), shown(r["kind"]), shown(r["device"]), fmt(r["baseline_ms"]), fmt(r["median_ms"]), spread,
+                  f"{r['speedup']:.3f}x" if r["speedup"] else "-", shown(change))
     console.print(t)
 
 
@@ -227,6 +227,9 @@ def revalidate(
 ) -> None:
     """Re-measure stored winners here (after a torch upgrade, say); keep those that still win, revert the rest.
 
+    Without --model, every stored workload whose model tuner builds itself (torchvision, timm:, hf:); a stored
+    pkg.module:factory is never imported on the database's word: name it with --model.
+
     Each stored winner is timed against Inductor's default on this machine's torch and device; those no longer faster
     by the budget's minimum gain are put back to the default, and the drift is printed. Template sites, CPU graph
     knobs and fusion groupings; Triton kernels are not revalidated yet."""
@@ -236,7 +239,10 @@ def revalidate(
     if model:
         specs = [make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)]
     else:
-        specs = stored_specs(url, device or default_device(), threads)
+        specs, code = stored_specs(url, device or default_device(), threads)
+        if code:
+            err_console.print(f"[yellow]not re-measured: {len(code)} stored model(s) named as code to import "
+                              f"({shown(', '.join(code[:3]))}{', …' if len(code) > 3 else ''}); name one with --model to re-measure it[/]")
     reports = [run(spec, url, note=lambda s: err_console.print(f"[dim]{s}[/]")) for spec in specs]
     if as_json:
         typer.echo(json.dumps(reports, indent=2))
@@ -246,13 +252,13 @@ def revalidate(
 
 
 def _drift_table(report: dict[str, Any]) -> None:
-    t = Table(title=f"{report['workload']} on {report['device']} (torch {report['torch']})")
+    t = Table(title=shown(f"{report['workload']} on {report['device']} (torch {report['torch']})"))
     for col in ("task", "kind", "stored speedup", "speedup now", "verdict"):
         t.add_column(col, overflow="fold")
     fmt = lambda v: f"{v:.3f}x" if v else "-"  # noqa: E731
     for d in report["drift"]:
-        verdict = "[green]kept[/]" if d["verdict"] == "kept" else f"[red]reverted[/] ({d['why']})"
-        t.add_row(d["task"], d["kind"], fmt(d["stored_speedup"]), fmt(d["speedup"]), verdict)
+        verdict = "[green]kept[/]" if d["verdict"] == "kept" else f"[red]reverted[/] ({shown(d['why'])})"
+        t.add_row(shown(d["task"]), shown(d["kind"]), fmt(d["stored_speedup"]), fmt(d["speedup"]), verdict)
     console.print(t)
     kept = sum(d["verdict"] == "kept" for d in report["drift"])
     console.print(f"{kept} of {len(report['drift'])} stored winner(s) kept ({report['tasks']} task(s) in the workload)")

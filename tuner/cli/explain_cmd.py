@@ -10,7 +10,7 @@ from rich.table import Table
 
 from tuner.cli.common import (
     BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
-    SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec,
+    SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec, shown,
 )
 
 STYLE = {"hit": "green", "transferred": "yellow", "miss": "red"}
@@ -45,16 +45,16 @@ def explain(
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
-    t = Table(title=f"{report['workload']}: what {report['db']} answers" + (" (exact entries only)" if strict else ""))
+    t = Table(title=shown(f"{report['workload']}: what {report['db']} answers") + (" (exact entries only)" if strict else ""))
     for col in ("kind", "task", "outcome", "answer or reason"):
         t.add_column(col, overflow="fold")
     for d in report["decisions"]:
-        t.add_row(d["kind"], d["what"], f"[{STYLE[d['outcome']]}]{d['outcome']}[/]", _said(d))
+        t.add_row(shown(d["kind"]), shown(d["what"]), f"[{STYLE[d['outcome']]}]{d['outcome']}[/]", shown(_said(d)))
     console.print(t)
     c = report["counts"]
     console.print(f"{c['hit']} hit(s), {c['transferred']} transferred, {c['miss']} miss(es)")
     if report["note"]:
-        console.print(report["note"], highlight=False, soft_wrap=True)
+        console.print(shown(report["note"]), highlight=False, soft_wrap=True)
 
 
 def _said(d: dict) -> str:

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from tuner.cli.common import shown
 from tuner.progress import Progress as SweepProgress
 from tuner.sweep import SweepReport
 
@@ -59,8 +60,8 @@ class RichProgress(SweepProgress):
 
     def start(self, total: int, names: list[str]) -> None:
         """Called once per phase (template sites, then Triton kernels, then graphs): the bar grows."""
-        shown = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
-        self.console.print(f"{len(names)} tasks: {shown}", highlight=False)
+        listed = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
+        self.console.print(f"{len(names)} tasks: {shown(listed)}", highlight=False)
         if self.id is None:
             self.id = self.bar.add_task("tuning", total=total)
         else:
@@ -68,20 +69,20 @@ class RichProgress(SweepProgress):
 
     def task(self, name: str) -> None:
         if self.id is not None:
-            self.bar.update(self.id, description=f"[cyan]{name[:40]}")
+            self.bar.update(self.id, description=f"[cyan]{shown(name[:40])}")
 
     def trial(self, status: str) -> None:
         if status != "ok":
             self.failed += 1
         if self.id is not None:
-            shown = self.bar.tasks[0]
-            if shown.total is not None and shown.completed + 1 > shown.total:
+            bar_task = self.bar.tasks[0]
+            if bar_task.total is not None and bar_task.completed + 1 > bar_task.total:
                 # a trial beyond the plan (another worker's study joined): the plan grows; never "13/11 trials"
-                self.bar.update(self.id, total=shown.completed + 1)
+                self.bar.update(self.id, total=bar_task.completed + 1)
             self.bar.advance(self.id)
 
     def note(self, text: str) -> None:
-        self.console.print(f"[dim]{text}[/]")
+        self.console.print(f"[dim]{shown(text)}[/]")
 
 
 def _ms(v: float | None) -> str:
@@ -114,17 +115,17 @@ def print_report(console: Console, report: SweepReport, defaults: dict[str, dict
         n = sum(report.graph_breaks.values())
         console.print(f"[yellow]{n} graph break(s)[/]:")
         for reason, count in report.graph_breaks.items():
-            console.print(f"  {count} × {reason}", highlight=False)
+            console.print(f"  {count} × {shown(reason)}", highlight=False)
     else:
         console.print("graph breaks: none")
     if report.capture_compile_s is not None:
         console.print(f"capture: the default compile took {report.capture_compile_s:.1f} s")
-    t = Table(title=f"{report.workload} on {report.device}")
+    t = Table(title=shown(f"{report.workload} on {report.device}"))
     for col in ("task", "trials", "default ms", "best ms", "speedup", "winner"):
         t.add_column(col, overflow="fold")
     for o in report.outcomes:
-        t.add_row(o.task.name, str(o.total), _ms(o.default_ms), _ms(o.best_ms),
-                  f"{o.speedup:.3f}x" if o.speedup else "-", config_diff(o.winner, defaults.get(o.task.key, {})))
+        t.add_row(shown(o.task.name), str(o.total), _ms(o.default_ms), _ms(o.best_ms),
+                  f"{o.speedup:.3f}x" if o.speedup else "-", shown(config_diff(o.winner, defaults.get(o.task.key, {}))))
     console.print(t)
     if report.speedup:
         console.print(
