@@ -70,7 +70,8 @@ def export_lut(db: Database, device: str | None = None) -> tuple[dict[str, list[
             .join(Device, Device.id == Winner.device_id)
             .where(Task.kind == Kind.SITE.value, Device.kind == "cuda")
         ).all()
-    rows = [r for r in rows if device is None or device in r.fingerprint or device.lower() in r.name.lower()]
+    rows = [r for r in rows if (device is None or device in r.fingerprint or device.lower() in r.name.lower())
+            and db.intact(r.signature, r.config)]
     models = sorted({r.name for r in rows})
     notes: list[str] = []
     if len(models) > 1:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text, UniqueConstraint
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from tuner.db.cells import SafeJSON
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -23,7 +24,7 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
-JSONType = JSON().with_variant(JSONB(), "postgresql")
+JSONType = SafeJSON()  # JSONB on PostgreSQL; a damaged SQLite cell reads as ``Unreadable``
 
 
 def utcnow() -> dt.datetime:

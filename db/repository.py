@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from tuner.db.cells import Unreadable, readable
 from tuner.db.engine import _first_line, _safe, check_schema, make_engine
 from tuner.db.fingerprint import DeviceInfo, EnvironmentInfo
 from tuner.db.models import Device, Environment, Task, Trial, Winner, WorkloadTask
@@ -67,6 +68,10 @@ class Database:
     def close(self) -> None:
         self.engine.dispose()
 
+    def intact(self, *cells: Any) -> bool:
+        """Whether a row's JSON cells all parse (else it is skipped, with one warning per database)."""
+        return readable(*cells, where=f"database {self.safe_url}")
+
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:
         try:
@@ -106,6 +111,8 @@ class Database:
             with self.session() as s:
                 t = s.scalar(select(Task).where(Task.key == key))
                 if t is not None:
+                    if isinstance(t.signature, Unreadable):  # damaged: the capture that made this key says it again
+                        t.signature = signature
                     return TaskRecord(t.id, t.key, t.kind, t.name, t.signature)
             try:
                 with self._sessions.begin() as s:
@@ -134,7 +141,7 @@ class Database:
                 .order_by(Trial.id.desc())
                 .limit(1)
             )
-            return _trial_record(t) if t is not None else None
+            return _trial_record(t) if t is not None and self.intact(t.config) else None
 
     def record_trial(
         self,
@@ -175,7 +182,7 @@ class Database:
             rows = s.scalars(
                 select(Trial).where(Trial.task_id == task_id, Trial.device_id == device_id).order_by(Trial.id)
             )
-            return [_trial_record(t) for t in rows]
+            return [_trial_record(t) for t in rows if self.intact(t.config)]
 
     # --- winners ----------------------------------------------------------------------------
     def set_winner(
@@ -190,7 +197,8 @@ class Database:
 
     def winner_config(self, task_id: int, device_id: int) -> dict[str, Any] | None:
         with self.session() as s:
-            return s.scalar(select(Winner.config).where(Winner.task_id == task_id, Winner.device_id == device_id))
+            config = s.scalar(select(Winner.config).where(Winner.task_id == task_id, Winner.device_id == device_id))
+        return config if self.intact(config) else None
 
     def winner_speedup(self, task_id: int, device_id: int) -> float | None:
         """The stored winner's default time over its own (None without both)."""
@@ -204,7 +212,7 @@ class Database:
             return {}
         with self.session() as s:
             rows = s.execute(select(Winner.task_id, Winner.config).where(Winner.task_id.in_(task_ids), Winner.device_id == device_id))
-            return {tid: config for tid, config in rows}
+            return {tid: config for tid, config in rows if self.intact(config)}
 
     def winners_of_kind(self, kind: str, device_id: int, exclude_task_id: int) -> list[tuple[dict[str, Any], dict[str, Any], float | None]]:
         """(signature, winner config, verified speedup) of every other task of ``kind`` with a winner on this device."""
@@ -214,7 +222,7 @@ class Database:
                 .join(Winner, Winner.task_id == Task.id)
                 .where(Task.kind == str(kind), Winner.device_id == device_id, Task.id != exclude_task_id)
             ).all()
-        return [(sig, config, (base / med) if med and base else None) for sig, config, med, base in rows]
+        return [(sig, config, (base / med) if med and base else None) for sig, config, med, base in rows if self.intact(sig, config)]
 
     def timed_trials(self, kinds: tuple[str, ...], device_id: int, statuses: tuple[str, ...]) -> list[tuple[str, dict[str, Any], dict[str, Any], float]]:
         """(task key, signature, config, ratio to the default timed in the same run) of every trial of ``kinds``
@@ -226,7 +234,7 @@ class Database:
                 .where(Task.kind.in_([str(k) for k in kinds]), Trial.device_id == device_id, Trial.status.in_(statuses))
                 .where(Trial.median_ms.is_not(None), Trial.baseline_ms > 0)
             ).all()
-        return [(key, sig, config, med / base) for key, sig, config, med, base in rows]
+        return [(key, sig, config, med / base) for key, sig, config, med, base in rows if self.intact(sig, config)]
 
     def workload_names(self) -> list[str]:
         """Every workload the database has tasks for, by name."""
@@ -244,6 +252,7 @@ class Database:
             rows = s.execute(
                 select(Winner.config, Winner.median_ms, Winner.baseline_ms).where(Winner.task_id == task_id, Winner.device_id != device_id)
             ).all()
+        rows = [r for r in rows if self.intact(r[0])]
         rows.sort(key=lambda r: -(r[2] / r[1]) if r[1] and r[2] else 0.0)
         return [r[0] for r in rows]
 
@@ -256,7 +265,7 @@ class Database:
                 .join(Device, Device.id == Winner.device_id)
                 .where(Device.fingerprint == device_fingerprint)
             )
-            return {key: (kind, config, sig) for key, kind, config, sig in rows}
+            return {key: (kind, config, sig) for key, kind, config, sig in rows if self.intact(config, sig)}
 
     def top_winners(self, limit: int = 20) -> list[dict[str, Any]]:
         with self.session() as s:
@@ -283,6 +292,7 @@ class Database:
                 "spread_ms": max((x for x in (iqr, drift.get((tid, did))) if x is not None), default=None),
             }
             for name, kind, dev, cfg, med, base, sig, iqr, tid, did in rows
+            if self.intact(cfg, sig)
         ]
         out.sort(key=lambda r: -(r["speedup"] or 0.0))
         return out[:limit]

@@ -23,7 +23,8 @@ def winner_rows(db: Database, model: str | None = None) -> list[dict[str, Any]]:
     q = select(Task.name, Task.kind, Device.name, Winner.baseline_ms, Winner.median_ms, Winner.config).join(Winner, Winner.task_id == Task.id)
     with db.session() as s:
         rows = s.execute(_of_model(q.join(Device, Device.id == Winner.device_id), model)).all()
-    return [{"task": t, "kind": k, "device": d, "default_ms": b, "best_ms": m, "config": c} for t, k, d, b, m, c in rows]
+    return [{"task": t, "kind": k, "device": d, "default_ms": b, "best_ms": m, "config": c} for t, k, d, b, m, c in rows
+            if db.intact(c)]
 
 
 def trial_statuses(db: Database, model: str | None = None, samples: int = 3) -> dict[str, dict[str, Any]]:
@@ -44,7 +45,8 @@ def trial_statuses(db: Database, model: str | None = None, samples: int = 3) -> 
 def provenance(db: Database) -> dict[str, list[dict[str, Any]]]:
     """The devices and software environments the trials were measured on."""
     with db.session() as s:
-        devices = [{"name": n, "kind": k, "info": i} for n, k, i in s.execute(select(Device.name, Device.kind, Device.info))]
+        devices = [{"name": n, "kind": k, "info": i} for n, k, i in s.execute(select(Device.name, Device.kind, Device.info))
+                   if db.intact(i)]
         envs = [{"torch": t, "triton": tr, "cuda": c, "python": p, "tuner": v}
                 for t, tr, c, p, v in s.execute(select(Environment.torch, Environment.triton, Environment.cuda, Environment.python, Environment.tuner))]
     return {"devices": devices, "environments": envs}

@@ -47,7 +47,7 @@ def export_records(db: Database, *, device: str | None = None, model: str | None
     """Every record as a plain dict, devices and tasks before the trials and winners that name them."""
     with db.session() as s:
         devices = [d for d in s.scalars(select(Device).order_by(Device.id))
-                   if device is None or device in d.fingerprint or device.lower() in d.name.lower()]
+                   if (device is None or device in d.fingerprint or device.lower() in d.name.lower()) and db.intact(d.info)]
         dev_ids = {d.id for d in devices}
         links = list(s.scalars(select(WorkloadTask).order_by(WorkloadTask.id)))
         if model is not None:
@@ -55,11 +55,13 @@ def export_records(db: Database, *, device: str | None = None, model: str | None
             task_ids = {w.task_id for w in links}
         else:
             task_ids = set(s.scalars(select(Task.id)))
-        tasks = {t.id: t for t in s.scalars(select(Task).where(Task.id.in_(task_ids)).order_by(Task.id))}
-        trials = list(s.scalars(select(Trial).where(Trial.task_id.in_(task_ids), Trial.device_id.in_(dev_ids)).order_by(Trial.id)))
+        tasks = {t.id: t for t in s.scalars(select(Task).where(Task.id.in_(task_ids)).order_by(Task.id)) if db.intact(t.signature)}
+        trials = [t for t in s.scalars(select(Trial).where(Trial.task_id.in_(tasks), Trial.device_id.in_(dev_ids)).order_by(Trial.id))
+                  if db.intact(t.config)]
         env_ids = {t.environment_id for t in trials}
         envs = {e.id: e for e in s.scalars(select(Environment).where(Environment.id.in_(env_ids)))}
-        winners = list(s.scalars(select(Winner).where(Winner.task_id.in_(task_ids), Winner.device_id.in_(dev_ids)).order_by(Winner.id)))
+        winners = [w for w in s.scalars(select(Winner).where(Winner.task_id.in_(tasks), Winner.device_id.in_(dev_ids)).order_by(Winner.id))
+                   if db.intact(w.config)]
         dev_fp = {d.id: d.fingerprint for d in devices}
         trial_uid = {t.id: t.uid for t in trials}
         yield {"type": "header", "format": FORMAT, "schema": SCHEMA, "tuner": _tuner_version(),
@@ -386,8 +388,9 @@ def _ensure(s: Any, model: Any, column: str, value: str, values: dict[str, Any],
 
 
 def known_tasks(db: Database) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The database's tasks, {key: (kind, signature)}; one whose signature cannot be read is left to the file."""
     with db.session() as s:
-        return {k: (kind, sig) for k, kind, sig in s.execute(select(Task.key, Task.kind, Task.signature))}
+        return {k: (kind, sig) for k, kind, sig in s.execute(select(Task.key, Task.kind, Task.signature)) if db.intact(sig)}
 
 
 def merge(src: Database, dst: Database) -> tuple[dict[str, int], int]:

@@ -76,6 +76,36 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
 
 @app.command()
 @friendly
+def check(
+    db: DbOption = None,
+    drop: Annotated[bool, typer.Option("--drop", help="Delete the rows listed (a task with its trials and winners).")] = False,
+) -> None:
+    """List the rows whose JSON cannot be read (hand-edited or damaged cells; every command skips them), and with
+    --drop delete them. Without --drop the database is only read."""
+    from tuner.db import Database
+    from tuner.db.check import drop as drop_rows, unreadable_rows
+
+    database = Database.open(db_url(db), create=False)
+    try:
+        rows = unreadable_rows(database)
+        if drop and rows:
+            drop_rows(database, rows)
+    finally:
+        database.close()
+    if not rows:
+        console.print("every row is readable")
+        return
+    t = Table(title=f"{len(rows)} unreadable row(s)")
+    for col in ("table", "id", "column", "row", "cell"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r.table, str(r.id), r.column, shown(r.label), shown(r.raw[:60]))
+    console.print(t)
+    console.print(f"dropped {len(rows)} row(s)" if drop else "`tuner db check --drop` deletes them")
+
+
+@app.command()
+@friendly
 def upgrade(db: DbOption = None) -> None:
     """Upgrade the database's schema to this tuner's revision (creating it if empty)."""
     from tuner.db import migrate
