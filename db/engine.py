@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, inspect
+from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -59,6 +63,38 @@ def _safe(url: str) -> str:
         return url
 
 
+SCHEMA_LOCK = 0x7475_6E65_7273_6368  # "tunersch": the PostgreSQL advisory lock around schema creation and upgrades
+
+
+@contextlib.contextmanager
+def schema_lock(engine: Engine, url: str) -> Iterator[None]:
+    """Serialize schema creation and upgrades between processes: a PostgreSQL advisory lock (the session's, held on
+    its own connection), an ``flock`` on the SQLite file. Two processes opening an empty database at once then create
+    it once; the second finds it made."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": SCHEMA_LOCK})
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": SCHEMA_LOCK})
+                conn.commit()
+        return
+    path = sqlite_path(url)
+    if path is None:
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # flock and SQLite's own (POSIX) locks do not meet
+    except OSError as e:
+        raise StorageError(f"cannot open {path}: {e.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def check_schema(engine: Engine, url: str, *, create: bool) -> None:
     """Create a new database, or refuse one at another revision with the exact fix."""
     try:
@@ -66,15 +102,15 @@ def check_schema(engine: Engine, url: str, *, create: bool) -> None:
         head = migrate.head_revision()
         if current == head:
             return
+        if current is None and create:
+            with schema_lock(engine, url):
+                _create(engine, url, head)
+            return
         if current is None:
             tables = [t for t in inspect(engine).get_table_names() if t.startswith("tuner_")]
             if tables:
                 raise SchemaError(f"database {_safe(url)} has tuner tables but no schema revision; it was not made by tuner")
-            if not create:
-                raise SchemaError(f"database {_safe(url)} holds no tuning data yet")
-            migrate.upgrade(engine)
-            log.info("created tuning database %s at revision %s", _safe(url), head)
-            return
+            raise SchemaError(f"database {_safe(url)} holds no tuning data yet")
         if current in migrate.known_revisions():
             raise SchemaError(
                 f"database {_safe(url)} is at schema revision {current}, this tuner needs {head}: "
@@ -85,6 +121,19 @@ def check_schema(engine: Engine, url: str, *, create: bool) -> None:
         )
     except SQLAlchemyError as e:
         raise StorageError(f"cannot open database {_safe(url)}: {_first_line(e)}") from e
+
+
+def _create(engine: Engine, url: str, head: str) -> None:
+    """Inside the schema lock: create the schema, unless the process that held the lock before made it."""
+    current = migrate.current_revision(engine)
+    if current is not None:
+        if current != head:
+            check_schema(engine, url, create=False)  # another revision: the same refusal as anywhere
+        return
+    if [t for t in inspect(engine).get_table_names() if t.startswith("tuner_")]:
+        raise SchemaError(f"database {_safe(url)} has tuner tables but no schema revision; it was not made by tuner")
+    migrate.upgrade(engine)
+    log.info("created tuning database %s at revision %s", _safe(url), head)
 
 
 def _first_line(e: BaseException) -> str:

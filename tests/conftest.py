@@ -30,6 +30,7 @@ def _isolated(tmp_path, monkeypatch):
     import torch._inductor.config as inductor_config
 
     monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TUNER_LOCK_DIR", str(tmp_path / "locks"))  # measurement locks are machine-wide otherwise
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # spawned workers inherit it
     monkeypatch.delenv("TUNER_DB", raising=False)
     from tuner.settings import settings
@@ -99,6 +100,7 @@ def swept_at_batch_1(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)  # the spawned worker imports tests.helpers.models
         mp.setenv("TUNER_CACHE_DIR", str(folder / "cache"))
+        mp.setenv("TUNER_LOCK_DIR", str(folder / "locks"))
         mp.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder / "inductor"))
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

@@ -4,6 +4,8 @@
 ``TUNER_SHARED_DB`` a team's shared database, read after the local one at compile time
 ``TUNER_LOG``       log level of the ``tuner`` logger (e.g. ``info``)
 ``TUNER_CACHE_DIR`` where the default database and scratch files live
+``TUNER_LOCK_DIR``  where every tuner process on this machine takes its per-device measurement locks (default: the
+                    system's temporary folder, ``tuner-locks``)
 ``TUNER_SITE_TIMING`` how a sweep times template-site choices on CUDA: ``pipelined`` (the default: calls back to
                     back, host time counted where it exceeds the device's, as in the model), ``launch`` (Inductor's
                     way) or ``cudagraph`` (replays of a CUDA graph: the device's time alone); ``backend/hooks/site_timing``
@@ -20,6 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +42,7 @@ class Settings:
     transfer: bool = True
     prior: bool = True
     site_defer: bool = True
+    lock_dir: Path = Path(tempfile.gettempdir()) / "tuner-locks"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -57,7 +61,8 @@ class Settings:
         transfer, prior, defer = _flag(env, "TUNER_TRANSFER"), _flag(env, "TUNER_PRIOR"), _flag(env, "TUNER_SITE_DEFER")
         return cls(cache_dir=cache_dir, db_url=db_url, log_level=env.get("TUNER_LOG") or None,
                    shared_db_url=env.get("TUNER_SHARED_DB") or None, site_timing=site_timing, compile_threads=int(threads),
-                   transfer=transfer, prior=prior, site_defer=defer)
+                   transfer=transfer, prior=prior, site_defer=defer,
+                   lock_dir=Path(env.get("TUNER_LOCK_DIR") or Path(tempfile.gettempdir()) / "tuner-locks"))
 
 
 def _flag(env: dict[str, str], name: str) -> bool:

@@ -145,6 +145,18 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
     return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers)
 
 
+def _say_who_measures(device: str, progress: Progress) -> None:
+    """One line when another tuner process holds this device's measurement lock: this sweep's timings wait for its
+    windows (``tuner.measure.quiet``), so the two never time together."""
+    from tuner.measure import quiet
+
+    lock = device if device == "cpu" else "cuda0"
+    pid = quiet.holder(lock)
+    if pid is not None:
+        progress.note(f"another tuner process (pid {pid or 'unknown'}) is measuring on this {device}: this sweep's "
+                      "timings wait for its measurement windows, so that no two time together")
+
+
 def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepReport:
     """Tune every task of the workload, phase by phase. Every trial is committed as it is measured, so an interrupt
     (``KeyboardInterrupt``) loses at most the trial in flight; the partial report is marked interrupted."""
@@ -157,6 +169,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     sweep: SweepContext | None = None
     whole = WholeCheckPhase()
     try:
+        _say_who_measures(opts.spec.device, progress)
         progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
         capture = worker.start()
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)

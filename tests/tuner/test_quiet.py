@@ -8,7 +8,7 @@ import time
 def _hold(kind, cache_dir, seconds, started, out):
     import os
 
-    os.environ["TUNER_CACHE_DIR"] = cache_dir
+    os.environ["TUNER_LOCK_DIR"] = cache_dir
     from tuner.measure import quiet
 
     with getattr(quiet, kind)():
@@ -48,20 +48,48 @@ def test_compiles_run_side_by_side(tmp_path):
     assert start2 < end1  # the second began while the first still held its shared lock
 
 
-def test_nothing_is_locked_off_the_cpu(tmp_path, monkeypatch):
+def test_a_window_not_enabled_takes_no_lock(tmp_path, monkeypatch):
     from tuner.measure import quiet
+    from tuner.settings import settings
 
-    monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path / "nope"))
+    monkeypatch.setenv("TUNER_LOCK_DIR", str(tmp_path / "nope"))
+    settings.cache_clear()
     with quiet.timing(enabled=False):
         pass
     assert not (tmp_path / "nope").exists()
+
+
+def test_a_window_that_waits_says_so_and_whose_lock_it_is(tmp_path, monkeypatch, caplog):
+    """Two tuner processes with their own cache folders and databases still share one lock per device."""
+    import logging
+
+    from tuner.measure import quiet
+    from tuner.settings import settings
+
+    monkeypatch.setenv("TUNER_LOCK_DIR", str(tmp_path))
+    settings.cache_clear()
+    ctx = mp.get_context("spawn")
+    out, held = ctx.Queue(), ctx.Event()
+    other = ctx.Process(target=_hold, args=("timing", str(tmp_path), 1.5, held, out))
+    other.start()
+    assert held.wait(60)
+    assert quiet.holder("cpu") == other.pid and quiet.holder("cuda0") is None
+    with caplog.at_level(logging.WARNING, logger="tuner"):
+        with quiet.timing():
+            t0 = time.monotonic()
+    _, _, their_end = out.get(timeout=60)
+    other.join(30)
+    assert t0 >= their_end
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert f"another tuner process is measuring on cpu (pid {other.pid})" in said and "waited" in said
+    assert quiet.holder("cpu") is None
 
 
 def _compile_in_turns(cache_dir, until, started):
     """Back-to-back compiles that overlap: the shared lock is never free while two of these run."""
     import os
 
-    os.environ["TUNER_CACHE_DIR"] = cache_dir
+    os.environ["TUNER_LOCK_DIR"] = cache_dir
     from tuner.measure import quiet
 
     started.set()

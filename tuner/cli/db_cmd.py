@@ -108,24 +108,23 @@ def check(
 @friendly
 def upgrade(db: DbOption = None) -> None:
     """Upgrade the database's schema to this tuner's revision (creating it if empty)."""
-    from tuner.db import migrate
-    from tuner.db.engine import check_schema, make_engine
-    from tuner.errors import SchemaError
-
     from sqlalchemy.exc import SQLAlchemyError
 
-    from tuner.errors import StorageError
+    from tuner.db import migrate
+    from tuner.db.engine import _first_line, _safe, check_schema, make_engine, schema_lock
+    from tuner.errors import SchemaError, StorageError
 
     url = db_url(db)
     engine = make_engine(url)
     try:
-        try:
-            before = migrate.current_revision(engine)
-        except SQLAlchemyError as e:
-            raise StorageError(f"cannot open database {url}: {str(getattr(e, 'orig', e)).splitlines()[0]}") from None
-        if before is not None and before not in migrate.known_revisions():
-            raise SchemaError(f"database is at schema revision {before}, written by a newer tuner; upgrade tuner instead")
-        migrate.upgrade(engine)
+        with schema_lock(engine, url):
+            try:
+                before = migrate.current_revision(engine)
+                if before is not None and before not in migrate.known_revisions():
+                    raise SchemaError(f"database is at schema revision {before}, written by a newer tuner; upgrade tuner instead")
+                migrate.upgrade(engine)
+            except SQLAlchemyError as e:
+                raise StorageError(f"cannot open database {_safe(url)}: {_first_line(e)}") from None
         check_schema(engine, url, create=False)
         console.print(f"database at schema revision {migrate.head_revision()} (was {before or 'empty'})")
     finally:

@@ -53,7 +53,8 @@ class Session:
         self.model = build_model(spec)
         self.inputs = make_inputs(spec)
         self._sync = synchronizer(spec.device)
-        self._quiet = spec.device == "cpu"  # CPU timing windows exclude every other compile and timing of the sweep
+        # Timing windows exclude every other tuner process's timing on this device and, on the CPU, its compiles too.
+        self._lock = "cpu" if spec.device == "cpu" else f"cuda{torch.cuda.current_device()}"
         self.reference = self._run(self.model, 0, grads=True)
         self.eager_errors = eager_errors(spec.mode, self.model, self.inputs[0], self.reference)
         self.eager_error = max(self.eager_errors, default=0.0)
@@ -77,7 +78,7 @@ class Session:
         return lambda i: self._run(fn, i)
 
     def eager_ms(self, rounds: int = 5) -> float:
-        with quiet.timing(self._quiet):
+        with quiet.timing(device=self._lock):
             return interleaved({"eager": self._step(self.model)}, rounds=rounds, min_sample_ms=20.0, sync=self._sync)["eager"].median_ms
 
     # --- compiling ----------------------------------------------------------------------------
@@ -120,7 +121,7 @@ class Session:
         window = quiet.timing if benchmark is not None else quiet.compiling  # a site batch times while it compiles
         t0 = time.perf_counter()
         try:
-            with window(self._quiet):
+            with window(benchmark is not None or self._lock == "cpu", device=self._lock):
                 out = self._run(fn, 0, grads=True)
                 self._sync()
         except Exception as e:
@@ -226,7 +227,7 @@ class Session:
         if cand.fn is not base.fn:
             fns["baseline"] = self._step(base.fn)
         try:
-            with quiet.timing(self._quiet):
+            with quiet.timing(device=self._lock):
                 t = interleaved(fns, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e), error=describe(e))
@@ -247,4 +248,5 @@ class Session:
     def time_kernel(self, job: KernelBatch) -> KernelResults:
         if self.kernels is None:
             return KernelResults(tuple(Measurement(Status.RUNTIME_ERROR, error="kernel tasks need a CUDA workload") for _ in job.configs))
-        return KernelResults(tuple(self.kernels.measure(job.kernel, list(job.configs), job.rounds)))
+        with quiet.timing(device=self._lock):
+            return KernelResults(tuple(self.kernels.measure(job.kernel, list(job.configs), job.rounds)))
