@@ -55,7 +55,7 @@ def _open(url: str) -> Any:
         _warn_once(f"no tuning database at {path}; compiling with Inductor's defaults (run `tuner sweep` first)")
         return None
     try:
-        return Database.open(url, create=False)
+        return Database.open(url, create=False, read_only=True)
     except StorageError as e:
         _warn_once(f"{e}; compiling with Inductor's defaults")
         return None

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,32 +21,51 @@ log = logging.getLogger("tuner.db")
 
 
 def sqlite_path(url: str) -> Path | None:
-    u = make_url(url)
+    try:
+        u = make_url(url)
+    except (ArgumentError, ValueError):
+        return None  # not a URL at all: make_engine says so
     if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
         return None
     return Path(u.database)
 
 
-def make_engine(url: str, *, create_dirs: bool = True) -> Engine:
+def make_engine(url: str, *, create_dirs: bool = True, read_only: bool = False) -> Engine:
+    """An engine for ``url``. ``read_only``: nothing it does can create or change the database (a SQLite file opened
+    with ``mode=ro``, which must exist; PostgreSQL transactions read-only)."""
     try:
         u = make_url(url)
+        u.port  # noqa: B018 - a port that is no number fails here, not at the first query
     except ArgumentError as e:
-        raise StorageError(f"not a database URL: {url!r}") from e
+        raise StorageError(f"not a database URL: {_safe(url)!r}") from e
+    except ValueError:
+        raise StorageError(f"database URL {_safe(url)} has a port that is not a number") from None
     path = sqlite_path(url)
-    if path is not None and create_dirs:
+    if path is not None and read_only and not path.is_file():
+        raise StorageError(f"no tuning database at {path}")
+    if path is not None and create_dirs and not read_only:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StorageError(f"cannot create the folder for {path}: {e.strerror}") from e
     try:
         if u.get_backend_name() == "sqlite":
+            if path is not None and read_only:
+                u = u.set(database=f"file:{path}", query={**u.query, "mode": "ro", "uri": "true"})
             engine = create_engine(u, connect_args={"timeout": 60})
-            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "connect", _sqlite_pragmas if not read_only else _sqlite_read_pragmas)
         else:
-            engine = create_engine(u, pool_pre_ping=True)
+            args = {"options": "-c default_transaction_read_only=on"} if read_only and u.get_backend_name() == "postgresql" else {}
+            engine = create_engine(u, pool_pre_ping=True, connect_args=args)
     except (SQLAlchemyError, ImportError) as e:
         raise StorageError(f"cannot use database {_safe(url)}: {e}") from e
     return engine
+
+
+def _sqlite_read_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=60000")
+    cur.close()
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -57,10 +77,11 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
 
 
 def _safe(url: str) -> str:
+    """``url`` with its password masked, also when it cannot be parsed."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
+    except (ArgumentError, ValueError):
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 SCHEMA_LOCK = 0x7475_6E65_7273_6368  # "tunersch": the PostgreSQL advisory lock around schema creation and upgrades
@@ -72,13 +93,18 @@ def schema_lock(engine: Engine, url: str) -> Iterator[None]:
     its own connection), an ``flock`` on the SQLite file. Two processes opening an empty database at once then create
     it once; the second finds it made."""
     if engine.dialect.name == "postgresql":
-        with engine.connect() as conn:
+        try:
+            conn = engine.connect()
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": SCHEMA_LOCK})
-            try:
-                yield
-            finally:
+        except SQLAlchemyError as e:
+            raise StorageError(f"cannot open database {_safe(url)}: {_first_line(e)}") from None
+        try:
+            yield
+        finally:
+            with contextlib.suppress(SQLAlchemyError):
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": SCHEMA_LOCK})
                 conn.commit()
+            conn.close()
         return
     path = sqlite_path(url)
     if path is None:

@@ -56,9 +56,15 @@ class Database:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     @classmethod
-    def open(cls, url: str, *, create: bool = True) -> "Database":
-        engine = make_engine(url, create_dirs=create)
-        check_schema(engine, url, create=create)
+    def open(cls, url: str, *, create: bool = True, read_only: bool = False) -> "Database":
+        """``create``: make the schema of an empty database; ``read_only``: change nothing, create nothing (a
+        missing SQLite file is an error, a read-only one is fine)."""
+        engine = make_engine(url, create_dirs=create, read_only=read_only)
+        try:
+            check_schema(engine, url, create=create and not read_only)
+        except BaseException:
+            engine.dispose()
+            raise
         return cls(engine, url)
 
     @property

@@ -17,7 +17,7 @@ from typing import Any
 from tuner.errors import TunerError
 from tuner.measure.numerics import eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within
 from tuner.measure.timing import interleaved
-from tuner.steps import optimizer_for, optimizer_name, run_step, synchronizer
+from tuner.steps import eager_reference, optimizer_for, optimizer_name, run_step, synchronizer
 from tuner.workload import WorkloadSpec, build_model, check_device, make_inputs
 
 
@@ -137,7 +137,7 @@ def run_bench(
     configure_measuring(spec.threads, spec.uses_freezing, sweep=False)
     model = build_model(spec)
     inputs = make_inputs(spec)
-    ref = run_step(spec.mode, model, inputs[0], grads=True, amp=spec.amp)
+    ref = eager_reference(spec, model, inputs[0])
     tolerance = tolerance_for(spec.dtype, eager_errors(spec.mode, model, inputs[0], ref))  # per tensor
     errors: dict[str, list[float]] = {}
     fns: dict[str, Any] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from tuner.errors import TunerError
@@ -55,6 +56,9 @@ def within_max_autotune(budget: Budget, max_autotune_s: float | None) -> Budget:
     return dataclasses.replace(budget, time_budget_s=round(MAX_AUTOTUNE_SHARE * max_autotune_s))
 
 
+MAX_TIME_BUDGET_S = 7 * 24 * 3600
+
+
 def make_budget(preset: str = "default", *, trials: int | None = None, time_budget_s: float | None = None) -> Budget:
     try:
         b = PRESETS[preset]
@@ -65,7 +69,8 @@ def make_budget(preset: str = "default", *, trials: int | None = None, time_budg
             raise TunerError("--trials must be at least 1")
         b = dataclasses.replace(b, trials=trials, site_trials=None, as_fast_as_max_autotune=False)
     if time_budget_s is not None:
-        if time_budget_s <= 0:
-            raise TunerError("--time-budget must be positive")
+        if not math.isfinite(time_budget_s) or not 0 < time_budget_s <= MAX_TIME_BUDGET_S:
+            raise TunerError(f"--time-budget must be a number of seconds above 0 and at most {MAX_TIME_BUDGET_S} (a week), "
+                             f"not {time_budget_s!r}")
         b = dataclasses.replace(b, time_budget_s=time_budget_s)
     return b

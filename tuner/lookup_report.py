@@ -21,13 +21,14 @@ def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> 
 
     from tuner.backend import journal
     from tuner.backend.process import configure_measuring, isolated_compile
-    from tuner.steps import run_step
+    from tuner.steps import eager_reference, run_step
     from tuner.workload import build_model, check_device, make_inputs
 
     check_device(spec)
     _check_database(db_url)
     configure_measuring(spec.threads, spec.uses_freezing, sweep=False)
     model, example = build_model(spec), make_inputs(spec, sets=1)[0]
+    eager_reference(spec, model, example)  # a model that rejects its input says so in one line, before any compile
     torch._dynamo.reset()  # as in a new process: no earlier compile of this code makes Dynamo mark sizes dynamic
     with journal.recording() as decisions, isolated_compile(spec.uses_freezing):
         fn = torch.compile(copy.deepcopy(model), backend="tuned", options={"db": db_url, "transfer": transfer})
@@ -36,7 +37,7 @@ def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> 
 
     rows = [asdict(d) for d in decisions]
     counts = Counter(r["outcome"] for r in rows)
-    db = Database.open(db_url, create=False)
+    db = Database.open(db_url, create=False, read_only=True)
     try:
         _name_sources(db, rows)
         missed = [r["key"] for r in rows if r["outcome"] == journal.MISS]
@@ -56,7 +57,7 @@ def _check_database(url: str) -> None:
     path = sqlite_path(url)
     if path is not None and not path.exists():
         raise TunerError(f"no tuning database at {path}: run `tuner sweep` first, or name one with --db")
-    Database.open(url, create=False).close()
+    Database.open(url, create=False, read_only=True).close()
 
 
 def _name_sources(db: Any, rows: list[dict[str, Any]]) -> None:

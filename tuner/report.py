@@ -65,18 +65,22 @@ def _speedup(r: dict[str, Any]) -> float | None:
     return r["default_ms"] / r["best_ms"] if r["default_ms"] and r["best_ms"] else None
 
 
-def _study_sections(url: str, figure: _Figures, model: str | None) -> str:
-    """Optuna's history and importances of the studies with the most default time at stake."""
+def _study_sections(url: str, figure: _Figures, model: str | None, has_studies: bool) -> str:
+    """Optuna's history and importances of the studies with the most default time at stake. Optuna's storage is
+    opened only where its tables exist, and told to create and upgrade nothing: a report only reads."""
+    if not has_studies:
+        return "<p>no Optuna studies in this database</p>"
     import optuna
     from optuna.visualization import plot_optimization_history, plot_param_importances
 
-    summaries = [s for s in optuna.get_all_study_summaries(url) if s.user_attrs.get("default_ms")]
+    storage = optuna.storages.RDBStorage(url, skip_table_creation=True, skip_compatibility_check=True)
+    summaries = [s for s in optuna.get_all_study_summaries(storage) if s.user_attrs.get("default_ms")]
     if model is not None:
         summaries = [s for s in summaries if model in s.study_name or s.user_attrs.get("task", "").startswith(model)]
     summaries.sort(key=lambda s: -float(s.user_attrs["default_ms"]))
     out = []
     for s in summaries[:TOP_STUDIES]:
-        study = optuna.load_study(study_name=s.study_name, storage=url)
+        study = optuna.load_study(study_name=s.study_name, storage=storage)
         out.append(f"<h3>{html.escape(s.study_name)}</h3><p>default {_fmt(s.user_attrs.get('default_ms'))} ms, best "
                    f"{_fmt(s.user_attrs.get('best_ms'))} ms, winner {html.escape(str(s.user_attrs.get('winner')))}</p>")
         out.append(figure(plot_optimization_history(study)))
@@ -113,9 +117,12 @@ def render(url: str, model: str | None = None, bench: list[Path] | None = None, 
     from tuner.db import Database
     from tuner.db.summaries import provenance, trial_statuses, winner_rows
 
-    db = Database.open(url, create=False)
+    db = Database.open(url, create=False, read_only=True)
     try:
         rows, statuses, where = winner_rows(db, model), trial_statuses(db, model), provenance(db)
+        from sqlalchemy import inspect
+
+        has_studies = inspect(db.engine).has_table("studies")
     finally:
         db.close()
     figure = _Figures()
@@ -124,7 +131,7 @@ def render(url: str, model: str | None = None, bench: list[Path] | None = None, 
         "<h2>Measured on</h2>" + _table(["device", "kind", "info"], [[d["name"], d["kind"], d["info"]] for d in where["devices"]])
         + _table(["torch", "triton", "cuda", "python", "tuner"], [list(e.values()) for e in where["environments"]]),
         "<h2>Default vs best, per task kind</h2>" + (_kind_sections(rows, figure) or "<p>no winners stored</p>"),
-        "<h2>Searches with the most time at stake</h2>" + _study_sections(url, figure, model),
+        "<h2>Searches with the most time at stake</h2>" + _study_sections(url, figure, model, has_studies),
         "<h2>Trials by status</h2>" + _table(["status", "trials", "sample reasons"],
                                              [[k, v["count"], " | ".join(v["errors"])] for k, v in sorted(statuses.items())]),
         _files_section("tuner bench results", bench or []),

@@ -29,6 +29,19 @@ def run_step(mode: str, fn: Any, x: Any, *, grads: bool = False, amp: tuple[str,
 OPTIMIZERS = {"AdamW": {"lr": 1e-5}, "SGD": {"lr": 1e-4, "momentum": 0.9}}  # torch.optim class name -> its arguments
 
 
+def eager_reference(spec: Any, model: Any, x: Any) -> Any:
+    """The eager step's output on ``x``: the reference every compiled mode is checked against. A model that rejects
+    its input (a wrong ``--input-shape``, say) is one line, as a sweep says it, not torch's traceback."""
+    from tuner.errors import WorkloadError
+
+    try:
+        return run_step(spec.mode, model, x, grads=True, amp=spec.amp)
+    except Exception as e:  # the model's own code: any failure means these inputs do not fit it
+        lines = str(e).strip().splitlines()
+        raise WorkloadError(f"{spec.model} rejects its input of shape {tuple(spec.shape)} ({type(e).__name__}: "
+                            f"{lines[0] if lines else ''}); check --input-shape, --batch, --image-size or --seq-len") from None
+
+
 def optimizer_name(mode: str, model_name: str) -> str | None:
     """The optimizer a timed training step ends with, as users train (issue 16): AdamW for a language model (token
     inputs), SGD with momentum otherwise. None for inference."""

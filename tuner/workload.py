@@ -39,6 +39,8 @@ class WorkloadSpec:
             raise WorkloadError(f"--device must be cpu or cuda, not {self.device!r}")
         if self.batch < 1 or self.image_size < 1 or self.seq_len < 1:
             raise WorkloadError("--batch, --image-size and --seq-len must be positive")
+        if self.threads is not None and not 1 <= self.threads <= 4096:
+            raise WorkloadError(f"--threads must be at least 1 (and at most 4096), not {self.threads}")
         if self.input_shape is not None and (not self.input_shape or any(d < 1 for d in self.input_shape)):
             raise WorkloadError(f"--input-shape must be positive integers, got {self.input_shape}")
         if self.mode == "decode" and (not self.model.startswith("hf:") or self.input_shape is not None):

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from tuner.cli.common import (
     BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
-    SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec,
+    SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec, writable_out,
 )
 
 
@@ -48,7 +48,7 @@ def bench(
     mode_names = [m.strip() for m in modes.split(",") if m.strip()] + [f"tuned-{label}" for label in extra]
     spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
+        writable_out(out)
     write = (lambda doc: out.write_text(json.dumps(doc, indent=2) + "\n")) if out is not None else None
     result = run_bench(spec, mode_names, db_url(db), rounds=rounds, extra_dbs=extra, checkpoint=write,
                        progress=lambda s: console.print(f"[dim]{s}[/]"))

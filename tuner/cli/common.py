@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -32,6 +33,22 @@ def shown(text: object) -> str:
     """Text from a database or a file, safe to print: control characters written out (an ANSI escape in a task's name
     cannot clear the terminal) and rich markup escaped (``[/x]`` in a name is no tag)."""
     return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text)))
+
+
+def writable_out(path: Path, option: str = "--out") -> Path:
+    """``path``, checked before any work: its folder made if missing, and a file there writable (a long bench must not
+    end in a traceback for want of a place to write)."""
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise TunerError(f"{option} {path} is a folder; name a file")
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=True):
+            pass
+    except OSError as e:
+        raise TunerError(f"{option} {path}: cannot write there ({e.strerror or e})") from None
+    return path
 
 
 def db_url(value: str | None) -> str:

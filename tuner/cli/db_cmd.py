@@ -25,7 +25,7 @@ def stats(db: DbOption = None, as_json: Annotated[bool, typer.Option("--json", h
     """Count tasks, trials (by status), winners, devices and environments."""
     from tuner.db import Database
 
-    database = Database.open(db_url(db), create=False)
+    database = Database.open(db_url(db), create=False, read_only=True)
     try:
         s = database.stats()
     finally:
@@ -51,7 +51,7 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
     trials (marked "drift": what a re-measurement on this machine can differ by)."""
     from tuner.db import Database
 
-    database = Database.open(db_url(db), create=False)
+    database = Database.open(db_url(db), create=False, read_only=True)
     try:
         rows = database.top_winners(top)
     finally:
@@ -85,7 +85,7 @@ def check(
     from tuner.db import Database
     from tuner.db.check import drop as drop_rows, unreadable_rows
 
-    database = Database.open(db_url(db), create=False)
+    database = Database.open(db_url(db), create=False, read_only=not drop)
     try:
         rows = unreadable_rows(database)
         if drop and rows:
@@ -149,7 +149,7 @@ def export_cmd(
 
     if format not in ("tuner", "inductor-lut"):
         raise typer.BadParameter("must be tuner or inductor-lut", param_hint="--format")
-    database = Database.open(db_url(db), create=False)
+    database = Database.open(db_url(db), create=False, read_only=True)
     try:
         if format == "inductor-lut":
             _export_lut(database, file, device, model)
@@ -225,7 +225,7 @@ def merge(
     from tuner.db import Database
     from tuner.db.transfer import merge as merge_dbs, unbacked_note
 
-    src = Database.open(source, create=False)
+    src = Database.open(source, create=False, read_only=True)
     dst = Database.open(db_url(db))
     try:
         added, unbacked = merge_dbs(src, dst)

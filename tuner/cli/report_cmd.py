@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tuner.cli.common import DbOption, console, db_url, friendly
+from tuner.cli.common import DbOption, console, db_url, friendly, writable_out
 
 
 @friendly
@@ -25,5 +25,5 @@ def report(
     results given."""
     from tuner.report import write_report
 
-    path = write_report(out, url=db_url(db), model=model, bench=bench, sweep_cost=sweep_cost)
+    path = write_report(writable_out(out), url=db_url(db), model=model, bench=bench, sweep_cost=sweep_cost)
     console.print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
