@@ -14,6 +14,38 @@ RECENT = 5  # the estimate is the median of this many latest measurements of a k
 CAPTURE = "capture"  # the cost kind of a compile of the whole workload (the capture's first, then the others)
 
 
+_command_started: float | None = None  # set by the console script's entry point (``tuner.cli.main``)
+
+
+def command_started() -> float:
+    """When the running command started: the process's start where ``tuner`` was run as a program, else now (the
+    command invoked from Python, where the process's age is not the command's)."""
+    return _command_started if _command_started is not None else time.monotonic()
+
+
+def mark_process_as_command() -> None:
+    """Called by the console script: this process is the command, so its time counts from the process's start."""
+    global _command_started
+    _command_started = process_started()
+
+
+def process_started() -> float:
+    """When this process started, on ``time.monotonic()``'s clock: a time budget counts from the command's start, the
+    interpreter's imports included (cold, a new environment's first imports take seconds). Where /proc cannot say,
+    now."""
+    import os
+
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time in clock ticks after boot
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.monotonic()
+    return time.monotonic() - max(0.0, age)
+
+
 @dataclass
 class Costs:
     """Seconds the latest measurements of each kind took ({kind: seconds}, the newest last)."""

@@ -145,6 +145,17 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
     return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers)
 
 
+CLOSING_S = 5.0  # what the end of a sweep cut short takes: the worker's exit, the closing writes and tables
+
+
+def _capture_limit(opts: SweepOptions, t0: float) -> float | None:
+    """Seconds the capture may take so that a sweep with a time budget still ends when it promised, however cold the
+    caches (a new environment's first compile can outlast a short budget by itself); None without a budget."""
+    if opts.budget.time_budget_s is None:
+        return None
+    return max(1.0, t0 + promised_end_s(opts.budget.time_budget_s) - CLOSING_S - time.monotonic())
+
+
 def _say_who_measures(device: str, progress: Progress) -> None:
     """One line when another tuner process holds this device's measurement lock: this sweep's timings wait for its
     windows (``tuner.measure.quiet``), so the two never time together."""
@@ -171,7 +182,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     try:
         _say_who_measures(opts.spec.device, progress)
         progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
-        capture = worker.start()
+        capture = worker.start(_capture_limit(opts, t0))
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
         if opts.spec.device == "cpu":
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")

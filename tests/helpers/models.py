@@ -74,3 +74,11 @@ def canary() -> torch.nn.Module:
     """Leaves the file named by TUNER_TEST_CANARY behind when called: whether a command ran code a database named."""
     open(os.environ["TUNER_TEST_CANARY"], "w").close()
     return mlp()
+
+
+def slow_to_build() -> torch.nn.Module:
+    """An mlp whose construction takes 90 s: a capture slower than a short time budget, as a cold first compile is."""
+    import time
+
+    time.sleep(90)
+    return mlp()

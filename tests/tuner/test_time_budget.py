@@ -215,3 +215,35 @@ def test_the_end_of_a_sweep_counts_its_compiles_and_a_held_worker_is_not_recycle
         assert worker.restarts == 1
     finally:
         worker.close()
+
+
+def test_a_cold_first_run_keeps_its_time_budget(tmp_path):
+    """As a new user's first run: the console script in a new process, with empty Inductor, Triton and bytecode caches,
+    timed from before the process starts. It ends within its promise, whatever it had time to measure (a capture that
+    cannot end in time is stopped and said in one line)."""
+    import os
+    import shutil
+    import subprocess
+
+    exe = shutil.which("tuner")
+    assert exe, "the tuner console script is installed with the package"
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITON_CACHE_DIR": str(tmp_path / "triton"),
+           "TUNER_CACHE_DIR": str(tmp_path / "tuner"), "PYTHONPYCACHEPREFIX": str(tmp_path / "pyc")}
+    args = [exe, "sweep", "--model", "resnet18", "--device", "cpu", "--batch", "1", "--image-size", "64",
+            "--time-budget", str(BUDGET_S), "--db", f"sqlite:///{tmp_path / 'cold.db'}"]
+    t0 = time.monotonic()
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - t0
+    assert wall <= promised_end_s(BUDGET_S), f"a cold {BUDGET_S}-s budget took {wall:.0f} s:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    assert done.returncode == 0 or "did not end within the time budget" in done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_a_capture_that_outlasts_the_budget_is_stopped_and_the_promise_kept(tmp_path, cwd_root):
+    budget = 10
+    args = ["sweep", "--model", "tests.helpers.models:slow_to_build", "--device", "cpu", "--threads", "2", "--input-shape", "1,64",
+            "--time-budget", str(budget), "--db", f"sqlite:///{tmp_path / 'x.db'}"]
+    t0 = time.monotonic()
+    result = CliRunner().invoke(app, args)
+    wall = time.monotonic() - t0
+    assert wall <= promised_end_s(budget), f"a {budget}-s budget took {wall:.0f} s"
+    assert result.exit_code == 1 and "did not end within the time budget" in " ".join(result.output.split()), result.output

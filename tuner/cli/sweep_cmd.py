@@ -47,7 +47,9 @@ def sweep(
     Rerunning the same command continues where it stopped; Ctrl-C keeps every finished trial.
     Then: torch.compile(model, backend="tuned") forces the winners without benchmarking.
     """
-    started = time.monotonic()  # the time budget counts from the command's start, imports and all
+    from tuner.clock import command_started
+
+    started = command_started()  # the time budget counts from the command's start, imports and all
     from tuner.budget import make_budget
     from tuner.cli.render import print_report
     from tuner.samplers import SAMPLERS

@@ -15,12 +15,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
-from tuner.errors import TunerError, WorkloadError
 from tuner.clock import Costs
+from tuner.errors import TunerError, WorkloadError
 from tuner.measure.classify import breaks_context
 from tuner.measure.jobs import CaptureKernels, Job
 from tuner.measure.result import CaptureResult, Status
 from tuner.workload import WorkloadSpec
+
+
+class CaptureOverBudget(TunerError):
+    """The capture outran what a time budget left for it; the worker was stopped."""
 
 
 def _child(conn: Any, spec_json: dict[str, Any], log_path: str) -> None:
@@ -120,7 +124,9 @@ class Worker:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
-    def start(self) -> CaptureResult:
+    def start(self, limit_s: float | None = None) -> CaptureResult:
+        """Spawn the worker and capture the workload. ``limit_s``: a time budget's limit on the capture, past which the
+        worker is stopped and :class:`CaptureOverBudget` raised."""
         self.close()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.log_dir / f"worker-{os.getpid()}-{int(time.time() * 1000)}.log"
@@ -131,7 +137,13 @@ class Worker:
         child.close()
         self._conn, self._served = parent, 0
         self.restarts += 1
-        reply = self._receive(self.start_timeout_s)
+        reply = self._receive(min(self.start_timeout_s, limit_s or self.start_timeout_s))
+        if reply is None and limit_s is not None and limit_s < self.start_timeout_s and self._proc.is_alive():
+            self.close()
+            raise CaptureOverBudget(
+                f"the capture (importing, building and compiling the workload with Inductor's defaults) did not end within "
+                f"the time budget ({limit_s:.0f} s were left for it): nothing was measured. Cold caches make a first "
+                "compile slow; run it again (they are warm now) or give a larger --time-budget")
         if reply is None:
             why = _death(self._proc) if not self._proc.is_alive() else "timed out"
             self.close()
