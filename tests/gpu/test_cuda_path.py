@@ -215,7 +215,7 @@ from tests.helpers.models import convnet
 ic.freezing = True
 torch.manual_seed(0)
 m = convnet().cuda().to(torch.bfloat16).eval().to(memory_format=torch.channels_last)
-x = torch.randn(8, 16, 32, 32, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+x = torch.randn({batch}, 16, 32, 32, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
 with torch.no_grad():
     ref = m(x)
     kw = {{"mode": {mode!r}}} if {mode!r} else {{"options": {{"db": {db_url!r}}}}}
