@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-PROCESSES, ROUNDS = 4, 5
+PROCESSES, ROUNDS = 4, 3
 
 
 def _open_at(url: str, start: float, out) -> None:
@@ -23,7 +23,7 @@ def _open_at(url: str, start: float, out) -> None:
 def _race(url: str) -> list[str]:
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    start = time.time() + 6.0  # every process imported and waiting: they open together
+    start = time.time() + 4.0  # every process imported and waiting: they open together
     procs = [ctx.Process(target=_open_at, args=(url, start, out)) for _ in range(PROCESSES)]
     for p in procs:
         p.start()

@@ -77,8 +77,8 @@ CRAFTED = {
 
 
 @pytest.mark.parametrize("case", sorted(CRAFTED))
-def test_a_crafted_signature_is_refused_and_changes_nothing(tmp_path, case):
-    url = f"sqlite:///{tmp_path / 'mine.db'}"
+def test_a_crafted_signature_is_refused_and_changes_nothing(tmp_path, case, any_db_url):
+    url = any_db_url
     fill(url).close()
     before = _forced(url)
     task, key, config, trial = CRAFTED[case]
@@ -90,8 +90,8 @@ def test_a_crafted_signature_is_refused_and_changes_nothing(tmp_path, case):
     assert _forced(url) == before
 
 
-def test_a_winner_with_no_trial_behind_it_never_replaces_a_measured_one(tmp_path):
-    url = f"sqlite:///{tmp_path / 'mine.db'}"
+def test_a_winner_with_no_trial_behind_it_never_replaces_a_measured_one(tmp_path, any_db_url):
+    url = any_db_url
     fill(url).close()
     before = _forced(url)
     f = _file(tmp_path / "claim.jsonl", None, SITE_KEY, {"choice": "aten:_mkl_linear"})  # no trial at all
@@ -112,9 +112,9 @@ def test_a_winner_whose_trial_is_of_another_config_is_no_winner(tmp_path):
 
 
 @pytest.mark.parametrize("ms, wins", [((0.05, 0.2), True), ((0.15, 0.2), False)])
-def test_on_a_clash_the_faster_by_its_own_trial_wins(tmp_path, ms, wins):
+def test_on_a_clash_the_faster_by_its_own_trial_wins(tmp_path, ms, wins, any_db_url):
     """The stored winner stands on a trial at 2x; an imported one with a trial at 4x replaces it, one at 1.33x not."""
-    url = f"sqlite:///{tmp_path / 'mine.db'}"
+    url = any_db_url
     fill(url).close()
     trial = {"median_ms": ms[0], "baseline_ms": ms[1]}
     f = _file(tmp_path / "clash.jsonl", None, SITE_KEY, {"choice": "aten:_mkl_linear"}, trial=trial, winner={"median_ms": 1e-9})
