@@ -201,6 +201,7 @@ class _Reader:
         self.known = dict(known)
         self.local = set(known)
         self.spaces: dict[str, Any] = {}
+        self.trials: dict[str, dict[str, Any]] = {}  # by uid: what a winner line names
 
     def space(self, key: str, n: int) -> Any:
         from tuner.search_spaces import InvalidConfig, space_for
@@ -276,13 +277,14 @@ class _Reader:
                    spread_ms=_ms(rec, n, "spread_ms"), error=_need(rec, n, "error", str, optional=True, limit=4000),
                    host=_need(rec, n, "host", str))
         self.plan.trials.append(row)
+        self.trials[row["uid"]] = row
 
     def winner(self, rec: dict[str, Any], n: int) -> None:
         """A winner stands on its own trial in the file (measured, of this task, device and config) and takes that
         trial's times; a claim with none is counted and never applied."""
         row = self.measured(rec, n, "winner")
         uid = _need(rec, n, "trial", str, optional=True, limit=36)
-        trial = next((t for t in self.plan.trials if t["uid"] == uid), None) if uid else None
+        trial = self.trials.get(uid) if uid else None
         if trial is None or speedup_of(trial) is None or any(trial[k] != row[k] for k in ("task", "device", "config")):
             self.plan.unbacked += 1
             return
