@@ -63,16 +63,17 @@ def make_engine(url: str, *, create_dirs: bool = True, read_only: bool = False) 
 
 
 def _sqlite_read_pragmas(dbapi_conn, _record) -> None:
+    """A read-only connection's: waits for writers, and changes nothing (WAL is a writer's setting)."""
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA busy_timeout=60000")
     cur.close()
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn, record) -> None:
+    _sqlite_read_pragmas(dbapi_conn, record)
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=60000")
     cur.close()
 
 
@@ -133,9 +134,7 @@ def check_schema(engine: Engine, url: str, *, create: bool) -> None:
                 _create(engine, url, head)
             return
         if current is None:
-            tables = [t for t in inspect(engine).get_table_names() if t.startswith("tuner_")]
-            if tables:
-                raise SchemaError(f"database {_safe(url)} has tuner tables but no schema revision; it was not made by tuner")
+            _refuse_foreign(engine, url)
             raise SchemaError(f"database {_safe(url)} holds no tuning data yet")
         if current in migrate.known_revisions():
             raise SchemaError(
@@ -156,10 +155,15 @@ def _create(engine: Engine, url: str, head: str) -> None:
         if current != head:
             check_schema(engine, url, create=False)  # another revision: the same refusal as anywhere
         return
-    if [t for t in inspect(engine).get_table_names() if t.startswith("tuner_")]:
-        raise SchemaError(f"database {_safe(url)} has tuner tables but no schema revision; it was not made by tuner")
+    _refuse_foreign(engine, url)
     migrate.upgrade(engine)
     log.info("created tuning database %s at revision %s", _safe(url), head)
+
+
+def _refuse_foreign(engine: Engine, url: str) -> None:
+    """A database with tuner's tables but no schema revision was not made by tuner: never create over it."""
+    if [t for t in inspect(engine).get_table_names() if t.startswith("tuner_")]:
+        raise SchemaError(f"database {_safe(url)} has tuner tables but no schema revision; it was not made by tuner")
 
 
 def _first_line(e: BaseException) -> str:

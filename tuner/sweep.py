@@ -161,8 +161,7 @@ def _say_who_measures(device: str, progress: Progress) -> None:
     windows (``tuner.measure.quiet``), so the two never time together."""
     from tuner.measure import quiet
 
-    lock = device if device == "cpu" else "cuda0"
-    pid = quiet.holder(lock)
+    pid = quiet.holder(quiet.device_lock(device))  # the first GPU: a worker's own index is known only inside it
     if pid is not None:
         progress.note(f"another tuner process (pid {pid or 'unknown'}) is measuring on this {device}: this sweep's "
                       "timings wait for its measurement windows, so that no two time together")

@@ -21,6 +21,11 @@ log = logging.getLogger("tuner.measure")
 _holding: set[str] = set()  # the lock this process holds now: nested use leaves the outermost lock in charge
 
 
+def device_lock(device_type: str, index: int = 0) -> str:
+    """The name of a device's measurement lock: ``cpu``, or ``cuda<index>`` per GPU."""
+    return "cpu" if device_type == "cpu" else f"{device_type}{index}"
+
+
 def lock_path(name: str = "cpu-measure") -> Path:
     from tuner.settings import settings
 

@@ -54,7 +54,7 @@ class Session:
         self.inputs = make_inputs(spec)
         self._sync = synchronizer(spec.device)
         # Timing windows exclude every other tuner process's timing on this device and, on the CPU, its compiles too.
-        self._lock = "cpu" if spec.device == "cpu" else f"cuda{torch.cuda.current_device()}"
+        self._lock = quiet.device_lock(spec.device, torch.cuda.current_device() if spec.device == "cuda" else 0)
         self.reference = self._run(self.model, 0, grads=True)
         self.eager_errors = eager_errors(spec.mode, self.model, self.inputs[0], self.reference)
         self.eager_error = max(self.eager_errors, default=0.0)
