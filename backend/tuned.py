@@ -25,57 +25,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.backend import cache_stats, counters, journal
+from tuner.backend.answers import load_answers, stores, warn_once
 from tuner.backend.compiler import compile_with_context, device_type_of
 from tuner.backend.context import CompileContext
 from tuner.backend.errors import HookUnavailable
-from tuner.core import Forcing, valid_winners
-from tuner.nearest import Nearest
+from tuner.core import Kind
 from tuner.errors import StorageError, TunerError
+from tuner.kinds import KERNEL_HOOK, where
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
 SWITCHES = ("fusion", "transfer", "kernels", "cuda_graphs")  # options that are true or false (all true by default)
 OPTIONS = ("db", "shared_db", "mode", *SWITCHES)
-_warned: set[str] = set()
-
-
-def _warn_once(msg: str) -> None:
-    if msg not in _warned:
-        _warned.add(msg)
-        log.warning(msg)
-
-
-def _open(url: str) -> Any:
-    """The database at ``url`` opened read-only, or None (with one warning) when it is missing or unusable."""
-    from tuner.db import Database
-    from tuner.db.engine import sqlite_path
-
-    path = sqlite_path(url)
-    if path is not None and not path.exists():
-        _warn_once(f"no tuning database at {path}; compiling with Inductor's defaults (run `tuner sweep` first)")
-        return None
-    try:
-        return Database.open(url, create=False, read_only=True)
-    except StorageError as e:
-        _warn_once(f"{e}; compiling with Inductor's defaults")
-        return None
-
-
-def load_answers(urls: list[str], device_type: str, device_index: int = 0) -> tuple[Forcing, Nearest]:
-    """The winners stored for this device model in the ordered union of ``urls`` (the first database that has a
-    task's winner answers it), validated, as exact answers and as answers for other sizes; what is unavailable is
-    skipped with one warning."""
-    from tuner.db import current_device
-    from tuner.db.storage import OrderedUnion
-
-    union = OrderedUnion([db for db in map(_open, urls) if db is not None], on_error=lambda e: _warn_once(f"{e}; compiling with Inductor's defaults"))
-    try:
-        winners = valid_winners(union.winners_for_device(current_device(device_type, device_index).fingerprint))
-    finally:
-        union.close()
-    return Forcing.from_winners(winners), Nearest.from_winners(winners)
-
-
 @dataclass(frozen=True)
 class Options:
     """``options=`` of ``backend="tuned"``: the databases (local first), whether to apply fusion groupings and Triton
@@ -115,15 +76,16 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
     """The backend registered as ``torch.compile(backend="tuned")``."""
     configure_logging()
     opts = Options.parse(options)
+    counters.bump("tuned_compiles")
     import torch
 
     device_type = device_type_of(example_inputs)
     index = next((x.device.index or 0 for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == device_type), 0)
     forcing, nearest = load_answers(opts.urls, device_type, index)  # local first, then shared
     if not opts.fusion:
-        forcing, nearest = forcing.without_fusion(), nearest.without_fusion()
+        forcing, nearest = forcing.without(Kind.FUSION), nearest.without(Kind.FUSION)
     if not opts.kernels:
-        forcing = forcing.without_kernels()  # kernels never transfer: nothing to drop from ``nearest``
+        forcing = forcing.without(*where(hook=KERNEL_HOOK))  # kernels never transfer: nothing to drop from ``nearest``
     ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None, cuda_graphs=opts.cuda_graphs)
     mode = mode or opts.mode
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
@@ -147,7 +109,7 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
             if ctx.cuda_graphs_on or mode_patches.get("triton.cudagraphs", inductor_config.triton.cudagraphs):
                 counters.bump("cuda_graph_compiles")  # what ``tuner bench`` records of a tuned mode
             if ctx.cuda_graphs_on:  # it changes how the step's outputs live: each replay reuses their memory
-                _warn_once("backend 'tuned': this workload runs under CUDA graphs, as its sweep measured it faster with "
+                warn_once("backend 'tuned': this workload runs under CUDA graphs, as its sweep measured it faster with "
                            "them (options={'cuda_graphs': False}: not)")
             if counters.matched_nothing(delta):
                 _explain(opts.urls, device_type, example_inputs, [d.key for d in decisions if d.outcome == journal.MISS])
@@ -160,13 +122,9 @@ def _explain(urls: list[str], device_type: str, example_inputs: Sequence[Any], m
 
     from tuner.backend.explain import why_no_hit
 
-    dbs = [db for db in map(_open, urls) if db is not None]
     try:
-        line = why_no_hit(dbs, device_type, example_inputs, bool(inductor_config.freezing), torch.is_grad_enabled(), missed)
+        line = why_no_hit(stores(urls), device_type, example_inputs, bool(inductor_config.freezing), torch.is_grad_enabled(), missed)
     except StorageError as e:
         line = f"backend 'tuned': no stored answer matched this graph, and the database could not say why ({e})"
-    finally:
-        for db in dbs:
-            db.close()
     if line:
-        _warn_once(line)
+        warn_once(line)

@@ -273,6 +273,14 @@ class Database:
             )
             return {key: (kind, config, sig) for key, kind, config, sig in rows if self.intact(config, sig)}
 
+    def revision(self) -> tuple[Any, ...]:
+        """A cheap marker of what :meth:`winners_for_device` would read: it changes whenever a winner or a task is
+        added, changed or removed (a changed winner gets a newer ``updated_at``)."""
+        with self.session() as s:
+            winners = s.execute(select(func.count(Winner.id), func.max(Winner.id), func.max(Winner.updated_at))).one()
+            tasks = s.execute(select(func.count(Task.id), func.max(Task.id))).one()
+        return (*(str(v) for v in winners), *tasks)
+
     def top_winners(self, limit: int = 20) -> list[dict[str, Any]]:
         with self.session() as s:
             rows = s.execute(

@@ -41,6 +41,9 @@ def _isolated(tmp_path, monkeypatch):
     inductor_config.freezing = freezing
     torch._dynamo.reset()
     settings.cache_clear()
+    from tuner.backend import answers
+
+    answers.forget()  # databases the tuned backend kept open
 
 
 @pytest.fixture

@@ -16,10 +16,11 @@ from tuner.workload import WorkloadSpec
 
 
 def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> dict[str, Any]:
-    """{"workload", "db", "transfer", "decisions": [...], "counts": {hit, transferred, miss}, "note"}."""
+    """{"workload", "db", "transfer", "decisions": [...], "counts": {hit, transferred, miss}, "store": {reads, graphs},
+    "note"}: ``store`` says how many times the compile read the databases' winners for how many Dynamo graphs."""
     import torch
 
-    from tuner.backend import journal
+    from tuner.backend import answers, counters, journal
     from tuner.backend.process import configure_measuring, isolated_compile
     from tuner.steps import eager_reference, run_step
     from tuner.workload import build_model, check_device, make_inputs
@@ -30,22 +31,19 @@ def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> 
     model, example = build_model(spec), make_inputs(spec, sets=1)[0]
     eager_reference(spec, model, example)  # a model that rejects its input says so in one line, before any compile
     torch._dynamo.reset()  # as in a new process: no earlier compile of this code makes Dynamo mark sizes dynamic
+    reads, compiles = counters.count("store_reads"), counters.count("tuned_compiles")
     with journal.recording() as decisions, isolated_compile(spec.uses_freezing):
         fn = torch.compile(copy.deepcopy(model), backend="tuned", options={"db": db_url, "transfer": transfer})
         run_step(spec.mode, fn, example, grads=True, amp=spec.amp)
-    from tuner.db import Database
-
+    store = {"reads": counters.count("store_reads") - reads, "graphs": counters.count("tuned_compiles") - compiles}
     rows = [asdict(d) for d in decisions]
     counts = Counter(r["outcome"] for r in rows)
-    db = Database.open(db_url, create=False, read_only=True)
-    try:
-        _name_sources(db, rows)
-        missed = [r["key"] for r in rows if r["outcome"] == journal.MISS]
-        note = None if counts[journal.HIT] or counts[journal.TRANSFERRED] else _why(db, spec, example, missed)
-    finally:
-        db.close()
+    db = answers.store(db_url)  # the one the compile read, kept open by the backend
+    _name_sources(db, rows)
+    missed = [r["key"] for r in rows if r["outcome"] == journal.MISS]
+    note = None if counts[journal.HIT] or counts[journal.TRANSFERRED] else _why(db, spec, example, missed)
     return {"workload": spec.name, "db": db_url, "transfer": transfer, "decisions": rows,
-            "counts": {k: counts[k] for k in (journal.HIT, journal.TRANSFERRED, journal.MISS)}, "note": note}
+            "counts": {k: counts[k] for k in (journal.HIT, journal.TRANSFERRED, journal.MISS)}, "store": store, "note": note}
 
 
 def _check_database(url: str) -> None:

@@ -38,7 +38,7 @@ def test_a_compile_without_freezing_on_a_frozen_database_warns_and_counts_misses
     monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)  # a cached graph skips every lookup
     monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
     monkeypatch.setattr(inductor_config, "freezing", False)
-    monkeypatch.setattr(importlib.import_module("tuner.backend.tuned"), "_warned", set())  # warned once per process
+    monkeypatch.setattr(importlib.import_module("tuner.backend.answers"), "_warned", set())  # warned once per process
     db = Database.open(db_url)
     device = db.device_id(current_device("cpu"))
     rec = db.upsert_task("a" * 64, Kind.CPP_GRAPH, "mlp forward graph 0", {"space": {}}, "0" * 64)
@@ -85,7 +85,7 @@ def test_a_database_that_holds_the_tasks_untuned_says_so(db_url, monkeypatch, ca
     monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)
     monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
     monkeypatch.setattr(inductor_config, "freezing", True)
-    monkeypatch.setattr(importlib.import_module("tuner.backend.tuned"), "_warned", set())
+    monkeypatch.setattr(importlib.import_module("tuner.backend.answers"), "_warned", set())
     model, x = mlp().eval(), torch.randn(16, 64)
     Database.open(db_url).close()
     with journal.recording() as first, torch.no_grad():

@@ -40,7 +40,7 @@ def test_another_batch_gets_the_nearest_stored_answers_and_benchmarks_nothing(sw
 def test_with_transfer_off_another_batch_misses_and_says_why(swept_at_batch_1, caplog, monkeypatch):
     import importlib
 
-    monkeypatch.setattr(importlib.import_module("tuner.backend.tuned"), "_warned", set())
+    monkeypatch.setattr(importlib.import_module("tuner.backend.answers"), "_warned", set())
     with caplog.at_level(logging.WARNING, logger="tuner"):
         s = _compile_at(swept_at_batch_1, 2, transfer=False)
     assert s["transferred"] == 0 and s["hits"] == 0 and s["misses"] >= 3, s

@@ -52,7 +52,9 @@ def explain(
         t.add_row(shown(d["kind"]), shown(d["what"]), f"[{STYLE[d['outcome']]}]{d['outcome']}[/]", shown(_said(d)))
     console.print(t)
     c = report["counts"]
-    console.print(f"{c['hit']} hit(s), {c['transferred']} transferred, {c['miss']} miss(es)")
+    st = report["store"]
+    console.print(f"{c['hit']} hit(s), {c['transferred']} transferred, {c['miss']} miss(es); "
+                  f"the stored answers were read {st['reads']} time(s) for {st['graphs']} graph(s)")
     if report["note"]:
         console.print(shown(report["note"]), highlight=False, soft_wrap=True)
 
