@@ -66,9 +66,9 @@ def compile_with_context(
     import torch._inductor.config as inductor_config
 
     install_hooks(ctx.device_type)
-    patches = {**base_patches(ctx.device_type), **(extra_patches or {}), **kernel_hook.lookup_table_patch(ctx.forcing.kernels)}
+    patches = {**base_patches(ctx.device_type), **(extra_patches or {}), **kernel_hook.lookup_table_patch(ctx.kernel_table)}
     tag = ctx.answers_digest
-    if ctx.forcing.kernels or ctx.kernel_sink is not None:
+    if ctx.fresh_kernels:
         kernel_hook.forget_loaded_kernels()  # else kernels loaded earlier in this process keep their configs
 
     @contextlib.contextmanager
@@ -77,8 +77,7 @@ def compile_with_context(
         with ctx.activated(), _cache_tag(tag):
             knobs = restart_hook.take(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), is_backward)
             knobs = conv_rewrite.patches(knobs, inductor_config.post_grad_custom_pre_pass)
-            if ctx.recorder is not None:
-                ctx.recorder.lowering(conv_rewrite.eligible_convs(gm_), restart_hook.frozen_now(is_backward))
+            ctx.lowering(gm_, is_backward)
             mark = kernel_hook.modules_mark()
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()
             with inductor_config.patch(knobs), hook:
@@ -86,8 +85,7 @@ def compile_with_context(
             if ctx.device_type == "cuda":
                 kernels = kernel_hook.kernels_since(mark)
                 ctx.kernels_lowered(kernel_hook.tunable(kernels))
-                if ctx.kernel_sink is not None:
-                    ctx.kernel_sink.extend(kernel_hook.capture_first_call(kernels))
+                ctx.kernels_built(kernels)
 
     def compile_graph(more: dict[str, Any]) -> Any:
         with ctx.activated(), _cache_tag(tag):

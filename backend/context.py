@@ -1,7 +1,8 @@
-"""The compile context: during one compile, which answers to force and what to record.
+"""The compile context: during one compile, which answers to force.
 
-Adapters in ``backend/hooks`` ask the active context; outside a tuner compile none
-is active and the adapters leave Inductor alone.
+Adapters in ``backend/hooks`` ask the active context; outside a tuner compile none is active and the adapters leave
+Inductor alone. The sweep's compiles run under its subclass (``backend/instrument/context.py``), which also records
+what it sees, times template choices and captures kernels; each of those hook points is a no-op here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.backend import counters, journal
@@ -21,6 +21,7 @@ from tuner.backend.hooks.restart import describe
 from tuner.backend.journal import HIT, MISS, TRANSFERRED, Decision
 from tuner.core import Forcing, Kind, site_name
 from tuner.keys import task_key
+from tuner.kinds import KERNEL_HOOK, graph_hooked, where
 from tuner.nearest import Nearest, Transfer
 from tuner.search_spaces.cuda_graph import CUDA_GRAPHS
 
@@ -32,112 +33,57 @@ def active() -> "CompileContext | None":
     return _ACTIVE.get()
 
 
-@dataclass
-class SiteRecord:
-    key: str
-    op: str
-    inputs: list[Any]
-    choices: list[str]
-    default: str
-    graph: str | None = None  # key of the graph being lowered when the site was met
-    scalars: dict[str, Any] | None = None  # e.g. addmm's alpha and beta (not part of the key)
-    fp32_precision: str = ""
-
-
-@dataclass
-class GraphRecord:
-    key: str
-    kind: str
-    backward: bool
-    index: int
-    lines: int
-    fusion_key: str = ""
-    device: str = "cpu"
-    pairs: dict[str, int] = field(default_factory=dict)  # fusions Inductor made or considered: pair id -> score
-    unshared: list[str] = field(default_factory=list)  # template epilogues refused for sharing no indexed data
-    s2d_convs: int = 0  # convolutions the space-to-depth rewrite applies to (``hooks/conv_rewrite``)
-    frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
-    family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
-    shapes: list[list[int]] | None = None  # its inputs' sizes
-
-
-@dataclass
-class Recorder:
-    """What a record-mode compile saw: every template site and every graph, in order, each once."""
-
-    sites: dict[str, SiteRecord] = field(default_factory=dict)
-    graphs: dict[str, GraphRecord] = field(default_factory=dict)
-    current_graph: str | None = None
-
-    def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> None:
-        precision = str(payload.get("fp32_precision", ""))
-        self.sites.setdefault(key, SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision))
-
-    def graph(self, key: str, kind: str, payload: dict[str, Any], fusion_key: str = "", device: str = "cpu") -> None:
-        self.current_graph = key
-        index = sum(1 for g in self.graphs.values() if g.backward == payload["backward"])
-        lines = payload["code"].count("\n")
-        family, shapes = graph_hook.graph_family(payload), graph_hook.graph_shapes(payload)
-        self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, lines, fusion_key, device, family=family, shapes=shapes))
-
-    def _current(self) -> GraphRecord | None:
-        return self.graphs.get(self.current_graph or "")
-
-    def fusion_pair(self, pid: str, score: int) -> None:
-        if (g := self._current()) is not None:
-            g.pairs[pid] = max(score, g.pairs.get(pid, score))
-
-    def unshared_epilogue(self, pid: str) -> None:
-        if (g := self._current()) is not None and pid not in g.unshared:
-            g.unshared.append(pid)
-
-    def lowering(self, s2d_convs: int, frozen: bool) -> None:
-        """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to, and whether
-        it is compiled frozen."""
-        if (g := self._current()) is not None:
-            g.s2d_convs, g.frozen = s2d_convs, frozen
-
-
 class CompileContext:
-    """``benchmark``: {site key: choice ids} to time side by side at each of those sites with Inductor's
-    own benchmarker, in one compile; the timings land in :attr:`timings` ({site key: {choice id: ms}}).
-    ``kernel_sink``: a list that collects the Triton kernels each graph's compile produced. ``site_timing``:
-    how the benchmarked choices of a CUDA site are timed (``hooks/site_timing``: pipelined, launch, cudagraph).
-    ``nearest``: where a task has no exact answer, the nearest stored one stands in (counted as ``transferred``)."""
+    """The answers a compile forces: ``forcing`` (exact stored answers) and ``nearest`` (where a task has no exact
+    answer, the nearest stored one stands in, counted as ``transferred``); ``cuda_graphs``: whether an answer may turn
+    CUDA graphs on."""
 
-    def __init__(
-        self,
-        forcing: Forcing,
-        device_type: str,
-        recorder: Recorder | None = None,
-        benchmark: dict[str, tuple[str, ...]] | None = None,
-        kernel_sink: list[Any] | None = None,
-        site_timing: str = "pipelined",
-        nearest: Nearest | None = None,
-        site_defer: bool = False,
-        cuda_graphs: bool = True,
-    ):
+    def __init__(self, forcing: Forcing, device_type: str, nearest: Nearest | None = None, cuda_graphs: bool = True):
         self.forcing = forcing
         self.device_type = device_type
-        self.recorder = recorder
-        self.benchmark = benchmark or {}
-        self.kernel_sink = kernel_sink
-        self.site_timing = site_timing
-        self.site_defer = site_defer
         self.transfer = nearest is not None
         self.nearest = nearest or None  # answers for tasks with no exact entry (``tuner.nearest``); None: none
         self._graphs_seen: Counter[str] = Counter()  # graphs looked up so far, forward and backward (their names)
-        self.timings: dict[str, dict[str, float]] = {}
-        self.pruned: dict[str, dict[str, float]] = {}  # {site key: {choice id: probe ms}}: stopped early, slower
         self.vetoes: frozenset[str] = frozenset()  # fusion pairs vetoed in the graph being lowered
         self.cuda_graphs = cuda_graphs  # whether an answer may turn CUDA graphs on (``hooks/restart``)
         self.cuda_graphs_on = False  # whether one did
 
-    def record_pruned(self, key: str, choice: str, ms: float) -> None:
-        self.pruned.setdefault(key, {})[choice] = ms
-
+    # --- what the sweep's context adds (``backend/instrument``); nothing here ---------------------------------------
     def record_timings(self, payload: dict[str, Any], timings: dict[str, float]) -> None:
-        self.timings.setdefault(task_key(Kind.SITE, payload), {}).update(timings)
+        """Inductor timed a site's choices (a miss under a max-autotune mode): the sweep keeps the timings."""
+
+    def benchmarking(self, payload: dict[str, Any], picks: list[Any], ids: list[str]) -> None:
+        """A site hands Inductor several choices to time: the sweep times them its own way."""
+
+    def lowering(self, gm: Any, is_backward: bool) -> None:
+        """A graph is about to be lowered."""
+
+    def kernels_built(self, kernels: list[Any]) -> None:
+        """The Triton kernels a graph's compile produced (``CachingAutotuner`` objects)."""
+
+    def fusion_refused_unshared(self, pid: str) -> None:
+        """Told by the fusion hook of a template epilogue that Inductor refused only because the two share no
+        data at the same index (``aggressive_fusion`` would admit it)."""
+
+    @property
+    def defers_sites(self) -> bool:
+        """Whether a site's several choices are timed when Inductor schedules, not where it lowers the site."""
+        return False
+
+    @property
+    def fresh_kernels(self) -> bool:
+        """Whether kernels loaded earlier in this process must be forgotten (they keep the configs they had)."""
+        return bool(self.kernel_table)
+
+    @property
+    def kernel_table(self) -> dict[str, Any]:
+        """{Inductor's lookup hash: Triton config} of every kernel kind: what ``autotune_lookup_table`` forces."""
+        return self.forcing.of(*where(hook=KERNEL_HOOK))
+
+    @property
+    def builds_choices(self) -> bool:
+        """Whether template sites need choices Inductor would not list (a forced or transferred one)."""
+        return bool(self.forcing.of(Kind.SITE)) or bool(self.nearest and self.nearest.sites)
 
     @contextlib.contextmanager
     def activated(self) -> Iterator["CompileContext"]:
@@ -154,41 +100,31 @@ class CompileContext:
 
     def _answer(self, key: str, payload: dict[str, Any]) -> tuple[str | None, Transfer | None]:
         """A site's stored choice, else the one transferred from the nearest stored site (with where from)."""
-        want = self.forcing.sites.get(key)
+        want = self.forcing.get(Kind.SITE, key)
         if want is not None or self.nearest is None:
             return want, None
         moved = self.nearest.site(payload)
         return (moved.config["choice"], moved) if moved else (None, None)
 
     def site_wants(self, key: str, payload: dict[str, Any]) -> tuple[str, ...]:
-        """The choice ids this compile wants at a site: the ones to benchmark, or the forced (or transferred) one."""
-        if key in self.benchmark:
-            return tuple(self.benchmark[key])
+        """The choice ids this compile wants at a site: the forced (or transferred) one."""
         want, _ = self._answer(key, payload)
         return (want,) if want is not None else ()
 
     def forced_only(self, key: str, payload: dict[str, Any]) -> str | None:
-        """The forced choice of a site that nothing records or benchmarks (so the others need not be built)."""
-        if self.recorder is not None or key in self.benchmark:
-            return None
+        """The forced choice of a site (so the others need not be built)."""
         return self._answer(key, payload)[0]
 
     def trims_conv(self) -> bool:
-        """Whether Inductor's own Triton conv configs can be skipped: nothing records or benchmarks, and no
-        max-autotune mode will tune a miss (forced conv configs are built from their ids)."""
+        """Whether Inductor's own Triton conv configs can be skipped: no max-autotune mode will tune a miss (forced
+        conv configs are built from their ids)."""
         import torch._inductor.config as inductor_config
 
-        return self.recorder is None and not self.benchmark and not inductor_config.max_autotune
+        return not inductor_config.max_autotune
 
     def select_site(self, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> list[int]:
-        """Indices of the choices to hand Inductor: one (nothing is benchmarked), or the benchmarked set."""
+        """Indices of the choices to hand Inductor: one, so nothing is benchmarked."""
         key = task_key(Kind.SITE, payload)
-        if self.recorder is not None:
-            self.recorder.site(key, payload, ids, default, scalars)
-        if key in self.benchmark:
-            picked = list(dict.fromkeys(ids.index(c) for c in self.benchmark[key] if c in ids))
-            if len(picked) >= 2:
-                return picked
         want, moved = self._answer(key, payload)
         name = site_name(payload["op"], payload["inputs"])
         if want is not None and want in ids:
@@ -208,7 +144,7 @@ class CompileContext:
         where its source has a stored config (Inductor's lookup table forced it), else a miss (kernels do not transfer:
         their source changes with the sizes)."""
         for heuristic, h, name in kernels:
-            config = self.forcing.kernels.get(h)
+            config = self.forcing.get(Kind.triton(heuristic), h)
             if config is not None:
                 self._decide(Kind.triton(heuristic), h, name, HIT, config)
             else:
@@ -227,41 +163,12 @@ class CompileContext:
         log.info("%s: %s %s -> %s%s", outcome, what, key[:12], answer if answer is not None else reason, _source(moved))
         journal.note(Decision(str(kind), key, what, outcome, answer, reason, moved.source if moved else None))
 
-    @property
-    def prunes_sites(self) -> bool:
-        """Whether a benchmarked site's candidates stop after a probe when clearly slower (``hooks/site_timing``):
-        on CUDA only. On the CPU a CPP GEMM choice's probe (a Python call of its benchmark function) measured 1000x
-        its kernel's time at an mlp's 16x64 site, which no floor separates from a slow kernel; CPU sites offer two
-        or three choices, so there is little to save."""
-        return self.device_type == "cuda" and bool(self.benchmark)
-
-    @property
-    def retimes_sites(self) -> str | None:
-        """How this compile's benchmarked CUDA site choices are timed in place of Inductor's way (``hooks/site_timing``
-        ``TIMERS``), or None: Inductor's own timing (``launch``, the CPU, a compile that benchmarks nothing)."""
-        on = self.site_timing != "launch" and self.device_type == "cuda" and bool(self.benchmark)
-        return self.site_timing if on else None
-
-    @property
-    def defers_sites(self) -> bool:
-        """Whether a benchmarked CUDA site's choices are timed when Inductor schedules, not where it lowers the site
-        (``hooks/selector``): their compiles then overlap the rest of the lowering instead of waiting site by site."""
-        return self.site_defer and self.device_type == "cuda" and bool(self.benchmark)
-
     def fusion_allowed(self, pid: str, score: int) -> bool:
         """Asked by the fusion hook for every fusion Inductor is about to allow."""
-        if self.recorder is not None:
-            self.recorder.fusion_pair(pid, score)
         if pid in self.vetoes:
             counters.bump("vetoes")
             return False
         return True
-
-    def fusion_refused_unshared(self, pid: str) -> None:
-        """Told by the fusion hook of a template epilogue that Inductor refused only because the two share no
-        data at the same index (``aggressive_fusion`` would admit it)."""
-        if self.recorder is not None:
-            self.recorder.unshared_epilogue(pid)
 
     def restarting(self, patches: dict[str, Any]) -> None:
         """The graph just looked up is compiled again under ``patches`` (``hooks/restart``): its second lookup keeps its
@@ -271,33 +178,29 @@ class CompileContext:
         log.info("compiling a graph again %s, as its answer says", describe(patches))
 
     def graph_knobs(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """The Inductor config patches for this graph: its codegen knobs and its fusion grouping's knobs
-        (the grouping's pair vetoes go to :attr:`vetoes`)."""
-        kind = Kind.graph_for(self.device_type)
-        key = task_key(kind, payload)
-        fkey = task_key(Kind.FUSION, payload)
-        if self.recorder is not None:
-            self.recorder.graph(key, kind, payload, fkey, self.device_type)
+        """The Inductor config patches for this graph: the answer of every kind a graph of this device looks up
+        (``tuner.kinds.graph_hooked``: codegen knobs, CUDA graphs, its fusion grouping, whose pair vetoes go to
+        :attr:`vetoes`)."""
         which = "backward" if payload["backward"] else "forward"
         name = f"{which} graph {self._graphs_seen[which]}"
         self._graphs_seen[which] += 1
         out: dict[str, Any] = {}
         transfer = self._graph_transfer(payload)
-        for k, k_kind, answer in ((key, kind, self.forcing.graphs.get(key)), (fkey, Kind.FUSION, self.forcing.fusion.get(fkey))):
-            if k_kind is kind and not kind.is_graph:
-                continue  # no knobs are tuned per graph on this device
-            if k_kind is Kind.CUDA_GRAPH and payload["backward"]:
-                continue  # a backward graph runs under CUDA graphs as its forward does: no task of its own
-            what = name if k_kind is kind else f"{name} fusion"
-            moved = transfer(k_kind) if answer is None else None
+        for kind in graph_hooked(self.device_type):
+            if kind.forward_only and payload["backward"]:
+                continue  # e.g. a backward graph runs under CUDA graphs as its forward does: no task of its own
+            key = task_key(kind.value, payload)
+            answer = self.forcing.get(kind.value, key)
+            moved = transfer(kind.value) if answer is None and kind.transfers else None
             if moved is not None:
                 answer = moved.config
-            if answer is None and k_kind is Kind.CUDA_GRAPH:
-                continue  # off, Inductor's own choice; the graph's fusion lookup says whether the graph is known at all
+            if answer is None and kind.quiet_miss:
+                continue  # Inductor's own choice; the graph's other lookups say whether the graph is known at all
+            what = f"{name} {kind.label}".rstrip()
             if answer is None:
-                self._decide(k_kind, k, what, MISS, None, reason=self._no_entry("graph", "of the same code") + "; Inductor's defaults")
+                self._decide(kind.value, key, what, MISS, None, reason=self._no_entry("graph", "of the same code") + "; Inductor's defaults")
                 continue
-            self._decide(k_kind, k, what, TRANSFERRED if moved else HIT, answer, moved)
+            self._decide(kind.value, key, what, TRANSFERRED if moved else HIT, answer, moved)
             out.update(answer)
         if not self.cuda_graphs:
             out.pop(CUDA_GRAPHS, None)
@@ -314,9 +217,8 @@ class CompileContext:
 
     @property
     def wants_choices_hook(self) -> bool:
-        """Whether this compile needs ``TunedChoices``: to record or veto fusions, or to build template choices."""
-        sites = bool(self.forcing.sites) or bool(self.nearest and self.nearest.sites)
-        return self.recorder is not None or bool(self.vetoes) or sites or bool(self.benchmark)
+        """Whether this compile needs ``TunedChoices``: to veto fusions, or to build template choices."""
+        return bool(self.vetoes) or self.builds_choices
 
 
 def _source(moved: Transfer | None) -> str:

@@ -68,7 +68,7 @@ def export_lut(db: Database, device: str | None = None) -> tuple[dict[str, list[
             select(Task.signature, Winner.config, Device.name, Device.fingerprint)
             .join(Winner, Winner.task_id == Task.id)
             .join(Device, Device.id == Winner.device_id)
-            .where(Task.kind == Kind.SITE.value, Device.kind == "cuda")
+            .where(Task.kind == str(Kind.SITE), Device.kind == "cuda")
         ).all()
     rows = [r for r in rows if (device is None or device in r.fingerprint or device.lower() in r.name.lower())
             and db.intact(r.signature, r.config)]

@@ -1,22 +1,23 @@
-"""Search spaces, one module per kernel family, registered by task kind. :func:`space_for` rebuilds a task's space
-from its signature."""
+"""Search spaces, one module per kind of decision, each with its kind's descriptor (``tuner.kinds``), registered here
+once. :func:`space_for` rebuilds a task's space from its signature."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import Kind
+from tuner.kinds import descriptor, register
 from tuner.search_spaces import cpp, cuda_graph, fusion, template, triton
 from tuner.search_spaces.base import Bool, Choice, IntRange, InvalidConfig, Param, PowerOfTwo, Space
 
-FAMILIES = {cpp.FAMILY: cpp.space, cuda_graph.FAMILY: cuda_graph.space, template.FAMILY: template.space, fusion.FAMILY: fusion.space, **{f: triton.builder(f) for f in triton.FAMILIES}}
+# The order is the order a graph looks its kinds up and the whole-workload check drops winner groups in.
+register(template.KIND, *triton.KINDS, cpp.KIND, cuda_graph.KIND, fusion.KIND)
 
 
 def space_for(kind: str, signature: dict[str, Any]) -> Space:
     """The search space of a task, from what its signature stores (never from executable data)."""
     try:
-        build = FAMILIES[Kind(kind)]
-    except (KeyError, ValueError):
+        build = descriptor(kind).space
+    except KeyError:
         raise InvalidConfig(f"unknown task kind {kind!r}") from None
     try:
         return build(signature["space"])
@@ -24,4 +25,4 @@ def space_for(kind: str, signature: dict[str, Any]) -> Space:
         raise InvalidConfig(f"task of kind {kind!r} has a malformed signature: {e}") from None
 
 
-__all__ = ["Bool", "Choice", "FAMILIES", "IntRange", "InvalidConfig", "Param", "PowerOfTwo", "Space", "space_for"]
+__all__ = ["Bool", "Choice", "IntRange", "InvalidConfig", "Param", "PowerOfTwo", "Space", "space_for"]

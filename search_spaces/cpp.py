@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tuner.kinds import GRAPH_HOOK, TaskKind
 from tuner.core import Kind
 from tuner.search_spaces.base import Bool, Space, choice, with_default
 
@@ -74,3 +75,13 @@ def space(context: dict[str, Any], defaults: dict[str, Any] | None = None) -> Sp
         keep = [p.name for p in params]
     default = {k: d[k] for k in keep}
     return Space(FAMILY, tuple(params), default, (), dict(context))
+
+
+def graph_task(graph: dict[str, Any], sites: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, Any]:
+    """A captured CPU graph's task space: the machine's ISA and threads, and whether a CPP GEMM site is in play."""
+    has_gemm = any(s.get("graph") == graph["key"] and any(c.startswith("cpp:") for c in s["choices"]) for s in sites)
+    return {"isa": info.get("isa", ""), "threads": info.get("threads", 1), "has_cpp_gemm": has_gemm}
+
+
+KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="graph knobs", cost="graph", group="graph-knob", devices=("cpu",), beside_base=True,
+                graph_task=graph_task)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tuner.kinds import GRAPH_HOOK, TaskKind
 from tuner.core import Kind
 from tuner.search_spaces.base import Bool, Space
 
@@ -25,3 +26,8 @@ def space(context: dict[str, Any]) -> Space:
 def on() -> dict[str, Any]:
     """The config that runs the graph under CUDA graphs."""
     return {CUDA_GRAPHS: True}
+
+
+# Off is Inductor's own choice, not a miss; measured once, where the step leaves the device idle.
+KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="CUDA graphs", cost="graph", group="graph-knob", devices=("cuda",), beside_base=True,
+                forward_only=True, quiet_miss=True, label="CUDA graphs", graph_task=lambda graph, sites, info: {})

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.kinds import GRAPH_HOOK, TaskKind
 from tuner.core import Kind
 from tuner.search_spaces.base import Bool, Param, Space, choice, with_default
 
@@ -149,3 +150,11 @@ def to_patches(config: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if not k.startswith("veto.")}
     out["vetoes"] = sorted(k.removeprefix("veto.") for k, v in config.items() if k.startswith("veto.") and v)
     return out
+
+
+def _patches(key: str, config: dict[str, Any], signature: dict[str, Any]) -> tuple[str, Any]:
+    return key, to_patches(config)
+
+
+KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="fusion groupings", cost="graph", group="fusion-grouping", answer=_patches, beside_base=True,
+                label="fusion")

@@ -29,6 +29,7 @@ from functools import cached_property
 from typing import Any
 
 from tuner.keys import canonical_json
+from tuner.kinds import SITE_HOOK, TaskKind
 from tuner.core import InputRow, Kind
 from tuner.search_spaces.base import Choice, InvalidConfig, IntRange, Param, PowerOfTwo, Space, choice, pow2_ceil
 
@@ -343,3 +344,10 @@ def space(context: dict[str, Any]) -> Space:
     if gen is not None:
         ctx["generate"] = gen.describe()
     return TemplateSpace(FAMILY, params, {"choice": default}, (), ctx, gen)
+
+
+def _chosen(key: str, config: dict[str, Any], signature: dict[str, Any]) -> tuple[str, Any]:
+    return key, config["choice"]
+
+
+KIND = TaskKind(FAMILY, space, SITE_HOOK, phase="template sites", cost="site choice", group="template-site", answer=_chosen)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import KERNEL_KINDS, Kind
+from tuner.kinds import KERNEL_HOOK, TaskKind
+from tuner.core import Kind, kernel_lookup_hash
 from tuner.search_spaces.base import Choice, IntRange, Param, PowerOfTwo, Space, pow2_ceil
 
-FAMILIES = KERNEL_KINDS
+FAMILIES = (Kind.TRITON_POINTWISE, Kind.TRITON_REDUCTION, Kind.TRITON_PERSISTENT_REDUCTION)
 MAX_BLOCK = {"X": 4096, "Y": 1024, "Z": 1024, "R0_": 4096, "R1_": 2048}  # Inductor's TRITON_MAX_BLOCK (CUDA)
 MAX_NUMEL = 1 << 20  # Triton's largest tensor
 MAX_PER_THREAD = 256
@@ -52,11 +53,11 @@ def space(family: Kind | str, context: dict[str, Any]) -> Space:
     family = Kind(family)
     default = _checked_default(dict(context["default"]))
     size_hints = _checked_hints(context.get("size_hints"))
-    persistent = family is Kind.TRITON_PERSISTENT_REDUCTION
+    persistent = family == Kind.TRITON_PERSISTENT_REDUCTION
     blocks = sorted(k for k in default if k.endswith("BLOCK"))
     params: list[Param] = [_block_param(b, size_hints, default[b], not (persistent and b.startswith("R"))) for b in blocks]
     params.append(PowerOfTwo("num_warps", min(WARPS[0], default["num_warps"]), max(WARPS[1], default["num_warps"])))
-    if family is Kind.TRITON_REDUCTION:  # only a looped reduction has a loop to pipeline
+    if family == Kind.TRITON_REDUCTION:  # only a looped reduction has a loop to pipeline
         params.append(IntRange("num_stages", min(STAGES[0], default["num_stages"]), max(STAGES[1], default["num_stages"])))
     else:
         params.append(Choice("num_stages", (default["num_stages"],)))
@@ -118,3 +119,16 @@ def _checked_hints(size_hints: Any) -> Any:
 
 def builder(family: str) -> Any:
     return lambda context: space(family, context)
+
+
+def _by_lookup_hash(key: str, config: dict[str, Any], signature: dict[str, Any]) -> tuple[str, Any] | None:
+    """Inductor's lookup table is keyed by its own hash of the kernel's source, recomputed from the signature."""
+    h = kernel_lookup_hash(signature)
+    return (h, dict(config)) if h else None
+
+
+KINDS = tuple(
+    TaskKind(f, builder(f), KERNEL_HOOK, phase="Triton kernels", cost="kernel", group="Triton-kernel", answer=_by_lookup_hash,
+             devices=("cuda",), transfers=False)
+    for f in FAMILIES
+)

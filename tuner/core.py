@@ -38,48 +38,44 @@ class Status(str, enum.Enum):
     PRUNED = "pruned"  # stopped after a short probe: clearly slower than the best known; never a winner, never re-measured
 
 
-class Kind(str, enum.Enum):
-    """What a task tunes. The values are the strings stored in the database and in exported files."""
+class Kind(str):
+    """What a task tunes: the string stored in the database and in exported files, of a registered kind
+    (``tuner.kinds``, which holds all a kind is). ``Kind(s)`` raises ValueError for a string no kind registered."""
 
-    SITE = "template_choice"  # a template selection site: which choice (ATen, CPP GEMM, a Triton config)
-    CPP_GRAPH = "cpp_graph"  # a CPU graph's C++ codegen knobs
-    FUSION = "fusion_graph"  # a graph's fusion grouping
-    TRITON_POINTWISE = "triton_pointwise"
-    TRITON_REDUCTION = "triton_reduction"
-    TRITON_PERSISTENT_REDUCTION = "triton_persistent_reduction"
-    CUDA_GRAPH = "cuda_graph"  # a CUDA workload's forward graph: whether it runs under CUDA graphs
+    SITE: Kind  # a template selection site: which choice (ATen, CPP GEMM, a Triton config)
+    CPP_GRAPH: Kind  # a CPU graph's C++ codegen knobs
+    FUSION: Kind  # a graph's fusion grouping
+    TRITON_POINTWISE: Kind
+    TRITON_REDUCTION: Kind
+    TRITON_PERSISTENT_REDUCTION: Kind
+    CUDA_GRAPH: Kind  # a CUDA workload's forward graph: whether it runs under CUDA graphs
 
-    __str__ = str.__str__
-    __format__ = str.__format__
-    __hash__ = str.__hash__  # a Kind and its stored string are the same dict key
+    def __new__(cls, value: str) -> Kind:
+        from tuner.kinds import descriptor
+
+        try:
+            descriptor(value)
+        except KeyError:
+            raise ValueError(f"unknown task kind {value!r}") from None
+        return str.__new__(cls, value)
 
     @property
     def is_kernel(self) -> bool:
-        return self in KERNEL_KINDS
+        from tuner.kinds import KERNEL_HOOK, descriptor
 
-    @property
-    def is_graph(self) -> bool:
-        """A graph's codegen knobs (not its fusion grouping)."""
-        return self in GRAPH_KINDS
+        return descriptor(self).hook == KERNEL_HOOK
 
     @classmethod
     def triton(cls, heuristic: str) -> Kind:
         """The kind of a Triton kernel of Inductor's heuristic type (``pointwise``, ``reduction``, …)."""
         return cls(f"triton_{heuristic}")
 
-    @classmethod
-    def graph_for(cls, device_type: str) -> Kind:
-        """The kind a compiled graph of this device type is recorded as."""
-        return cls.CPP_GRAPH if device_type == "cpu" else cls.CUDA_GRAPH
 
-
-GRAPH_KINDS = (Kind.CPP_GRAPH, Kind.CUDA_GRAPH)  # Inductor config patches per graph
-# Kinds whose every trial compiles and times the whole workload beside its base (a GraphTrial): their studies measure
-# no separate default trial, whose time each trial's baseline already gives (31 s of a 231-s resnet50 sweep, H200).
-BESIDE_BASE = (*GRAPH_KINDS, Kind.FUSION)
-KERNEL_KINDS = (Kind.TRITON_POINTWISE, Kind.TRITON_REDUCTION, Kind.TRITON_PERSISTENT_REDUCTION)
-# The kinds of winner the whole-workload check can drop, as the sweep reports them.
-WINNER_GROUPS = {"template-site": (Kind.SITE,), "Triton-kernel": KERNEL_KINDS, "graph-knob": GRAPH_KINDS, "fusion-grouping": (Kind.FUSION,)}
+for _name, _value in (
+    ("SITE", "template_choice"), ("CPP_GRAPH", "cpp_graph"), ("FUSION", "fusion_graph"), ("TRITON_POINTWISE", "triton_pointwise"),
+    ("TRITON_REDUCTION", "triton_reduction"), ("TRITON_PERSISTENT_REDUCTION", "triton_persistent_reduction"), ("CUDA_GRAPH", "cuda_graph"),
+):
+    setattr(Kind, _name, str.__new__(Kind, _value))  # the built-in kinds' names, for code that names one
 
 
 @dataclass(frozen=True)
@@ -130,23 +126,32 @@ def kernel_lookup_hash(signature: dict[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class Forcing:
-    """What a compile should force: graph-level knobs per graph key, a choice per template-site key, a config per
-    Triton kernel (keyed by Inductor's own lookup hash, as ``autotune_lookup_table`` wants), a fusion grouping
-    per fusion-task key."""
+    """What a compile should force, by kind: {kind: {lookup key: answer}}. The lookup key and the answer are what the
+    kind's descriptor makes of a task's key and config (a Triton kernel's key is Inductor's own lookup hash, as
+    ``autotune_lookup_table`` wants; a fusion grouping's answer is Inductor config patches and pair vetoes)."""
 
-    graphs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    sites: dict[str, str] = field(default_factory=dict)
-    kernels: dict[str, dict[str, int]] = field(default_factory=dict)
-    fusion: dict[str, dict[str, Any]] = field(default_factory=dict)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "answers", {str(k): dict(v) for k, v in self.answers.items() if v})
+
+    def get(self, kind: str, key: str) -> Any:
+        return self.answers.get(str(kind), {}).get(key)
+
+    def of(self, *kinds: str) -> dict[str, Any]:
+        """The answers of these kinds, merged (e.g. every Triton kernel kind's, for Inductor's one lookup table)."""
+        out: dict[str, Any] = {}
+        for kind in kinds:
+            out.update(self.answers.get(str(kind), {}))
+        return out
 
     @property
     def digest(self) -> str:
         return digest(self.to_json())[:16]
 
     def merged(self, other: Forcing) -> Forcing:
-        return Forcing(
-            {**self.graphs, **other.graphs}, {**self.sites, **other.sites}, {**self.kernels, **other.kernels}, {**self.fusion, **other.fusion}
-        )
+        kinds = dict.fromkeys([*self.answers, *other.answers])
+        return Forcing({k: {**self.answers.get(k, {}), **other.answers.get(k, {})} for k in kinds})
 
     @classmethod
     def union(cls, forcings: Iterable[Forcing]) -> Forcing:
@@ -156,46 +161,37 @@ class Forcing:
             out = out.merged(f)
         return out
 
-    def without_fusion(self) -> Forcing:
-        return Forcing(self.graphs, self.sites, self.kernels, {})
-
-    def without_kernels(self) -> Forcing:
-        return Forcing(self.graphs, self.sites, {}, self.fusion)
+    def without(self, *kinds: str) -> Forcing:
+        drop = {str(k) for k in kinds}
+        return Forcing({k: v for k, v in self.answers.items() if k not in drop})
 
     def to_json(self) -> dict[str, Any]:
-        return {"graphs": self.graphs, "sites": self.sites, "kernels": self.kernels, "fusion": self.fusion}
+        return {k: dict(v) for k, v in self.answers.items()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Forcing:
-        return cls(dict(data.get("graphs", {})), dict(data.get("sites", {})), dict(data.get("kernels", {})), dict(data.get("fusion", {})))
+        return cls({str(Kind(k)): dict(v) for k, v in data.items()})
 
     @classmethod
-    def of(cls, kind: str, key: str, config: dict[str, Any], signature: dict[str, Any]) -> Forcing:
-        """What forcing one task's ``config`` means, by the task's kind (empty for a kernel whose signature
-        does not describe one)."""
-        kind = Kind(kind)
-        if kind is Kind.SITE:
-            return cls(sites={key: config["choice"]})
-        if kind is Kind.FUSION:
-            from tuner.search_spaces.fusion import to_patches
+    def of_task(cls, kind: str, key: str, config: dict[str, Any], signature: dict[str, Any]) -> Forcing:
+        """What forcing one task's ``config`` means, by its kind's descriptor (empty where the signature describes
+        nothing to force)."""
+        from tuner.kinds import descriptor
 
-            return cls(fusion={key: to_patches(config)})
-        if kind.is_kernel:
-            h = kernel_lookup_hash(signature)
-            return cls(kernels={h: dict(config)}) if h else cls()
-        return cls(graphs={key: dict(config)})
+        slot = descriptor(kind).answer(key, config, signature)
+        return cls({str(kind): {slot[0]: slot[1]}}) if slot else cls()
 
     @classmethod
     def from_winners(cls, winners: Winners) -> Forcing:
         """From ``{task key: (kind, config, signature)}`` of winners validated by :func:`valid_winners`."""
-        out = cls()
+        out: dict[str, dict[str, Any]] = {}
         for key, (kind, config, signature) in winners.items():
-            f = cls.of(kind, key, config, signature)
-            if Kind(kind).is_kernel and not f.kernels:
-                log.warning("ignoring stored winner %s: its signature does not describe a kernel", key[:12])
+            f = cls.of_task(kind, key, config, signature)
+            if not f.answers:
+                log.warning("ignoring stored winner %s: its signature does not describe what to force", key[:12])
                 continue
-            out = out.merged(f)
-        return out
+            out.setdefault(str(kind), {}).update(f.answers[str(kind)])
+        return cls(out)
 
 
 Winners = dict[str, tuple[str, dict[str, Any], dict[str, Any]]]  # {task key: (kind, config, signature)}
@@ -228,7 +224,7 @@ class TaskSpec:
 
     def forcing(self, config: dict[str, Any]) -> Forcing:
         """The forcing that applies ``config`` to this task alone."""
-        return Forcing.of(self.kind, self.key, config, self.signature)
+        return Forcing.of_task(self.kind, self.key, config, self.signature)
 
 
 @dataclass(frozen=True)
@@ -255,6 +251,6 @@ class TaskOutcome:
 
 
 __all__ = [
-    "BESIDE_BASE", "GRAPH_KINDS", "KERNEL_KINDS", "WINNER_GROUPS", "Forcing", "InputRow", "Kind", "Status", "TaskOutcome", "TaskSpec",
+    "Forcing", "InputRow", "Kind", "Status", "TaskOutcome", "TaskSpec",
     "Winners", "kernel_lookup_hash", "site_name", "valid_winners",
 ]

@@ -9,7 +9,7 @@ when its tasks are known for sure (the Triton kernels, say, are captured again w
 from __future__ import annotations
 
 from tuner.clock import Costs
-from tuner.core import KERNEL_KINDS
+from tuner.kinds import descriptor
 
 SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site batch (its share of the compile included)
 # Seconds per trial, medians of sweeps on the H200 (torch 2.11, resnet50/squeezenet1_1/vit_b_16, bf16 b32) and on a
@@ -25,7 +25,7 @@ PRIORS = {
 
 
 # Seconds a site batch spends per choice beyond its compile, until the sweep has timed batches of two sizes: H200,
-# torch 2.11, resnet50 bf16 b32, 72 choices in 23.1 s (bench/results/h200/resnet50-site-cost-s10.json) and a compile
+# torch 2.11, resnet50 bf16 b32, 72 choices in 23.1 s (bench/results/h200/resnet50-site-cost-2026-12-01.json) and a compile
 # that benchmarks nothing in 13-19 s (tuner bench's tuned compiles). None measured on the CPU: there a batch's first
 # cost is taken as all per choice, as before.
 SITE_CHOICE_MARGINAL = {"cuda": 0.13}
@@ -45,9 +45,13 @@ def max_autotune_s(device_type: str, default_compile_s: float, listed_choices: i
 
 
 def _prior_kind(kind: str) -> str:
+    """The prior line of a cost kind: a task kind's own (its descriptor's ``cost``), else a whole compile's."""
     if kind == SITE_CHOICE:
         return SITE_CHOICE
-    return "kernel" if kind in KERNEL_KINDS else "graph"
+    try:
+        return descriptor(kind).cost
+    except KeyError:
+        return "graph"
 
 
 def per_trial(costs: Costs, device_type: str, kind: str) -> float:

@@ -22,11 +22,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.core import GRAPH_KINDS, Forcing, InputRow, Kind, Winners
+from tuner.core import Forcing, InputRow, Kind, Winners
+from tuner.kinds import GRAPH_HOOK, descriptor
 from tuner.keys import digest
 
 Sizes = tuple[tuple[int, ...], ...]
-_APPLIED = {**{k: "graphs" for k in GRAPH_KINDS}, Kind.FUSION: "fusion"}  # where a graph task's answer sits in a Forcing
 
 
 def _rows(inputs: Any) -> list[InputRow] | None:
@@ -119,18 +119,20 @@ class Nearest:
                 op, choice = sig.get("op"), config.get("choice")
                 if rows and isinstance(op, str) and isinstance(choice, str):
                     sites.append(_Site(key, op, str(sig.get("fp32_precision", "")), tuple(rows), choice))
-            elif kind in GRAPH_KINDS or kind == Kind.FUSION:
+            elif descriptor(kind).hook == GRAPH_HOOK and descriptor(kind).transfers:
                 shapes, family = _shapes(sig.get("shapes")), sig.get("family")
                 if shapes is not None and isinstance(family, str):  # the answer as a compile applies it
-                    graphs.append(_Graph(key, str(kind), family, shapes, Forcing.of(kind, key, config, sig).to_json()[_APPLIED[kind]][key]))
+                    graphs.append(_Graph(key, str(kind), family, shapes, Forcing.of_task(kind, key, config, sig).get(kind, key)))
         return cls(tuple(sites), tuple(graphs))
 
     @property
     def digest(self) -> str:
         return digest([[s.key for s in self.sites], [g.key for g in self.graphs]])[:16]
 
-    def without_fusion(self) -> Nearest:
-        return Nearest(self.sites, tuple(g for g in self.graphs if g.kind != Kind.FUSION))
+    def without(self, *kinds: str) -> Nearest:
+        """These kinds' graph answers left out (a site answer is the site kind's)."""
+        drop = {str(k) for k in kinds}
+        return Nearest(() if Kind.SITE in drop else self.sites, tuple(g for g in self.graphs if g.kind not in drop))
 
     def __bool__(self) -> bool:
         return bool(self.sites or self.graphs)

@@ -96,10 +96,10 @@ def revalidate(spec: WorkloadSpec, db_url: str, note: Callable[[str], None] = la
         tasks = tasks_from_capture(capture, spec.model) + fusion_tasks(capture.graphs, spec.model)
         stored = _stored(db, run.device_id, device.fingerprint, tasks)
         note(f"{len(stored)} stored winner(s) of {len(tasks)} task(s) to re-measure")
-        sites = [s for s in stored if s[0].kind is Kind.SITE]
+        sites = [s for s in stored if s[0].kind == Kind.SITE]
         drift = _sites(run, sites)
         kept = Forcing.union(t.forcing(c) for (t, _, c, _), d in zip(sites, drift) if d.verdict == KEPT)
-        drift += _graphs(run, [s for s in stored if s[0].kind is not Kind.SITE], kept)
+        drift += _graphs(run, [s for s in stored if s[0].kind != Kind.SITE], kept)
     finally:
         worker.close()
         db.close()

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 from tuner.budget import Budget
 from tuner.clock import CAPTURE, Costs, fits
-from tuner.core import BESIDE_BASE, GRAPH_KINDS, Kind, TaskOutcome
+from tuner.core import TaskOutcome
+from tuner.kinds import beside_base
 from tuner.db import Database, TaskRecord, TrialRecord
 from tuner.keys import config_hash
 from tuner.measure.result import Measurement, Status
@@ -29,7 +30,6 @@ from tuner.shared_study import suggest_unshared
 from tuner.study_names import annotate_study, study_name
 from tuner.search_spaces import InvalidConfig, Space
 
-WHOLE_COMPILE_KINDS = (*GRAPH_KINDS, Kind.FUSION)  # a trial of these compiles the whole workload
 FIRST_GRAPH_TRIAL_COMPILES = 2  # the first such trial compiles its baseline (the winners so far) and its candidate
 Measure = Callable[[dict[str, Any], int], Measurement]  # (config, rounds) -> measurement
 MeasureMany = Callable[[list[dict[str, Any]], int], list[Measurement]]  # several configs at once (compiled in parallel)
@@ -77,7 +77,7 @@ class StudyContext:
         return self.costs.expect(kind, fallback=fallback, scale=scale) or compiles * self.costs.expect(CAPTURE)
 
     def _compile_floor(self, kind: str) -> float:
-        return FIRST_GRAPH_TRIAL_COMPILES * self.costs.expect(CAPTURE) if kind in WHOLE_COMPILE_KINDS else 0.0
+        return FIRST_GRAPH_TRIAL_COMPILES * self.costs.expect(CAPTURE) if beside_base(kind) else 0.0
 
     def target(self, kind: str, unranked: int) -> int:
         """Distinct configs a task of ``kind`` measures: fewer when a learned ranking picks them."""
@@ -135,7 +135,7 @@ def first_to_measure(tuning: StudyContext, task: TaskRecord, space: Space, seen:
     models' winners (so each is measured here before it can win), each once. ``Asker`` measures them without asking
     the study and adds each to it once finished (``tuner.direct``)."""
     near = near_seeds(task.kind, task.signature, space, _near_winners(tuning, task))
-    first = [*([] if task.kind in BESIDE_BASE else [space.default]), *space.evidence(), *near, *tuning.first_configs(task, space)]
+    first = [*([] if beside_base(task.kind) else [space.default]), *space.evidence(), *near, *tuning.first_configs(task, space)]
     if tuning.from_similar:
         first += [c for c in tuning.db.winners_elsewhere(task.id, tuning.device_id) if space.is_valid(c)]
     hashes = [config_hash(c) for c in first]
@@ -366,11 +366,11 @@ UNVERIFIED_GAIN = 0.10
 def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:
     """Re-measure the best candidate against the default in one run; it wins only with a real gain. A verification
     that would end past ``settle_by`` is not started: the stored answer stays until a rerun verifies, unless the
-    candidate's trial timed it beside the default (``BESIDE_BASE``) with a clear gain (``UNVERIFIED_GAIN``)."""
+    candidate's trial timed it beside the default (``TaskKind.beside_base``) with a clear gain (``UNVERIFIED_GAIN``)."""
     ok, default, top = finalist(tuning, task, space)
     default_ms = default.median_ms if default else (ok[0].baseline_ms if ok else None)
     if top is not None and not tuning.can_verify(space.family):
-        if task.kind in BESIDE_BASE:
+        if beside_base(task.kind):
             return settle_measured(tuning, task, space, default, top, UNVERIFIED_GAIN)
         return unverified(tuning, task, space, default_ms)
     m = None

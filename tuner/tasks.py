@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuner.core import GRAPH_KINDS, InputRow, Kind, TaskSpec, site_name
+from tuner.core import InputRow, Kind, TaskSpec, site_name
+from tuner.kinds import graph_hooked
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import space_for
 from tuner.search_spaces.template import generator_context
@@ -34,18 +35,15 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
         out.append(TaskSpec(s["key"], Kind.SITE, site_name(s["op"], s["inputs"]), sig, space_for(Kind.SITE, sig)))
     info = capture.device.get("info", {})
     for g in capture.graphs:
-        if g["kind"] == Kind.CUDA_GRAPH:
-            if not g["backward"]:  # its backward runs as its forward does (``backend/hooks/restart``)
-                sig = {"backward": False, "lines": g["lines"], "space": {}, **_family(g)}
-                out.append(TaskSpec(g["key"], Kind.CUDA_GRAPH, f"{model} forward graph {g['index']} CUDA graphs", sig, space_for(Kind.CUDA_GRAPH, sig)))
-            continue
-        if g["kind"] not in GRAPH_KINDS:
-            continue  # no graph-level space for this device
-        has_gemm = any(s.get("graph") == g["key"] and any(c.startswith("cpp:") for c in s["choices"]) for s in capture.sites)
-        space = {"isa": info.get("isa", ""), "threads": info.get("threads", 1), "has_cpp_gemm": has_gemm}
-        sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
-        which = "backward" if g["backward"] else "forward"
-        out.append(TaskSpec(g["key"], g["kind"], f"{model} {which} graph {g['index']}", sig, space_for(g["kind"], sig)))
+        for kind in graph_hooked(g.get("device", "cpu")):
+            if kind.graph_task is None or (kind.forward_only and g["backward"]) or kind.value not in g.get("keys", {}):
+                continue  # e.g. fusion groupings: their phase records their own tasks
+            space = kind.graph_task(g, capture.sites, info)
+            if space is None:
+                continue
+            sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
+            name = f"{model} {'backward' if g['backward'] else 'forward'} graph {g['index']} {kind.label}".rstrip()
+            out.append(TaskSpec(g["keys"][kind.value], Kind(kind.value), name, sig, space_for(kind.value, sig)))
     return out
 
 

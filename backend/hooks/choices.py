@@ -24,7 +24,7 @@ class TunedChoices(_Base):  # type: ignore[misc, valid-type]
     def _finalize_template_configs(self, template_choices: Any, kernel_inputs: Any, templates_: Any, op_name: str, *args: Any, **kwargs: Any) -> Any:
         out = super()._finalize_template_configs(template_choices, kernel_inputs, templates_, op_name, *args, **kwargs)
         ctx = active()
-        if ctx is None or not (ctx.forcing.sites or ctx.nearest or ctx.benchmark):
+        if ctx is None or not ctx.builds_choices:
             return out
         try:
             payload = site_payload(op_name, list(kernel_inputs.nodes()))

@@ -14,7 +14,7 @@ from tuner.backend import counters, process
 from tuner.backend.context import active
 from tuner.backend.errors import HookUnavailable
 from tuner.core import Kind
-from tuner.backend.hooks import site_timing, templates
+from tuner.backend.hooks import templates
 from tuner.keys import task_key
 
 try:
@@ -125,12 +125,8 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         if len(choices) < 2:
             return choices
         picks = [choices[i] for i in ctx.select_site(payload, ids, default_index(choices), scalars_of(choices))]
-        if len(picks) > 1 and ctx.retimes_sites:
-            for c in picks:
-                site_timing.retime(c, ctx.retimes_sites)
-        if len(picks) > 1 and ctx.prunes_sites:  # the default first, then candidates, each probed before its full timing
-            key = task_key(Kind.SITE, payload)
-            site_timing.prune_slow(picks, [choice_id(c) for c in picks], lambda cid, ms: ctx.record_pruned(key, cid, ms))
+        if len(picks) > 1:  # the sweep's context times them its own way (``backend/instrument``)
+            ctx.benchmarking(payload, picks, [choice_id(c) for c in picks])
         return picks
 
 

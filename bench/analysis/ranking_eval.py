@@ -23,7 +23,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from tuner.core import KERNEL_KINDS, Kind
+from tuner.core import Kind
+from tuner.kinds import KERNEL_HOOK, where
 from sqlalchemy import select
 
 from tuner.db import Database
@@ -45,7 +46,7 @@ def load(path: Path, tmp: Path) -> list[tuple[str, Sample]]:
         apply_import(db, read_import(path))
         with db.session() as s:
             device_ids = list(s.scalars(select(Device.id)))
-        return [(str(kind), Sample(*row)) for device_id in device_ids for kind in (Kind.SITE, *KERNEL_KINDS)
+        return [(str(kind), Sample(*row)) for device_id in device_ids for kind in (Kind.SITE, *where(hook=KERNEL_HOOK))
                 for row in db.timed_trials((kind,), device_id, STATUSES)]
     finally:
         db.close()

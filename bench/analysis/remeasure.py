@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tuner.core import BESIDE_BASE
+from tuner.kinds import where
 from tuner.db import Database
 from tuner.db.models import Task, Trial
 
@@ -27,7 +27,7 @@ def remeasured(db: Database) -> dict[str, Any]:
         rows = s.execute(
             select(Task.name, Task.kind, Trial.task_id, Trial.baseline_ms, Trial.spread_ms)
             .join(Task, Task.id == Trial.task_id)
-            .where(Trial.status == "ok", Trial.baseline_ms.is_not(None), Task.kind.in_([str(k) for k in BESIDE_BASE]))
+            .where(Trial.status == "ok", Trial.baseline_ms.is_not(None), Task.kind.in_(list(where(beside_base=True))))
             .order_by(Trial.task_id, Trial.created_at, Trial.id)
         ).all()
     reported = {r["task"]: r["spread_ms"] for r in db.top_winners(limit=10**6)}

@@ -25,7 +25,7 @@ import statistics
 import time
 from typing import Any
 
-from tuner.backend.hooks.site_timing import pipelined_ms
+from tuner.backend.instrument.site_timing import pipelined_ms
 
 # (name, M, K, N): vit_b_16 b32 (6304 = 32 x 197 tokens) and resnet50's classifier.
 SHAPES = [

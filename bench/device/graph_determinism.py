@@ -46,7 +46,7 @@ def one_run(args: argparse.Namespace, path: str, out: Path) -> None:
     graph_hook.graph_payload = payload
     configure_measuring(None, spec.uses_freezing, sweep=path == "sweep")
     if path == "sweep":
-        from tuner.backend.context import Recorder
+        from tuner.backend.instrument.recorder import Recorder
         from tuner.measure.session import Session
 
         Session(spec).compile({}, recorder=Recorder())

@@ -15,9 +15,10 @@ import torch._inductor.config as inductor_config
 from torch._inductor.utils import run_and_get_code
 
 from tuner.backend.compiler import compile_with_context
-from tuner.backend.context import CompileContext, Recorder
+from tuner.backend.instrument.context import MeasuringContext
+from tuner.backend.instrument.recorder import Recorder
 from tuner.backend.hooks import conv_rewrite
-from tuner.core import Forcing
+from tuner.core import Forcing, Kind
 from tuner.search_spaces.fusion import SPACE_TO_DEPTH, to_patches
 from tuner.tasks import fusion_tasks
 
@@ -45,7 +46,7 @@ def _inference(freezing=False):
 
 def _compiled(model, forcing=Forcing(), recorder=None, device="cpu"):
     def backend(gm, ex, **_):
-        return compile_with_context(gm, ex, CompileContext(forcing, device, recorder), {"fx_graph_cache": False})
+        return compile_with_context(gm, ex, MeasuringContext(forcing, device, recorder), {"fx_graph_cache": False})
 
     torch._dynamo.reset()
     return torch.compile(model, backend=backend)
@@ -62,7 +63,7 @@ def _grouping(model, x, device="cpu", freezing=False):
 
 def _rewrite_on(g, task):
     """The recorded graph's grouping with the rewrite on, every other knob Inductor's default, forced."""
-    return Forcing(fusion={g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})})
+    return Forcing({Kind.FUSION: {g.fusion_key: to_patches({**task.space.default, SPACE_TO_DEPTH: True})}})
 
 
 def test_the_recording_counts_the_stem_and_its_grouping_measures_the_rewrite_first():

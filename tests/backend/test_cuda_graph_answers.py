@@ -2,6 +2,7 @@
 compile restarts with Inductor's ``triton.cudagraphs`` on. On the CPU Inductor then skips CUDA graphs for the graph and
 counts the skip, which shows the patch reached ``compile_fx``; the GPU side is tests/gpu/test_cuda_graphs.py."""
 
+import dataclasses
 import logging
 
 import pytest
@@ -11,29 +12,37 @@ from torch._dynamo.utils import counters
 
 from tests.helpers.models import mlp
 from tuner.backend.compiler import compile_with_context
-from tuner.backend.context import CompileContext, Recorder
+from tuner.backend.instrument.context import MeasuringContext
+from tuner.backend.instrument.recorder import Recorder
 from tuner.backend.hooks import restart
-from tuner.core import Forcing
+from tuner.core import Forcing, Kind
 from tuner.search_spaces.cuda_graph import CUDA_GRAPHS
 
 
 def _compile(model, forcing, **ctx_kw):
-    ctx = CompileContext(forcing, "cpu", **ctx_kw)
+    ctx = MeasuringContext(forcing, "cpu", **ctx_kw)
     torch._dynamo.reset()
     fn = torch.compile(model, backend=lambda gm, ex, **_: compile_with_context(gm, ex, ctx))
     return fn, ctx
 
 
 def _graph_key(model, x):
+    """The graph's CUDA-graph task key (looked up on the CPU too: ``unfrozen``)."""
     rec = Recorder()
     fn, _ = _compile(model, Forcing(), recorder=rec)
     with torch.no_grad():
         fn(x)
-    return next(iter(rec.graphs.values())).key
+    return next(iter(rec.graphs.values())).keys[Kind.CUDA_GRAPH]
 
 
 @pytest.fixture
-def unfrozen():
+def unfrozen(monkeypatch):
+    """No freezing, and the CUDA-graph kind looked up on CPU graphs as on CUDA ones: Inductor then reads the flag and
+    skips CUDA graphs for the CPU device (counted), which shows the answer reached it."""
+    from tuner import kinds
+
+    desc = kinds.descriptor(Kind.CUDA_GRAPH)
+    monkeypatch.setitem(kinds._REGISTRY, Kind.CUDA_GRAPH, dataclasses.replace(desc, devices=("cpu", "cuda")))
     before = inductor_config.freezing
     inductor_config.freezing = False
     yield
@@ -47,7 +56,7 @@ def _skips():
 def test_an_answer_turning_cuda_graphs_on_restarts_the_compile_under_them(unfrozen):
     m, x = mlp().eval(), torch.randn(8, 64)
     key = _graph_key(m, x)
-    fn, ctx = _compile(m, Forcing(graphs={key: {CUDA_GRAPHS: True}}))
+    fn, ctx = _compile(m, Forcing({Kind.CUDA_GRAPH: {key: {CUDA_GRAPHS: True}}}))
     before = _skips()
     with torch.no_grad():
         y = fn(x)
@@ -59,7 +68,7 @@ def test_an_answer_turning_cuda_graphs_on_restarts_the_compile_under_them(unfroz
 def test_the_cuda_graphs_option_off_keeps_them_off(unfrozen):
     m, x = mlp().eval(), torch.randn(8, 64)
     key = _graph_key(m, x)
-    fn, ctx = _compile(m, Forcing(graphs={key: {CUDA_GRAPHS: True}}), cuda_graphs=False)
+    fn, ctx = _compile(m, Forcing({Kind.CUDA_GRAPH: {key: {CUDA_GRAPHS: True}}}), cuda_graphs=False)
     before = _skips()
     with torch.no_grad():
         fn(x)
@@ -113,9 +122,9 @@ def test_a_cuda_graphs_lookup_is_a_forward_graphs_and_never_a_miss():
 
     forward = {"code": "def forward(self, x):\n    return (x,)", "inputs": [], "backward": False}
     backward = {**forward, "backward": True}
-    assert _lookups(CompileContext(Forcing(), "cuda"), forward)[1] == [(Kind.FUSION, MISS)]
-    answers = Forcing(graphs={task_key(Kind.CUDA_GRAPH, p): on() for p in (forward, backward)})
-    knobs, seen = _lookups(CompileContext(answers, "cuda"), forward)
+    assert _lookups(MeasuringContext(Forcing(), "cuda"), forward)[1] == [(Kind.FUSION, MISS)]
+    answers = Forcing({Kind.CUDA_GRAPH: {task_key(Kind.CUDA_GRAPH, p): on() for p in (forward, backward)}})
+    knobs, seen = _lookups(MeasuringContext(answers, "cuda"), forward)
     assert knobs == on() and seen == [(Kind.CUDA_GRAPH, HIT), (Kind.FUSION, MISS)]
-    knobs, seen = _lookups(CompileContext(answers, "cuda"), backward)
+    knobs, seen = _lookups(MeasuringContext(answers, "cuda"), backward)
     assert knobs == {} and seen == [(Kind.FUSION, MISS)]

@@ -11,7 +11,7 @@ from torch._inductor.utils import run_and_get_code
 import tuner.backend as tb
 from tests.backend.test_conv_rewrite import _compiled, _grouping, _inference, _input, stem
 from tuner.backend.hooks import restart as restart_hook
-from tuner.core import Forcing
+from tuner.core import Forcing, Kind
 from tuner.search_spaces.fusion import FREEZING
 
 
@@ -31,7 +31,7 @@ def test_a_frozen_graph_is_recorded_and_only_its_grouping_can_unfreeze_it():
 def test_an_unfrozen_answer_compiles_the_graph_again_with_its_weights_as_inputs():
     model, x = stem(), _input()
     _, task = _grouping(model, x, freezing=True)
-    frozen_answer, unfrozen_answer = (Forcing(fusion={task.key: c}) for c in (task.space.default, task.space.unfrozen()))
+    frozen_answer, unfrozen_answer = (Forcing({Kind.FUSION: {task.key: c}}) for c in (task.space.default, task.space.unfrozen()))
     with _inference(freezing=True):
         _, (frozen_code,) = run_and_get_code(_compiled(model, frozen_answer), x)
         tb.reset_stats()
@@ -53,7 +53,7 @@ def test_on_the_gpu_an_unfrozen_answer_compiles_the_graph_unfrozen():
     g, task = _grouping(model, x, device="cuda", freezing=True)
     assert g.frozen
     with _inference(True):
-        y, (code,) = run_and_get_code(_compiled(model, Forcing(fusion={task.key: task.space.unfrozen()}), device="cuda"), x)
+        y, (code,) = run_and_get_code(_compiled(model, Forcing({Kind.FUSION: {task.key: task.space.unfrozen()}}), device="cuda"), x)
         ref = model.float()(x.float())
     assert "_frozen_param" not in code
     assert (y.float() - ref).abs().max() <= 0.02 * ref.abs().max()
@@ -83,7 +83,7 @@ def test_an_unfrozen_compile_that_fails_says_so_as_a_missing_hook(monkeypatch):
 
     monkeypatch.setattr(graph_hook, "compile_graph", failing)
     with _inference(freezing=True), pytest.raises(Exception) as info:
-        _compiled(model, Forcing(fusion={task.key: task.space.unfrozen()}))(x)
+        _compiled(model, Forcing({Kind.FUSION: {task.key: task.space.unfrozen()}}))(x)
     chain, e = [], info.value
     while e is not None:
         chain.append(e)

@@ -6,8 +6,9 @@ from torch._inductor.utils import run_and_get_code
 
 import tuner.backend as tb
 from tuner.backend.compiler import compile_with_context
-from tuner.backend.context import CompileContext, Recorder
-from tuner.core import Forcing
+from tuner.backend.instrument.context import MeasuringContext
+from tuner.backend.instrument.recorder import Recorder
+from tuner.core import Forcing, Kind
 from tuner.db import Database, EnvironmentInfo, current_device
 from tuner.search_spaces import space_for
 from tuner.search_spaces.fusion import inductor_defaults, to_patches
@@ -27,7 +28,7 @@ class Chain(torch.nn.Module):
 
 def _compile(model, forcing=Forcing(), recorder=None):
     def backend(gm, ex, **_):
-        return compile_with_context(gm, ex, CompileContext(forcing, "cpu", recorder), {"fx_graph_cache": False})
+        return compile_with_context(gm, ex, MeasuringContext(forcing, "cpu", recorder), {"fx_graph_cache": False})
 
     torch._dynamo.reset()
     return torch.compile(model, backend=backend)
@@ -56,7 +57,7 @@ def test_a_veto_splits_a_fusion_and_numerics_hold():
     (g,) = rec.graphs.values()
     ref = Chain()(x)
     y0, (code0,) = run_and_get_code(_compile(Chain()), x)
-    veto = Forcing(fusion={g.fusion_key: {"vetoes": sorted(g.pairs)}})
+    veto = Forcing({Kind.FUSION: {g.fusion_key: {"vetoes": sorted(g.pairs)}}})
     tb.reset_stats()
     y1, (code1,) = run_and_get_code(_compile(Chain(), veto), x)
     torch.testing.assert_close(y0, ref)
@@ -132,7 +133,7 @@ def test_a_template_epilogue_refused_for_sharing_no_data_is_recorded_for_its_gra
 
     rec = Recorder()
     rec.graph("g", "fusion_graph", {"backward": False, "code": "x\n", "inputs": []})
-    ctx = CompileContext(Forcing(), "cuda", rec)
+    ctx = MeasuringContext(Forcing(), "cuda", rec)
     with ctx.activated():
         assert TunedChoices.can_fuse(None, _Node(True), _Node(False), 0) is False
         assert TunedChoices.can_fuse(None, _Node(False), _Node(False), 0) is False

@@ -3,7 +3,7 @@
 tested on the GPU; the wrapper's contract is plain Python."""
 
 from tuner.backend import process
-from tuner.backend.hooks.kernels import capture_first_call, stop_counting
+from tuner.backend.instrument.capture import capture_first_call, stop_counting
 
 
 class _Kernel:

@@ -4,7 +4,7 @@ GPU (tests/gpu)."""
 
 import pytest
 
-from tuner.backend.context import CompileContext
+from tuner.backend.instrument.context import MeasuringContext
 from tuner.core import Forcing
 
 
@@ -20,7 +20,7 @@ from tuner.core import Forcing
     ],
 )
 def test_only_cuda_site_benchmarks_are_timed_our_way(device, timing, rounds, expect):
-    ctx = CompileContext(Forcing(), device, benchmark=rounds, site_timing=timing)
+    ctx = MeasuringContext(Forcing(), device, benchmark=rounds, site_timing=timing)
     assert ctx.retimes_sites == expect
 
 
@@ -44,7 +44,7 @@ def test_site_timing_is_pipelined_unless_set_and_a_bad_value_is_refused():
     ],
 )
 def test_only_cuda_site_benchmarks_are_deferred(device, defer, rounds, expect):
-    ctx = CompileContext(Forcing(), device, benchmark=rounds, site_defer=defer)
+    ctx = MeasuringContext(Forcing(), device, benchmark=rounds, site_defer=defer)
     assert ctx.defers_sites is expect
 
 
@@ -72,7 +72,7 @@ def test_a_choice_that_cannot_be_timed_our_way_is_timed_as_inductor_would(monkey
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
     site = next(s for s in session.capture().sites if len(s["choices"]) >= 2)
     choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
-    monkeypatch.setattr(CompileContext, "retimes_sites", property(lambda self: how if self.benchmark else None))
+    monkeypatch.setattr(MeasuringContext, "retimes_sites", property(lambda self: how if self.benchmark else None))
     counter = {"cudagraph": "graph_timed", "pipelined": "pipelined_timed"}[how]
     before = counters.count(counter)
     with caplog.at_level(logging.WARNING, logger="tuner.backend"):
@@ -94,7 +94,7 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     import math
 
     from tuner import pruning
-    from tuner.backend.hooks import site_timing
+    from tuner.backend.instrument import site_timing
     from tuner.measure.jobs import SiteBatch
     from tuner.measure.result import Status
     from tuner.measure.session import Session
@@ -106,7 +106,7 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
     key = site["key"]
 
-    monkeypatch.setattr(CompileContext, "prunes_sites", property(lambda self: bool(self.benchmark)))  # CUDA's way
+    monkeypatch.setattr(MeasuringContext, "prunes_sites", property(lambda self: bool(self.benchmark)))  # CUDA's way
     monkeypatch.setattr(pruning, "PRUNE_FACTOR", 0.0)
     monkeypatch.setattr(site_timing, "PRUNE_FLOOR_MS", -math.inf)
     r = SiteBatch({}, {key: choices}).run(session)
@@ -122,15 +122,15 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
 
 
 def test_a_cpu_site_is_timed_in_full_and_never_pruned():
-    assert not CompileContext(Forcing(), "cpu", benchmark={"k": ("a", "b")}).prunes_sites
-    assert CompileContext(Forcing(), "cuda", benchmark={"k": ("a", "b")}).prunes_sites
-    assert not CompileContext(Forcing(), "cuda").prunes_sites
+    assert not MeasuringContext(Forcing(), "cpu", benchmark={"k": ("a", "b")}).prunes_sites
+    assert MeasuringContext(Forcing(), "cuda", benchmark={"k": ("a", "b")}).prunes_sites
+    assert not MeasuringContext(Forcing(), "cuda").prunes_sites
 
 
 def test_a_probe_overhead_common_to_every_choice_never_prunes(monkeypatch):
     """Probes are compared with probes: when a probe costs far more than the kernels it times (a Python call around
     a small CPU kernel), no choice is stopped for it, as the default's full timing alone would have it."""
-    from tuner.backend.hooks import site_timing
+    from tuner.backend.instrument import site_timing
     from tuner.measure.jobs import SiteBatch
     from tuner.measure.result import Status
     from tuner.measure.session import Session
@@ -139,7 +139,7 @@ def test_a_probe_overhead_common_to_every_choice_never_prunes(monkeypatch):
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
     site = next(s for s in session.capture().sites if len(s["choices"]) >= 2)
     choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
-    monkeypatch.setattr(CompileContext, "prunes_sites", property(lambda self: bool(self.benchmark)))  # CUDA's way
+    monkeypatch.setattr(MeasuringContext, "prunes_sites", property(lambda self: bool(self.benchmark)))  # CUDA's way
     monkeypatch.setattr(site_timing, "_probe_ms", lambda fn, out: (fn(), 5.0)[1])  # each probe: 5 ms, all overhead
     r = SiteBatch({}, {site["key"]: choices}).run(session)
     assert r.status is Status.OK and r.pruned == {} and all(r.timings[site["key"]][c] < 5.0 for c in choices)

@@ -7,7 +7,8 @@ import torch._inductor.config as inductor_config
 import tuner.backend as tb
 from tests.helpers.models import mlp
 from tuner.backend.compiler import compile_with_context
-from tuner.backend.context import CompileContext, Recorder
+from tuner.backend.instrument.context import MeasuringContext
+from tuner.backend.instrument.recorder import Recorder
 from tuner.core import Forcing
 from tuner.db import Database, current_device
 from tuner.search_spaces import space_for
@@ -61,7 +62,7 @@ def _record(model, x):
     rec = Recorder()
 
     def backend(gm, ex, **_):
-        return compile_with_context(gm, ex, CompileContext(Forcing(), "cpu", rec))
+        return compile_with_context(gm, ex, MeasuringContext(Forcing(), "cpu", rec))
 
     _run(model, x, backend=backend)
     torch._dynamo.reset()
@@ -173,5 +174,9 @@ def test_kernel_configs_can_be_left_to_inductor():
     assert Options.parse({"db": "sqlite://"}).kernels is True
     with pytest.raises(TunerError, match="'kernels' must be true or false"):
         Options.parse({"db": "sqlite://", "kernels": "no"})
-    f = Forcing({"g": {"cpp.simdlen": 0}}, {"s": "aten::mm:{}"}, {"h": {"XBLOCK": 64}}, {"f": {"aggressive_fusion": True}})
-    assert f.without_kernels() == Forcing(f.graphs, f.sites, {}, f.fusion)
+    from tuner.core import Kind
+    from tuner.kinds import KERNEL_HOOK, where
+
+    f = Forcing({Kind.CPP_GRAPH: {"g": {"cpp.simdlen": 0}}, Kind.SITE: {"s": "aten::mm:{}"}, Kind.TRITON_POINTWISE: {"h": {"XBLOCK": 64}},
+                 Kind.FUSION: {"f": {"aggressive_fusion": True}}})
+    assert f.without(*where(hook=KERNEL_HOOK)) == Forcing({k: f.of(k) for k in (Kind.CPP_GRAPH, Kind.SITE, Kind.FUSION)})

@@ -186,7 +186,7 @@ def test_generated_template_configs_are_benchmarked_and_forced(session):
     """Configs outside Inductor's list: built from their ids (conv at the site, mm-family as a
     KernelTemplateChoice), timed in a round, and forced with nothing benchmarked and the numerics kept."""
     import tuner.backend as tb
-    from tuner.core import Forcing
+    from tuner.core import Forcing, Kind
     from tuner.measure.jobs import GraphTrial, SiteBatch
     from tuner.measure.result import Status
 
@@ -195,7 +195,7 @@ def test_generated_template_configs_are_benchmarked_and_forced(session):
     assert r.status is Status.OK, r.error
     for t, cid in gen:
         assert 0 < r.timings[t.key][cid] < float("inf"), (t.name, r.timings.get(t.key))
-    forcing = Forcing(sites={t.key: cid for t, cid in gen})
+    forcing = Forcing({Kind.SITE: {t.key: cid for t, cid in gen}})
     before = tb.stats()
     m = GraphTrial({}, forcing.to_json(), rounds=3).run(session)
     after = tb.stats()
@@ -283,10 +283,10 @@ def test_worker_survives_an_illegal_memory_access(tmp_path):
     try:
         w.start()
         flag.write_text("1")
-        m = w.run(GraphTrial({}, {"graphs": {}, "sites": {}, "kernels": {"0" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
+        m = w.run(GraphTrial({}, {"triton_pointwise": {"0" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
         assert not m.ok and "illegal memory access" in (m.error or ""), m
         flag.unlink()
-        m = w.run(GraphTrial({}, {"graphs": {}, "sites": {}, "kernels": {"1" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
+        m = w.run(GraphTrial({}, {"triton_pointwise": {"1" * 64: {"XBLOCK": 8, "num_warps": 1, "num_stages": 1}}}))
         assert m.status is Status.OK, m
     finally:
         w.close()

@@ -2,7 +2,7 @@ import optuna
 import pytest
 
 from tuner.search_spaces import InvalidConfig, space_for
-from tuner.core import KERNEL_KINDS, Kind
+from tuner.core import Kind
 from tuner.search_spaces import cpp
 
 CPU_CTX = {"isa": "AVX512", "threads": 2, "has_cpp_gemm": True}
@@ -49,15 +49,21 @@ def test_template_space_and_unknown_kind():
         space_for("pickle", {"space": {}})
     with pytest.raises(InvalidConfig, match="malformed"):
         space_for("template_choice", {"nope": 1})
-    assert s.family is Kind.SITE  # the registry's kind and the space's agree
+    assert s.family == Kind.SITE  # the registry's kind and the space's agree
 
 
-def test_every_kind_with_a_space_is_registered_once():
-    from tuner.search_spaces import FAMILIES
+def test_every_kind_is_registered_once_with_its_space():
+    from tuner.kinds import TaskKind, register, registered
 
-    assert set(FAMILIES) == {Kind.SITE, Kind.CPP_GRAPH, Kind.CUDA_GRAPH, Kind.FUSION, *KERNEL_KINDS}
-    assert all(isinstance(k, Kind) for k in FAMILIES)
-    assert Kind("template_choice") is Kind.SITE and f"{Kind.SITE}" == "template_choice"  # stored as the plain string
+    kinds = [k.value for k in registered()]
+    assert sorted(kinds) == sorted([Kind.SITE, Kind.CPP_GRAPH, Kind.CUDA_GRAPH, Kind.FUSION, Kind.TRITON_POINTWISE, Kind.TRITON_REDUCTION,
+                                    Kind.TRITON_PERSISTENT_REDUCTION])
+    assert all(space_for(k.value, {"space": {}}) is not None for k in registered() if k.value == Kind.CUDA_GRAPH)
+    assert Kind("template_choice") == Kind.SITE and f"{Kind.SITE}" == "template_choice"  # stored as the plain string
+    with pytest.raises(ValueError, match="unknown task kind"):
+        Kind("pickle")
+    with pytest.raises(ValueError, match="registered twice"):
+        register(TaskKind(Kind.SITE, lambda c: None, "site", "x", "graph", "x"))
 
 
 def test_fingerprint_stable_and_sensitive():

@@ -83,5 +83,5 @@ def test_a_language_models_training_step_is_tuned_backward_as_forward():
     backward = {g["key"] for g in cap.graphs if g["backward"]}
     assert len(backward) == 1 and len(cap.graphs) == 2
     assert any(s["graph"] in backward for s in cap.sites) and any(s["graph"] not in backward for s in cap.sites)
-    names = [t.name for t in tasks_from_capture(cap, "gpt2") if t.kind is Kind.CPP_GRAPH]
+    names = [t.name for t in tasks_from_capture(cap, "gpt2") if t.kind == Kind.CPP_GRAPH]
     assert names == ["gpt2 forward graph 0", "gpt2 backward graph 0"]

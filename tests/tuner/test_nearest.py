@@ -53,7 +53,7 @@ def test_graphs_transfer_within_their_family_and_kind_only():
     assert near.graph(Kind.CPP_GRAPH, "f", ((48, 64),)).source == "g2"
     assert near.graph(Kind.FUSION, "f", ((48, 64),)).source == "f1"
     assert near.graph(Kind.CPP_GRAPH, "other", ((2, 64),)) is None and near.graph(Kind.CPP_GRAPH, "f", None) is None
-    assert near.without_fusion().graph(Kind.FUSION, "f", ((1, 64),)) is None
+    assert near.without(Kind.FUSION).graph(Kind.FUSION, "f", ((1, 64),)) is None
 
 
 def test_distance_is_infinite_across_ranks():

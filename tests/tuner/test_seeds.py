@@ -42,7 +42,7 @@ def test_the_nearest_valid_winners_seed_first():
 
 def test_a_study_measures_another_graphs_winner_first(db_url):
     """Graph knobs: the best verified winner of another graph (another workload, batch size) is asked first. A graph
-    study measures no default trial of its own: every trial times the default beside it (``core.BESIDE_BASE``)."""
+    study measures no default trial of its own: every trial times the default beside it (``TaskKind.beside_base``)."""
     db = Database.open(db_url)
     tuning = _context(db_url, db, trials=4)
     mine, other = tasks(3)[0], tasks(3)[2]  # both with the CPP GEMM knobs

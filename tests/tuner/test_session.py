@@ -47,13 +47,14 @@ def test_only_a_plain_compile_runs_under_cuda_graphs_never_one_that_records_or_c
     a recording compile keeps them off: under a graph tree, what it keeps alive breaks the pool's tracking (H200)."""
     from torch._dynamo.utils import counters
 
-    from tuner.backend.context import Recorder
-    from tuner.core import Forcing
+    from tuner.backend.instrument.recorder import Recorder
+    from tuner.core import Forcing, Kind
     from tuner.search_spaces.cuda_graph import on
 
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
     cap = session.capture()
-    forcing = Forcing(graphs={g["key"]: on() for g in cap.graphs}).to_json()
+    # The flag forced as a CPU graph's knobs: the CUDA-graph kind itself is looked up on CUDA graphs only.
+    forcing = Forcing({Kind.CPP_GRAPH: {g["key"]: on() for g in cap.graphs}}).to_json()
     before = counters["inductor"]["cudagraph_skips"]
     session.compile(forcing, recorder=Recorder())
     assert counters["inductor"]["cudagraph_skips"] == before

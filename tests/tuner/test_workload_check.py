@@ -1,12 +1,12 @@
 """The whole-workload check's choice of which winners to keep, with measurements given as data."""
 
-from tuner.core import Forcing
+from tuner.core import Forcing, Kind
 from tuner.measure.result import Measurement, Status
 from tuner.workload_check import check_whole
 
 PARTS = {
-    "template-site": {1: Forcing(sites={"s": "triton::mm:{}"}), 2: Forcing(sites={"t": "triton::mm:{}"})},
-    "Triton-kernel": {3: Forcing(kernels={"k": {"XBLOCK": 64}})},
+    "template-site": {1: Forcing({Kind.SITE: {"s": "triton::mm:{}"}}), 2: Forcing({Kind.SITE: {"t": "triton::mm:{}"}})},
+    "Triton-kernel": {3: Forcing({Kind.TRITON_POINTWISE: {"k": {"XBLOCK": 64}}})},
     "fusion-grouping": {},
 }
 
@@ -17,7 +17,7 @@ def _measure(times):
 
     def measure(f: Forcing) -> Measurement:
         kept = frozenset(
-            tid for tasks in PARTS.values() for tid, p in tasks.items() if all(getattr(f, a).items() >= getattr(p, a).items() for a in ("sites", "kernels"))
+            tid for tasks in PARTS.values() for tid, p in tasks.items() if all(f.of(k).items() >= p.of(k).items() for k in (Kind.SITE, Kind.TRITON_POINTWISE))
         )
         seen.append(kept)
         return Measurement(Status.OK, times[kept], times[kept], 0.0, 1.0)
@@ -62,11 +62,11 @@ def test_nothing_kept_when_no_single_kind_is_to_blame():
 def test_add_back_isolates_one_harmful_winner_among_many_by_halves():
     from tuner.workload_check import add_back
 
-    sites = [(i, Forcing(sites={f"s{i}": "triton::mm:{}"})) for i in range(1, 11)]
+    sites = [(i, Forcing({Kind.SITE: {f"s{i}": "triton::mm:{}"}})) for i in range(1, 11)]
     seen = []
 
     def measure(f: Forcing) -> Measurement:
-        kept = {int(k[1:]) for k in f.sites}
+        kept = {int(k[1:]) for k in f.of(Kind.SITE)}
         seen.append(kept)
         r = 1.0 - 0.03 * len(kept - {7}) + (0.5 if 7 in kept else 0.0)  # every site helps but site 7
         return Measurement(Status.OK, r, r, 0.0, 1.0)

@@ -20,6 +20,7 @@ from typing import Any
 
 from tuner.backend import counters
 from tuner.backend.hooks import kernels as kh
+from tuner.backend.instrument import capture as kc
 from tuner.pruning import PRUNED_NOTE, clearly_slower
 from tuner.core import Kind
 from tuner.keys import config_hash, task_key
@@ -35,13 +36,13 @@ _OUTPUT_ARG = re.compile(r"^(in_)?out_ptr\d+$")
 
 
 def _fresh(args: list[Any]) -> list[Any]:
-    return [kh.clone_preserving_strides(a) for a in args]
+    return [kc.clone_preserving_strides(a) for a in args]
 
 
 def _outputs(k: Any, args: list[Any]) -> list[Any]:
     import torch
 
-    names = kh.arg_names(k)
+    names = kc.arg_names(k)
     outs = [a for n, a in zip(names, args) if _OUTPUT_ARG.match(n) and isinstance(a, torch.Tensor)]
     return outs or [a for a in args if isinstance(a, torch.Tensor)]
 
@@ -82,7 +83,7 @@ class KernelBench:
         for cap in captured:
             k = cap.kernel
             family = kh.heuristic(k)
-            default = kh.chosen_config(k)
+            default = kc.chosen_config(k)
             if not cap.called or family not in kh.TUNABLE or default is None:
                 continue
             payload = kh.payload(k)
@@ -113,14 +114,14 @@ class KernelBench:
     def _launcher(self, entry: KernelEntry, config: dict[str, Any]) -> Any:
         h = config_hash(config)
         if h not in entry.launchers:
-            entry.launchers[h] = kh.launcher(entry.captured.kernel, config)
+            entry.launchers[h] = kc.launcher(entry.captured.kernel, config)
         return entry.launchers[h]
 
     def _run_once(self, entry: KernelEntry, launch: Any) -> list[Any]:
         import torch
 
         args = _fresh(entry.captured.args)
-        kh.call(launch, args, dict(entry.captured.kwargs), kh.raw_stream(self.device_index))
+        kc.call(launch, args, dict(entry.captured.kwargs), kc.raw_stream(self.device_index))
         torch.cuda.synchronize(self.device_index)
         return [t.clone() for t in _outputs(entry.captured.kernel, args)]
 
@@ -128,8 +129,8 @@ class KernelBench:
         import triton.testing
 
         args = args if args is not None else _fresh(entry.captured.args)
-        kwargs, stream = dict(entry.captured.kwargs), kh.raw_stream(self.device_index)
-        return float(triton.testing.do_bench(lambda: kh.call(launch, args, kwargs, stream), warmup=2, rep=self.rep_ms, return_mode="median"))
+        kwargs, stream = dict(entry.captured.kwargs), kc.raw_stream(self.device_index)
+        return float(triton.testing.do_bench(lambda: kc.call(launch, args, kwargs, stream), warmup=2, rep=self.rep_ms, return_mode="median"))
 
     def _interleaved(self, entry: KernelEntry, cand: Any, base: Any) -> tuple[float, float, float, float, float]:
         """Median, min and spread (range over rounds) of the candidate, then the default's median and spread."""
@@ -154,7 +155,7 @@ class KernelBench:
         todo = [(i, c) for i, c in enumerate(configs) if config_hash(c) not in entry.launchers]
         if todo:  # compile in parallel; the GPU is used one config at a time below
             with cf.ThreadPoolExecutor(max_workers=min(settings().compile_threads, len(todo))) as pool:
-                futures = {pool.submit(kh.launcher, entry.captured.kernel, c): (i, c) for i, c in todo}
+                futures = {pool.submit(kc.launcher, entry.captured.kernel, c): (i, c) for i, c in todo}
                 for f in cf.as_completed(futures):
                     i, c = futures[f]
                     try:
@@ -193,8 +194,8 @@ class KernelBench:
         kernel's best timed so far (``tuner.pruning``), else None (it gets the full interleaved timing)."""
         import triton.testing
 
-        args, kwargs, stream = _fresh(entry.captured.args), dict(entry.captured.kwargs), kh.raw_stream(self.device_index)
-        runs = sorted(float(t) for t in triton.testing.do_bench(lambda: kh.call(launch, args, kwargs, stream), warmup=1, rep=PROBE_REP_MS, return_mode="all"))
+        args, kwargs, stream = _fresh(entry.captured.args), dict(entry.captured.kwargs), kc.raw_stream(self.device_index)
+        runs = sorted(float(t) for t in triton.testing.do_bench(lambda: kc.call(launch, args, kwargs, stream), warmup=1, rep=PROBE_REP_MS, return_mode="all"))
         med = statistics.median(runs)
         iqr = runs[(3 * len(runs)) // 4] - runs[len(runs) // 4]
         if not clearly_slower(med, entry.best_ms, PROBE_FLOOR_MS, iqr):

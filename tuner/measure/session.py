@@ -84,12 +84,12 @@ class Session:
     # --- compiling ----------------------------------------------------------------------------
     def _backend(self, forcing: dict[str, Any], recorder: Any, benchmark: Any, kernel_sink: Any, cuda_graphs: bool) -> Any:
         from tuner.backend.compiler import compile_with_context
-        from tuner.backend.context import CompileContext
+        from tuner.backend.instrument.context import MeasuringContext
         from tuner.core import Forcing
         from tuner.settings import settings
 
-        ctx = CompileContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing,
-                             site_defer=settings().site_defer, cuda_graphs=cuda_graphs)
+        ctx = MeasuringContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing,
+                           site_defer=settings().site_defer, cuda_graphs=cuda_graphs)
         # Sweep compiles neither read nor fill Inductor's caches: a user's later compile must do its own lowering.
         # Epilogue fusions are not benchmarked: a site's timings are its choices' own (with ``site_defer`` they are
         # still taken at the scheduler, hooks/selector).
@@ -127,7 +127,7 @@ class Session:
         except Exception as e:
             raise CompileFailed(describe(e)) from e
         if kernel_sink is not None:
-            from tuner.backend.hooks.kernels import stop_counting
+            from tuner.backend.instrument.capture import stop_counting
 
             stop_counting(kernel_sink)  # its kernels' launches per step are counted
         errors = tensor_errors(out, self.reference)
@@ -149,7 +149,7 @@ class Session:
         """Compile with Inductor's defaults in record mode; report graphs, sites and graph breaks."""
         from torch._dynamo.utils import counters
 
-        from tuner.backend.context import Recorder
+        from tuner.backend.instrument.recorder import Recorder
         from tuner.db import current_device, current_environment
 
         counters.clear()
@@ -207,7 +207,7 @@ class Session:
 
     def capture_graphs(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
         """Compile under ``forcing`` in record mode; the graphs as recorded (keys, fusion pairs)."""
-        from tuner.backend.context import Recorder
+        from tuner.backend.instrument.recorder import Recorder
 
         recorder = Recorder()
         self.compile(forcing, recorder)

@@ -80,7 +80,7 @@ class SweepContext:
         """Whether one more capture compile (its recent cost) ends by the sweep's own deadline; with ``keep_end``, by
         the phases' deadline, so the time kept for the whole-workload check stays whole (a 240-s resnet50 training
         sweep on the H200 started a 50-s recording compile 28 s before that deadline, and its check found no time:
-        ``bench/results/h200/sweep-resnet50-train-ampbf16-b32-240-s18.log``)."""
+        ``bench/results/h200/sweep-resnet50-train-ampbf16-b32-240-2026-12-02.log``)."""
         end = self.tuning.deadline if keep_end else self.tuning.settle_by
         return fits(end, self.tuning.costs.expect(CAPTURE))
 

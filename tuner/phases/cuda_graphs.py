@@ -2,12 +2,13 @@
 outlasts the kernels), the workload under CUDA graphs against the defaults, once, before any other trial. Later
 whole-workload trials then time the workload as it will run, where a choice between kernels is no longer hidden
 behind launches. On the H200, resnet50's training step at batch 32 ran 6.4 ms of kernels in 17 ms
-(``bench/results/h200/resnet50-train-profile-s18.json``) while its 240-s sweep's template winners moved it 3%."""
+(``bench/results/h200/resnet50-train-profile-2026-12-02.json``) while its 240-s sweep's template winners moved it 3%."""
 
 from __future__ import annotations
 
 from tuner.clock import CAPTURE, Costs, fits
 from tuner.core import Forcing, Kind, TaskOutcome
+from tuner.kinds import where
 from tuner.measure import GraphTrial
 from tuner.phases.base import Phase, Plan, SweepContext
 from tuner.search import record
@@ -46,7 +47,7 @@ class CudaGraphPhase(Phase):
         return self._expected(costs) if worth_measuring(self.idle) else 0.0
 
     def plan(self, sweep: SweepContext) -> Plan:
-        every = sweep.workload.pairs((Kind.CUDA_GRAPH,))
+        every = sweep.workload.pairs(where(phase=self.name))
         _store_defaults(sweep, every)
         self.pairs = [(t, r) for t, r in every if sweep.db.find_trial(r.id, sweep.tuning.device_id, on()) is None]  # a rerun measures it once
         if not self.pairs:

@@ -9,6 +9,7 @@ from typing import Any
 
 from tuner.clock import CAPTURE
 from tuner.core import Kind
+from tuner.kinds import where
 from tuner.estimate import expected_s
 from tuner.phases.base import SweepContext
 from tuner.phases.cuda_graphs import CudaGraphPhase
@@ -27,12 +28,12 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_g
     CUDA), which says what it costs."""
     costs, dev = sweep.tuning.costs, sweep.device_type
     tasks = sweep.workload.tasks
-    graphs = [x for x in tasks if x.kind is Kind.CPP_GRAPH]  # CUDA graph tasks: one measurement, CudaGraphPhase's
+    measured_by = lambda phase: [x for x in tasks if x.kind in where(phase=phase.name)]  # noqa: E731
     out = {
         CudaGraphPhase.name: cuda_graphs.forecast_s(costs) if cuda_graphs else 0.0,
-        SitePhase.name: expected_s(costs, dev, SitePhase.trials(sweep, [x for x in tasks if x.kind == Kind.SITE])[1]),
+        SitePhase.name: expected_s(costs, dev, SitePhase.trials(sweep, measured_by(SitePhase))[1]),
         KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
-        GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, graphs)[1]),
+        GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(GraphKnobPhase))[1]),
     }
     if fusion_graphs:  # one grouping per graph, each with its budget's trials (the groupings are recorded later)
         out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), fusion_graphs * sweep.budget.fusion_target)])

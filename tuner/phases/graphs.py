@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import GRAPH_KINDS, Forcing, Kind, TaskSpec
+from tuner.core import Forcing, Kind, TaskSpec
+from tuner.kinds import where
 from tuner.measure import CaptureGraphs, GraphTrial
 from tuner.phases.base import Phase, Plan, SweepContext, planned
 from tuner.scheduler import tune_tasks
@@ -40,7 +41,7 @@ class GraphKnobPhase(Phase):
         self.graphs: list[Any] = []
 
     def plan(self, sweep: SweepContext) -> Plan:
-        self.graphs = sweep.workload.pairs(GRAPH_KINDS)
+        self.graphs = sweep.workload.pairs(where(phase=self.name))
         tasks = [t for t, _ in self.graphs]
         return Plan(tasks, *self.trials(sweep, tasks))
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import Kind, TaskSpec
+from tuner.core import TaskSpec
+from tuner.kinds import where
 from tuner.measure import SiteBatch, SiteTimings
 from tuner import clock
 from tuner.clock import fits
@@ -29,7 +30,7 @@ class SitePhase(Phase):
 
     def plan(self, sweep: SweepContext) -> Plan:
         # The largest first: a phase whose deadline holds fewer sites than the workload has tunes where the time is
-        self.sites = sorted(sweep.workload.pairs((Kind.SITE,)), key=lambda p: -site_work(p[0]))
+        self.sites = sorted(sweep.workload.pairs(where(phase=self.name)), key=lambda p: -site_work(p[0]))
         tasks = [t for t, _ in self.sites]
         return Plan(tasks, *self.trials(sweep, tasks))
 

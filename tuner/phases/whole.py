@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tuner.core import GRAPH_KINDS, WINNER_GROUPS, Forcing, Kind, TaskOutcome, TaskSpec
+from tuner.core import Forcing, Kind, TaskOutcome, TaskSpec
+from tuner.kinds import groups
 from tuner.db import TaskRecord
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
@@ -21,7 +22,7 @@ UNFROZEN = "whole workload unfrozen"  # ... of the workload timed unfrozen: a co
 # What one costs before it has been timed: the winners' compile (the defaults' is the capture's, which a live worker
 # keeps; one that must start again compiles them first). Estimated before from a fusion trial's time scaled to the
 # check's rounds, a 231-s resnet50 sweep (H200) skipped its check with 34 s left: that trial's 31 s were two compiles,
-# and the check's winners were the trial's compiled base (bench/results/h200/sweep-cost/sweep-resnet50-default-s11.log).
+# and the check's winners were the trial's compiled base (bench/results/h200/sweep-cost/sweep-resnet50-default-2026-12-01-2.log).
 WHOLE_COMPILES = 1
 # The workload unfrozen (``backend/hooks/restart.py``), timed against the winners kept: its own compile, and the
 # winners' if the worker no longer holds them. Where every winner is the default, the baseline is the capture's own
@@ -49,7 +50,7 @@ class WholeCheckPhase(Phase):
             sweep.progress.note(f"{len(busy)} task(s) still being tuned by other workers: the last one to finish checks the whole workload")
             return Plan([], 0)
         if all(o.is_default for o in sweep.outcomes.values()):
-            graphs = [o.default_ms for o in sweep.outcomes.values() if o.default_ms and o.task.kind in GRAPH_KINDS]
+            graphs = [o.default_ms for o in sweep.outcomes.values() if o.default_ms and o.task.kind in groups()["graph-knob"]]
             self.default_ms = self.tuned_ms = graphs[-1] if graphs else None
             return Plan([], 0, due=bool(_frozen(sweep)))  # nothing to check together, but whether to freeze
         return Plan([], 0, due=True)
@@ -60,7 +61,7 @@ class WholeCheckPhase(Phase):
 
     def _run(self, sweep: SweepContext) -> None:
         winners = sweep.winners()
-        parts = {name: winners.parts(sweep.workload.pairs(kinds), defaults=False) for name, kinds in WINNER_GROUPS.items()}
+        parts = {name: winners.parts(sweep.workload.pairs(kinds), defaults=False) for name, kinds in groups().items()}
         measure = _measurer(sweep)
         m, dropped = self._check(sweep, measure, parts) if any(parts.values()) else (None, [])
         drop = set(dropped)
@@ -117,7 +118,7 @@ def _keeping_unfrozen(sweep: SweepContext, measure: Callable[..., Measurement | 
     """The drop search's measurements, each taken only when the workload's unfrozen measurement still fits after it:
     that one decides in one measurement what can move the whole by 10-20% (freezing cost hf:gpt2 ~10% on the H200,
     efficientnet_b0 ~19% on a CPU), and a 240-s gpt2 sweep spent its last 32 s dropping winners worth 3% and left
-    it no time (bench/results/h200/hf_gpt2-bf16-b8-s512-s17a.json)."""
+    it no time (bench/results/h200/hf_gpt2-bf16-b8-s512-2026-12-02-2.json)."""
     if not _frozen(sweep):
         return measure
     tuning = sweep.tuning

@@ -12,7 +12,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.core import KERNEL_KINDS, Kind
+from tuner.core import Kind
+from tuner.kinds import KERNEL_HOOK, where
 from tuner.ranking.features import KERNELS, SITES, group_of
 from tuner.ranking.model import Ranker, Sample
 from tuner.ranking.prior import PriorRows
@@ -20,7 +21,7 @@ from tuner.ranking.prior import PriorRows
 EXPLORE = 2  # candidates beyond the ranked ones that the sampler picks (what the model has not learned)
 MAX_POOL = 20000  # candidates predicted per task at most (a deterministic sample of a larger space)
 TIMED = ("ok", "pruned")  # a pruned trial's probe time still says it is slow
-GROUP_KINDS = {SITES: (Kind.SITE,), KERNELS: tuple(KERNEL_KINDS)}
+GROUP_KINDS = {SITES: (Kind.SITE,), KERNELS: where(hook=KERNEL_HOOK)}
 
 __all__ = ["EXPLORE", "PriorRows", "Ranker", "Rankers", "Sample"]
 

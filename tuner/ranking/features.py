@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuner.core import KERNEL_KINDS, InputRow, Kind
+from tuner.core import InputRow, Kind
 from tuner.search_spaces.template import DTYPE_BYTES, parse_generated
 
 SITES = "sites"
@@ -37,7 +37,7 @@ def group_of(kind: str) -> str | None:
     """Which model ranks a task of ``kind`` (None: no model, e.g. graph knobs and fusion groupings)."""
     if kind == Kind.SITE:
         return SITES
-    return KERNELS if kind in KERNEL_KINDS else None
+    return KERNELS if Kind(kind).is_kernel else None
 
 
 def names(group: str) -> tuple[str, ...]:

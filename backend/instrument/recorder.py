@@ -1,0 +1,81 @@
+"""What a recording compile saw: every template site and every graph, in order, each once (the sweep's capture turns
+them into tasks, ``tuner/tasks.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner.backend.hooks import graph as graph_hook
+
+
+@dataclass
+class SiteRecord:
+    key: str
+    op: str
+    inputs: list[Any]
+    choices: list[str]
+    default: str
+    graph: str | None = None  # key of the graph being lowered when the site was met
+    scalars: dict[str, Any] | None = None  # e.g. addmm's alpha and beta (not part of the key)
+    fp32_precision: str = ""
+
+
+@dataclass
+class GraphRecord:
+    key: str
+    kind: str
+    backward: bool
+    index: int
+    lines: int
+    fusion_key: str = ""
+    device: str = "cpu"
+    pairs: dict[str, int] = field(default_factory=dict)  # fusions Inductor made or considered: pair id -> score
+    unshared: list[str] = field(default_factory=list)  # template epilogues refused for sharing no indexed data
+    s2d_convs: int = 0  # convolutions the space-to-depth rewrite applies to (``hooks/conv_rewrite``)
+    frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
+    family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
+    shapes: list[list[int]] | None = None  # its inputs' sizes
+    keys: dict[str, str] = field(default_factory=dict)  # its task key for each kind a graph of its device looks up
+
+
+@dataclass
+class Recorder:
+    """What a record-mode compile saw: every template site and every graph, in order, each once."""
+
+    sites: dict[str, SiteRecord] = field(default_factory=dict)
+    graphs: dict[str, GraphRecord] = field(default_factory=dict)
+    current_graph: str | None = None
+
+    def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> None:
+        precision = str(payload.get("fp32_precision", ""))
+        self.sites.setdefault(key, SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision))
+
+    def graph(self, key: str, kind: str, payload: dict[str, Any], fusion_key: str = "", device: str = "cpu",
+              keys: dict[str, str] | None = None) -> None:
+        self.current_graph = key
+        index = sum(1 for g in self.graphs.values() if g.backward == payload["backward"])
+        lines = payload["code"].count("\n")
+        family, shapes = graph_hook.graph_family(payload), graph_hook.graph_shapes(payload)
+        self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, lines, fusion_key, device, family=family, shapes=shapes,
+                                                keys=dict(keys or {})))
+
+    def _current(self) -> GraphRecord | None:
+        return self.graphs.get(self.current_graph or "")
+
+    def fusion_pair(self, pid: str, score: int) -> None:
+        if (g := self._current()) is not None:
+            g.pairs[pid] = max(score, g.pairs.get(pid, score))
+
+    def unshared_epilogue(self, pid: str) -> None:
+        if (g := self._current()) is not None and pid not in g.unshared:
+            g.unshared.append(pid)
+
+    def lowering(self, s2d_convs: int, frozen: bool) -> None:
+        """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to, and whether
+        it is compiled frozen."""
+        if (g := self._current()) is not None:
+            g.s2d_convs, g.frozen = s2d_convs, frozen
+
+
+__all__ = ["GraphRecord", "Recorder", "SiteRecord"]
