@@ -74,7 +74,7 @@ FUSION_COMPILES = 2.25
 WHOLE_SHARE = 0.15  # of a time budget, kept for verification and the whole-workload check at the end
 # ... grown up to this share to also hold timing the workload unfrozen (frozen inference): a 240-s efficientnet_b0
 # sweep on a 2-core CPU kept 36 s, its check took one 24.5-s compile, and the unfrozen arm (freezing cost it 19%)
-# found no time (bench/results/cpu-xeon-2c/efficientnet_b0-b1-64-sweep240-s16.log).
+# found no time (bench/results/cpu-xeon-2c/efficientnet_b0-b1-64-sweep240-2026-12-02.log).
 MAX_END_SHARE = 0.35
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 

@@ -6,7 +6,7 @@
 # from), tuned, tuned-no-kernels (every answer but the Triton kernel configs), tuned-kernels (no fusion grouping) and
 # tuned from an empty database (tuner's compile path, no answer). Carry .whl. Usage:
 #   bash bench/device/bench_db.sh EXPORT.jsonl.gz MODEL [workload flags]
-#   e.g. bash bench/device/bench_db.sh bench/results/h200/hf_gpt2-240-s17b.jsonl.gz hf:gpt2 --dtype bf16 --batch 8 --seq-len 512
+#   e.g. bash bench/device/bench_db.sh bench/results/h200/hf_gpt2-240-2026-12-02-2.jsonl.gz hf:gpt2 --dtype bf16 --batch 8 --seq-len 512
 #   MODES=default,max-autotune-no-cudagraphs,tuned EMPTY=0 bash bench/device/bench_db.sh DB.jsonl.gz resnet50 --mode train ...
 set -uo pipefail
 source bench/device/setup.sh
