@@ -55,7 +55,7 @@ def _measure(cores: list[int] | None, threads: int | None, out: "mp.Queue", quie
     session = Session(WorkloadSpec(model="resnet18", device="cpu", input_shape=(1, 3, 64, 64), threads=threads))
     session._quiet = quiet_windows  # a sweep's CPU session times inside quiet windows; the first two settings did not
     capture = session.capture()
-    same_code = {"sites": {site["key"]: site["default"] for site in capture.sites}}  # Inductor's own choices, forced
+    same_code = {"template_choice": {site["key"]: site["default"] for site in capture.sites}}  # Inductor's own choices, forced
     rows = []
     for _ in range(REPEATS):
         m = session.time_graph(GraphTrial({}, same_code, 15, 25.0))  # the default budget's rounds and sample length

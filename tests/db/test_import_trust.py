@@ -97,7 +97,7 @@ def test_a_winner_with_no_trial_behind_it_never_replaces_a_measured_one(tmp_path
     f = _file(tmp_path / "claim.jsonl", None, SITE_KEY, {"choice": "aten:_mkl_linear"})  # no trial at all
     r = runner.invoke(app, ["db", "import", str(f), "--db", url])
     assert r.exit_code == 0 and "ignored 1 winner(s) with no measured trial" in " ".join(r.output.split()), r.output
-    assert _forced(url) == before and before["sites"][SITE_KEY] == "cpp:CppMicroGemmFP32Vec"
+    assert _forced(url) == before and before["template_choice"][SITE_KEY] == "cpp:CppMicroGemmFP32Vec"
 
 
 def test_a_winner_whose_trial_is_of_another_config_is_no_winner(tmp_path):
@@ -119,7 +119,7 @@ def test_on_a_clash_the_faster_by_its_own_trial_wins(tmp_path, ms, wins, any_db_
     trial = {"median_ms": ms[0], "baseline_ms": ms[1]}
     f = _file(tmp_path / "clash.jsonl", None, SITE_KEY, {"choice": "aten:_mkl_linear"}, trial=trial, winner={"median_ms": 1e-9})
     assert runner.invoke(app, ["db", "import", str(f), "--db", url]).exit_code == 0
-    forced = _forced(url)["sites"][SITE_KEY]
+    forced = _forced(url)["template_choice"][SITE_KEY]
     assert forced == ("aten:_mkl_linear" if wins else "cpp:CppMicroGemmFP32Vec")
     db = Database.open(url, create=False)
     try:

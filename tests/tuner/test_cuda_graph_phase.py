@@ -25,8 +25,8 @@ class Notes(Progress):
 
 
 def _capture(step_ms=None, busy_ms=None):
-    graph = {"kind": "cuda_graph", "lines": 40, "index": 0, "family": "f", "shapes": [[2, 3]]}
-    graphs = [{**graph, "key": "fw", "backward": False}, {**graph, "key": "bw", "backward": True}]
+    graph = {"kind": "cuda_graph", "device": "cuda", "lines": 40, "index": 0, "family": "f", "shapes": [[2, 3]]}
+    graphs = [{**graph, "key": k, "keys": {"cuda_graph": k}, "backward": k == "bw"} for k in ("fw", "bw")]
     return CaptureResult(graphs, [], {}, {"info": {}}, {}, 1.0, step_ms=step_ms, busy_ms=busy_ms)
 
 

@@ -37,8 +37,8 @@ def test_compile_errors_are_stored_and_never_retried(db_url, tmp_path, cwd_root)
 
     def measure(config, rounds):
         calls.append(config)
-        baseline = {"sites": {site["key"]: cpp_choice}}
-        candidate = {**baseline, "graphs": {graph: config}}
+        baseline = {"template_choice": {site["key"]: cpp_choice}}
+        candidate = {**baseline, "cpp_graph": {graph: config}}
         return worker.run(GraphTrial(baseline, candidate, rounds, 2.0))
 
     ctx = _ctx(db, db_url)
