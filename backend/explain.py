@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tuner.workload import DTYPES, WorkloadName
+from tuner.core import DTYPES, WorkloadName
 
 MAX_SHOWN = 3
 

@@ -4,7 +4,7 @@ captured once and replayed as one graph, so the host no longer pays a launch per
 One task per forward graph of a CUDA workload (the backward follows its forward: ``backend/hooks/restart.py``). A
 step whose host work outlasts its kernels gains up to its idle share (resnet50's training step at batch 32 on the
 H200: 6.4 ms of kernels in a 17-ms step); a step that keeps the device busy gains little. The sweep measures the
-choice once, where the step leaves the device idle (``tuner/phases/cuda_graphs.py``); no study samples it.
+choice once, where the step leaves the device idle (``tuner/sweep/phases/cuda_graphs.py``); no study samples it.
 """
 
 from __future__ import annotations

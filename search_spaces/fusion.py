@@ -17,7 +17,7 @@ them: each one fused is a kernel launch fewer and an output not written and read
 (e) ``freezing``, only where the graph was compiled frozen (``frozen``): false compiles it unfrozen, weights as
 inputs (``backend/hooks/restart.py``), where no other knob of this space applies. The study never asks for it; the
 whole-workload check measures the workload unfrozen against its winners and stores it as this task's winner where
-that is faster (``tuner/phases/whole.py``).
+that is faster (``tuner/sweep/phases/whole.py``).
 """
 
 from __future__ import annotations

@@ -78,6 +78,35 @@ for _name, _value in (
     setattr(Kind, _name, str.__new__(Kind, _value))  # the built-in kinds' names, for code that names one
 
 
+# A workload's dtype flag -> the dtype its inputs and weights are built in (mixed precision: fp32 ones).
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "amp-bf16": "float32", "amp-fp16": "float32"}
+
+
+@dataclass(frozen=True)
+class WorkloadName:
+    """What a stored workload name (``WorkloadSpec.name``) says, read back; never trusted beyond these fields."""
+
+    model: str
+    mode: str
+    device: str
+    dtype: str
+    shape: tuple[int, ...]
+    channels_last: bool
+    frozen: bool
+
+    @classmethod
+    def parse(cls, name: str) -> WorkloadName | None:
+        parts = str(name).split("/")
+        if len(parts) < 5:
+            return None
+        try:
+            shape = tuple(int(d) for d in parts[4].split("x"))
+        except ValueError:
+            return None
+        model, mode, device, dtype, flags = parts[0], parts[1], parts[2], parts[3], set(parts[5:])
+        return cls(model, mode, device, dtype, shape, "cl" in flags, mode == "infer" and "nofreeze" not in flags)
+
+
 @dataclass(frozen=True)
 class InputRow:
     """One input of a template site as Inductor's ``AlgorithmSelectorCache.key_of`` describes it:
@@ -251,6 +280,6 @@ class TaskOutcome:
 
 
 __all__ = [
-    "Forcing", "InputRow", "Kind", "Status", "TaskOutcome", "TaskSpec",
-    "Winners", "kernel_lookup_hash", "site_name", "valid_winners",
+    "DTYPES", "Forcing", "InputRow", "Kind", "Status", "TaskOutcome", "TaskSpec",
+    "Winners", "WorkloadName", "kernel_lookup_hash", "site_name", "valid_winners",
 ]

@@ -32,7 +32,7 @@ class TaskKind:
     site; ``GRAPH_HOOK``: Inductor config patches per graph, looked up on ``devices``; ``KERNEL_HOOK``: Inductor's
     lookup table of Triton configs). ``answer``: (task key, config, signature) -> (the key the hook looks up, the value
     it applies), or None where the signature describes nothing to force. ``phase``: the name of the sweep phase that
-    measures it; ``cost``: the cost line its trials are budgeted on (``tuner.estimate``); ``group``: the winner group
+    measures it; ``cost``: the cost line its trials are budgeted on (``tuner.sweep.estimate``); ``group``: the winner group
     the whole-workload check can drop. ``beside_base``: every trial times the whole workload beside its base (its
     study measures no separate default); ``forward_only``: a backward graph follows its forward's answer;
     ``quiet_miss``: no answer is Inductor's own choice, not a miss; ``transfers``: the nearest stored answer at other

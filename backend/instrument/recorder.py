@@ -1,5 +1,5 @@
 """What a recording compile saw: every template site and every graph, in order, each once (the sweep's capture turns
-them into tasks, ``tuner/tasks.py``)."""
+them into tasks, ``tuner/sweep/tasks.py``)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.backend import counters, process
-from tuner.pruning import clearly_slower
+from tuner.study.pruning import clearly_slower
 
 log = logging.getLogger("tuner.backend")
 
@@ -122,7 +122,7 @@ def retime(choice: Any, how: str) -> None:
     choice._tuner_timed = how
 
 
-# Early exit (tuner.pruning): a probe here is timed around a Python call, so a candidate must be slower than
+# Early exit (tuner.study.pruning): a probe here is timed around a Python call, so a candidate must be slower than
 # the best by more than PRUNE_FLOOR_MS, well above a launch, so that launch cost alone never prunes.
 PRUNE_FLOOR_MS = 0.05
 PROBE_RUNS = 3

@@ -3,7 +3,7 @@ candidates included), asking it for a batch, storing and telling the results. Th
 spaces and signatures), the ranker is fit on the shipped prior as in a sweep, and the timings are made up.
 
 Three ways: the first configs enqueued in Optuna's RDB storage and asked for (``enqueue``: before session 13),
-measured without asking and added once finished (``direct``: ``tuner.direct``), and Optuna's in-memory storage (the
+measured without asking and added once finished (``direct``: ``tuner.study.direct``), and Optuna's in-memory storage (the
 floor the RDB storage is compared with; sweeps keep their studies in the database).
 
     python bench/analysis/host_cost.py bench/results/h200/resnet50-bf16-b32.jsonl.gz --repeat 3 \\
@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tuner.budget import make_budget
+from tuner.sweep.budget import make_budget
 from tuner.core import Kind, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.models import Task
@@ -33,9 +33,9 @@ from tuner.db.transfer import apply_import, read_import
 from tuner.measure import Measurement, Status
 from tuner.ranking import Rankers
 from tuner.ranking.prior import rows_for
-from tuner.search import Asker, StudyContext, enqueue_new, first_to_measure, measured_before, open_storage, open_study
+from tuner.study.search import Asker, StudyContext, enqueue_new, first_to_measure, measured_before, open_storage, open_study
 from tuner.search_spaces import space_for
-from tuner.site_batches import site_target
+from tuner.sweep.site_batches import site_target
 
 DEVICE = DeviceInfo("cuda", "NVIDIA H200", {"capability": "9.0", "sm_count": 132})  # the prior's device model
 ENV = EnvironmentInfo("2.11.0", "3.6.0", "13.0", "3.12.3", "0.1.0")
@@ -70,7 +70,7 @@ def one_batch(sites: list[tuple[str, str, dict[str, Any]]], way: str, tmp: Path,
     for task, rec in zip(specs, recs):
         seen, invalid = measured_before(tuning, rec)
         study, first = open_study(tuning, rec, task.space), first_to_measure(tuning, rec, task.space, seen)
-        if way == "enqueue":  # as sweeps seeded their studies before tuner.direct
+        if way == "enqueue":  # as sweeps seeded their studies before tuner.study.direct
             enqueue_new(study, [task.space.optuna_params(c) for c in first])
             first = []
         askers.append(Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), lambda t: None, invalid=invalid, queue=first))

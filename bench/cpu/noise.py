@@ -50,7 +50,7 @@ def _measure(cores: list[int] | None, threads: int | None, out: "mp.Queue", quie
         os.sched_setaffinity(0, cores)
     from tuner.measure.jobs import GraphTrial
     from tuner.measure.session import Session
-    from tuner.workload import WorkloadSpec
+    from tuner.workloads.spec import WorkloadSpec
 
     session = Session(WorkloadSpec(model="resnet18", device="cpu", input_shape=(1, 3, 64, 64), threads=threads))
     session._quiet = quiet_windows  # a sweep's CPU session times inside quiet windows; the first two settings did not

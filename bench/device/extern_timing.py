@@ -84,7 +84,7 @@ def main() -> None:
     args = p.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("error: bench/device/extern_timing.py needs a CUDA GPU")
-    from tuner.benchmark import provenance
+    from tuner.commands.bench import provenance
 
     rows = []
     for name, m, k, n in SHAPES:

@@ -30,7 +30,7 @@ def one_run(args: argparse.Namespace, path: str, out: Path) -> None:
 
     from tuner.backend.hooks import graph as graph_hook
     from tuner.backend.process import configure_measuring
-    from tuner.workload import WorkloadSpec, build_model, make_inputs
+    from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
     spec = WorkloadSpec(**{k: getattr(args, k) for k in WORKLOAD if getattr(args, k) is not None})
     seen: list[dict[str, str]] = []

@@ -13,8 +13,8 @@ import argparse
 import contextlib
 import json
 
-import tuner.benchmark as bench
-from tuner.workload import WorkloadSpec
+import tuner.commands.bench as bench
+from tuner.workloads.spec import WorkloadSpec
 
 _compile = bench.compile_mode
 

@@ -14,9 +14,9 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from tuner.benchmark import compile_mode, modes_for, provenance
-from tuner.steps import run_step, synchronizer
-from tuner.workload import WorkloadSpec, build_model, make_inputs
+from tuner.commands.bench import compile_mode, modes_for, provenance
+from tuner.workloads.steps import run_step, synchronizer
+from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
 
 def profile(fn: Any, spec: WorkloadSpec, inputs: list[Any], steps: int) -> dict[str, dict[str, float]]:

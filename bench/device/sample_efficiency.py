@@ -30,7 +30,7 @@ def measure(args: argparse.Namespace) -> None:
     from tuner.keys import config_hash
     from tuner.measure.session import Session
     from tuner.search_spaces import space_for
-    from tuner.workload import WorkloadSpec
+    from tuner.workloads.spec import WorkloadSpec
 
     spec = WorkloadSpec(model=args.model, device="cuda", dtype=args.dtype, batch=args.batch, channels_last=args.channels_last)
     inductor_config.freezing = True
@@ -72,7 +72,7 @@ def trials_to_reach(kernel: dict[str, Any], sampler: str, seed: int, within: flo
     import optuna
 
     from tuner.keys import config_hash
-    from tuner.samplers import make_sampler
+    from tuner.study.samplers import make_sampler
     from tuner.search_spaces import space_for
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -85,9 +85,9 @@ def main() -> None:
     from tuner.measure.session import Session
     from tuner.ranking import Rankers
     from tuner.ranking.prior import rows_for
-    from tuner.tasks import tasks_from_capture
+    from tuner.sweep.tasks import tasks_from_capture
     from tuner.settings import settings
-    from tuner.workload import WorkloadSpec
+    from tuner.workloads.spec import WorkloadSpec
 
     shape = tuple(int(x) for x in args.input_shape.split(",")) if args.input_shape else None
     spec = WorkloadSpec(model=args.model, device=args.device, dtype=args.dtype, batch=args.batch, channels_last=args.channels_last, input_shape=shape)

@@ -14,7 +14,7 @@ ALL = [*WORKLOADS, *(pytest.param(w, marks=pytest.mark.gpu) for w in GPU_WORKLOA
 
 
 def _model_and_input(w: Workload):
-    from tuner.workload import WorkloadSpec, build_model, make_inputs
+    from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
     spec = WorkloadSpec(model=w.model, device=w.device, input_shape=w.shape, threads=2)
     return spec, build_model(spec), make_inputs(spec, sets=1)[0]
@@ -81,7 +81,8 @@ def test_lookup_overhead_per_compile(benchmark, swept, w):
 def test_export_and_import_rows_per_second(benchmark, swept, tmp_path):
     """A portable file written from the swept database and read, validated and applied into a new one."""
     from tuner.db import Database
-    from tuner.db.transfer import apply_import, export_records, known_tasks, read_import, write_export
+    from tuner.db.export import export_records, write_export
+    from tuner.db.transfer import apply_import, known_tasks, read_import
 
     src = Database.open(swept(WORKLOADS[2]))
     runs = iter(range(10**6))

@@ -20,7 +20,7 @@ from tuner.backend.instrument.recorder import Recorder
 from tuner.backend.hooks import conv_rewrite
 from tuner.core import Forcing, Kind
 from tuner.search_spaces.fusion import SPACE_TO_DEPTH, to_patches
-from tuner.tasks import fusion_tasks
+from tuner.sweep.tasks import fusion_tasks
 
 
 S2D_WEIGHT = "(8, 12, 4, 4)"  # the rewritten 7x7/2 stem's weight, as the generated code asserts its size

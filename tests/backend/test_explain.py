@@ -10,7 +10,7 @@ from tests.helpers.models import mlp
 from tuner.backend.explain import reasons
 from tuner.core import Kind
 from tuner.db import Database, current_device
-from tuner.workload import WorkloadName
+from tuner.core import WorkloadName
 
 FROZEN = WorkloadName.parse("mlp/infer/cpu/fp32/16x64")
 

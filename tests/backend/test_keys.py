@@ -2,7 +2,7 @@
 
 from tuner.keys import canonical_json, config_hash, task_key
 from tuner.measure import Worker
-from tuner.workload import WorkloadSpec
+from tuner.workloads.spec import WorkloadSpec
 
 
 def test_keys_are_stable_across_processes(tmp_path, cwd_root):

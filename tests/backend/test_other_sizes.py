@@ -134,7 +134,7 @@ def test_bench_reports_each_tuned_modes_lookups(swept_at_batch_1, tmp_path):
 def test_revalidate_re_measures_stored_winners_keeps_winners_and_reverts_the_rest(swept_at_batch_1, tmp_path, cwd_root):
     import sqlite3
 
-    from tuner.budget import PRESETS
+    from tuner.sweep.budget import PRESETS
     from tuner.core import Kind
     from tuner.db import Database, current_device
     from tuner.db.engine import sqlite_path

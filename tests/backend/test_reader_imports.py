@@ -7,7 +7,7 @@ import sys
 
 from tests.helpers.dbfill import fill
 
-SWEEP_ONLY = ("tuner.backend.instrument", "tuner.measure", "tuner.sweep", "tuner.search", "tuner.phases", "optuna")
+SWEEP_ONLY = ("tuner.backend.instrument", "tuner.measure", "tuner.sweep", "tuner.study", "tuner.workloads", "tuner.commands", "optuna")
 
 PROGRAM = """
 import json, sys, torch

@@ -67,7 +67,7 @@ def test_a_choice_that_cannot_be_timed_our_way_is_timed_as_inductor_would(monkey
     from tuner.measure.jobs import SiteBatch
     from tuner.measure.result import Status
     from tuner.measure.session import Session
-    from tuner.workload import WorkloadSpec
+    from tuner.workloads.spec import WorkloadSpec
 
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
     site = next(s for s in session.capture().sites if len(s["choices"]) >= 2)
@@ -93,13 +93,13 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     probe (and stored as pruned, with the probe's time); with the bar out of reach none is."""
     import math
 
-    from tuner import pruning
+    from tuner.study import pruning
     from tuner.backend.instrument import site_timing
     from tuner.measure.jobs import SiteBatch
     from tuner.measure.result import Status
     from tuner.measure.session import Session
-    from tuner.site_batches import measure_split
-    from tuner.workload import WorkloadSpec
+    from tuner.sweep.site_batches import measure_split
+    from tuner.workloads.spec import WorkloadSpec
 
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
     site = next(s for s in session.capture().sites if len(s["choices"]) >= 2)
@@ -134,7 +134,7 @@ def test_a_probe_overhead_common_to_every_choice_never_prunes(monkeypatch):
     from tuner.measure.jobs import SiteBatch
     from tuner.measure.result import Status
     from tuner.measure.session import Session
-    from tuner.workload import WorkloadSpec
+    from tuner.workloads.spec import WorkloadSpec
 
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
     site = next(s for s in session.capture().sites if len(s["choices"]) >= 2)
@@ -146,7 +146,7 @@ def test_a_probe_overhead_common_to_every_choice_never_prunes(monkeypatch):
 
 
 def test_clearly_slower_needs_both_the_factor_and_a_margin_above_floor_and_noise():
-    from tuner.pruning import clearly_slower
+    from tuner.study.pruning import clearly_slower
 
     assert clearly_slower(0.30, 0.10, floor_ms=0.05)
     assert not clearly_slower(0.14, 0.10, floor_ms=0.0)  # under 1.5x

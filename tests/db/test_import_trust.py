@@ -12,7 +12,7 @@ from tests.helpers.dbfill import DEV, ENV, SITE_SIG, fill
 from tuner.cli import app
 from tuner.core import Forcing, valid_winners
 from tuner.db import Database
-from tuner.db.transfer import FORMAT, SCHEMA
+from tuner.db.export import FORMAT, SCHEMA
 
 runner = CliRunner()
 SITE_KEY = "b" * 64  # fill()'s template site: measured winner cpp:CppMicroGemmFP32Vec at 2x

@@ -4,7 +4,7 @@ under CUDA graph trees (forward and backward) with an optimizer stepping between
 
 import pytest
 
-from tuner.workload import WorkloadSpec
+from tuner.workloads.spec import WorkloadSpec
 
 pytestmark = pytest.mark.gpu
 
@@ -16,7 +16,7 @@ TRAIN = WorkloadSpec(model="tests.helpers.models:mlp", device="cuda", mode="trai
 @pytest.fixture(scope="module")
 def captured():
     from tuner.measure.session import Session
-    from tuner.tasks import tasks_from_capture
+    from tuner.sweep.tasks import tasks_from_capture
 
     s = Session(TRAIN)
     cap = s.capture()
@@ -45,8 +45,8 @@ def test_the_tuned_backend_trains_under_cuda_graphs_from_a_stored_answer(capture
 
     from tuner.db import Database, current_device
     from tuner.search_spaces.cuda_graph import on
-    from tuner.steps import run_step
-    from tuner.workload import build_model, make_inputs
+    from tuner.workloads.steps import run_step
+    from tuner.workloads.spec import build_model, make_inputs
 
     _, _, (task,) = captured
     db = Database.open(db_url)

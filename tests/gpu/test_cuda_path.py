@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tuner.workload import WorkloadSpec
+from tuner.workloads.spec import WorkloadSpec
 
 pytestmark = pytest.mark.gpu
 
@@ -81,7 +81,7 @@ def test_kernel_configs_exit_early_after_a_probe(session, monkeypatch):
     time against the default's); made to prune nothing, it gets the full interleaved timing."""
     import math
 
-    from tuner import pruning
+    from tuner.study import pruning
     from tuner.measure import kernels
     from tuner.measure.jobs import KernelBatch
     from tuner.measure.result import Status
@@ -168,7 +168,7 @@ def test_site_batch_timed_our_way(session, monkeypatch, how, counter):
 def _generated(session):
     """Per template site with a Triton template: (task, a generated config Inductor did not offer)."""
     from tuner.search_spaces.template import GEN
-    from tuner.tasks import tasks_from_capture
+    from tuner.sweep.tasks import tasks_from_capture
 
     cap = session.capture()
     out = []
@@ -343,7 +343,7 @@ def test_a_decode_step_runs_inside_cuda_graphs_with_the_tuned_backend(tmp_path):
     import torch
     from torch._dynamo.utils import counters as dynamo_counters
 
-    from tuner.workload import build_model, make_inputs
+    from tuner.workloads.spec import build_model, make_inputs
 
     spec = WorkloadSpec(model="hf:gpt2,n_layer=2,n_embd=128,n_head=4,vocab_size=1024", device="cuda", mode="decode", batch=4, seq_len=64, dtype="bf16")
     model, x = build_model(spec), make_inputs(spec)[0]

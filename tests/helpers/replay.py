@@ -3,14 +3,14 @@
 import dataclasses
 import multiprocessing as mp
 
-from tuner.budget import make_budget
+from tuner.sweep.budget import make_budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.keys import config_hash
 from tuner.measure import Measurement, Status
-from tuner.search import StudyContext
+from tuner.study.search import StudyContext
 from tuner.search_spaces import space_for
 from tuner.core import Kind, TaskSpec
-from tuner.winners import Winners
+from tuner.sweep.winners import Winners
 
 DEV = DeviceInfo("cpu", "Replay CPU", {"cores": 2, "threads": 2, "isa": "AVX512"})
 ENV = EnvironmentInfo("2.14.1", "3.8.0", None, "3.11.7", "0.1.0")
@@ -34,7 +34,7 @@ def replay_measure(config, rounds):
 
 
 def _context(url: str, db: Database, trials: int) -> StudyContext:
-    from tuner.search import open_storage
+    from tuner.study.search import open_storage
 
     return StudyContext(
         db=db, storage=open_storage(url), device_id=db.device_id(DEV), environment_id=db.environment_id(ENV),
@@ -44,7 +44,7 @@ def _context(url: str, db: Database, trials: int) -> StudyContext:
 
 
 def work(url: str, trials: int, out: "mp.Queue") -> None:
-    from tuner.scheduler import tune_tasks
+    from tuner.sweep.scheduler import tune_tasks
 
     db = Database.open(url)
     specs = tasks()
@@ -62,7 +62,7 @@ def work_joined(url: str, trials: int, out: "mp.Queue", start: "mp.Barrier") -> 
     import os
     import time
 
-    from tuner.scheduler import tune_tasks
+    from tuner.sweep.scheduler import tune_tasks
 
     def slow(config, rounds):  # long enough that the workers' trials overlap
         time.sleep(0.05)

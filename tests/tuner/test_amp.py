@@ -4,9 +4,10 @@ usually runs; compiled and timed for real on the CPU."""
 import torch
 
 from tests.helpers.models import mlp
-from tuner.benchmark import run_bench
-from tuner.steps import run_step
-from tuner.workload import WorkloadName, WorkloadSpec, build_model, make_inputs
+from tuner.commands.bench import run_bench
+from tuner.workloads.steps import run_step
+from tuner.core import WorkloadName
+from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
 AMP = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", mode="train", dtype="amp-bf16", input_shape=(4, 64), threads=2)
 
@@ -33,8 +34,8 @@ def test_a_compiled_amp_training_step_matches_eager_within_bf16(tmp_path):
 def test_a_timed_training_step_ends_with_its_optimizers_step(tmp_path):
     """tuner bench times a training step as users run one: forward and backward, then SGD (vision) or AdamW
     (language models), eager, in every mode alike."""
-    from tuner.benchmark import _timed_step
-    from tuner.steps import optimizer_for
+    from tuner.commands.bench import _timed_step
+    from tuner.workloads.steps import optimizer_for
 
     model, inputs = build_model(AMP), make_inputs(AMP)
     assert isinstance(optimizer_for("train", "hf:gpt2", model), torch.optim.AdamW)

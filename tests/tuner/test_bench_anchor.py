@@ -1,8 +1,8 @@
 """tuner bench's anchor: Inductor at its strongest as a mode, every mode's record saying what it ran, and each tuned
 mode set against the best Inductor mode timed in the same run."""
 
-from tuner.benchmark import best_inductor, modes_for, run_bench
-from tuner.workload import WorkloadSpec
+from tuner.commands.bench import best_inductor, modes_for, run_bench
+from tuner.workloads.spec import WorkloadSpec
 
 MLP = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(2, 64), threads=2)
 

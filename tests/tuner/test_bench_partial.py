@@ -4,9 +4,9 @@ import json
 
 from typer.testing import CliRunner
 
-from tuner.benchmark import run_bench
+from tuner.commands.bench import run_bench
 from tuner.cli import app
-from tuner.workload import WorkloadSpec
+from tuner.workloads.spec import WorkloadSpec
 
 MLP = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(2, 64), threads=2)
 
@@ -45,7 +45,7 @@ def test_a_tuned_mode_that_matched_nothing_is_said_below_the_table(tmp_path, swe
 
 def test_the_freezing_mode_is_inductors_defaults_on_the_frozen_graph(tmp_path):
     """What tuned starts from for inference: separates freezing's cost from the answers' (hf:gpt2 on the H200)."""
-    from tuner.benchmark import modes_for
+    from tuner.commands.bench import modes_for
 
     assert modes_for(MLP, "sqlite://")["freezing"].freezing and not modes_for(MLP, "sqlite://")["default"].freezing
     result = run_bench(MLP, ["freezing"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3)

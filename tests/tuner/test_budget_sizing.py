@@ -1,7 +1,7 @@
-"""--budget default sizes itself by max-autotune's expected compile time (tuner.budget.within_max_autotune)."""
+"""--budget default sizes itself by max-autotune's expected compile time (tuner.sweep.budget.within_max_autotune)."""
 
-from tuner.budget import MAX_AUTOTUNE_SHARE, make_budget, within_max_autotune
-from tuner.estimate import max_autotune_s
+from tuner.sweep.budget import MAX_AUTOTUNE_SHARE, make_budget, within_max_autotune
+from tuner.sweep.estimate import max_autotune_s
 
 
 def test_default_budget_takes_a_share_of_max_autotunes_expected_compile():

@@ -1,19 +1,19 @@
-"""Whether a CUDA workload runs under CUDA graphs, as the sweep decides it (``tuner/phases/cuda_graphs.py``): one task
+"""Whether a CUDA workload runs under CUDA graphs, as the sweep decides it (``tuner/sweep/phases/cuda_graphs.py``): one task
 per forward graph, measured first where the default step leaves the device idle, never where the phase's deadline
 cannot hold the compiles. The measurement itself runs on the GPU (tests/gpu/test_cuda_graphs.py)."""
 
 import dataclasses
 import time
 
-from tuner.clock import CAPTURE
+from tuner.sweep.clock import CAPTURE
 from tuner.core import Kind
 from tuner.db import Database
 from tuner.measure.result import CaptureResult
-from tuner.phases import CudaGraphPhase, SweepContext, Workload
-from tuner.phases.forecast import forecast
-from tuner.progress import Progress
+from tuner.sweep.phases import CudaGraphPhase, SweepContext, Workload
+from tuner.sweep.phases.forecast import forecast
+from tuner.sweep.progress import Progress
 from tuner.search_spaces.cuda_graph import CUDA_GRAPHS, on
-from tuner.tasks import tasks_from_capture
+from tuner.sweep.tasks import tasks_from_capture
 
 
 class Notes(Progress):

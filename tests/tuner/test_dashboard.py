@@ -6,8 +6,8 @@ import optuna
 from tests.helpers.replay import _context, replay_measure, tasks
 from tuner.db import Database
 from tuner.keys import canonical_json
-from tuner.scheduler import tune_tasks
-from tuner.winners import Winners
+from tuner.sweep.scheduler import tune_tasks
+from tuner.sweep.winners import Winners
 
 
 def test_studies_are_named_for_their_tasks_and_carry_default_best_and_winner(db_url):
@@ -30,7 +30,7 @@ def test_studies_are_named_for_their_tasks_and_carry_default_best_and_winner(db_
 
 
 def test_a_study_made_under_the_old_name_is_resumed(db_url):
-    from tuner.search import study_name
+    from tuner.study.search import study_name
 
     db = Database.open(db_url)
     spec = tasks(1)[0]

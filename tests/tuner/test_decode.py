@@ -1,4 +1,4 @@
-"""--mode decode: one token per sequence against a static KV cache (tuner.decoder), compiled for real on the CPU
+"""--mode decode: one token per sequence against a static KV cache (tuner.workloads.decoder), compiled for real on the CPU
 (CUDA graphs, which reduce-overhead adds on a GPU, are tested there)."""
 
 import json
@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from tuner.cli import app
 from tuner.errors import TunerError, WorkloadError
-from tuner.workload import WorkloadSpec, build_model, make_inputs
+from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
 TINY = "hf:gpt2,n_layer=1,n_embd=64,n_head=2,vocab_size=512"
 SPEC = WorkloadSpec(model=TINY, device="cpu", mode="decode", batch=2, seq_len=32, threads=2)

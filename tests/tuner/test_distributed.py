@@ -88,9 +88,9 @@ def test_rerun_after_sigkill_keeps_every_trial_and_completes(tmp_path, db_url, c
 def test_from_similar_seeds_a_study_with_other_devices_winners(tmp_path):
     import dataclasses
 
-    from tuner.budget import make_budget
+    from tuner.sweep.budget import make_budget
     from tuner.db import DeviceInfo
-    from tuner.search import StudyContext, open_storage, run_study
+    from tuner.study.search import StudyContext, open_storage, run_study
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     db = Database.open(url)
@@ -118,9 +118,9 @@ def test_from_similar_seeds_a_study_with_other_devices_winners(tmp_path):
 
 def test_combined_report_shows_what_the_checker_reverted_and_its_whole_workload_figures():
     from tuner.db.repository import TaskRecord
-    from tuner.distributed import combine
+    from tuner.sweep.distributed import combine
     from tuner.core import TaskOutcome
-    from tuner.sweep import SweepReport
+    from tuner.sweep.driver import SweepReport
 
     a, b = (TaskRecord(i, f"k{i}", "template_choice", f"site {i}", {}) for i in (1, 2))
     won = TaskOutcome(a, {"choice": "triton"}, False, 2.0, 1.0, 10, 10)
@@ -135,8 +135,8 @@ def test_combined_report_shows_what_the_checker_reverted_and_its_whole_workload_
 
 
 def test_merged_progress_counts_a_phase_once_and_labels_each_workers_lines():
-    from tuner.distributed import MergedProgress
-    from tuner.progress import Progress
+    from tuner.sweep.distributed import MergedProgress
+    from tuner.sweep.progress import Progress
 
     class Seen(Progress):
         def __init__(self):

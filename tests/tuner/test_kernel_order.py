@@ -4,7 +4,7 @@ import gzip
 import json
 
 from tuner.ranking.prior import PRIOR_DIR
-from tuner.tasks import kernel_tasks, step_share_ms
+from tuner.sweep.tasks import kernel_tasks, step_share_ms
 
 
 def _kernel_tasks_of_a_real_export(n):
@@ -36,10 +36,10 @@ def test_template_sites_are_tuned_largest_first_by_their_multiply_adds(db_url):
     from tests.helpers.replay import _context
     from tuner.core import Kind, TaskSpec
     from tuner.db import Database
-    from tuner.phases import SitePhase, SweepContext, Workload
-    from tuner.progress import Progress
+    from tuner.sweep.phases import SitePhase, SweepContext, Workload
+    from tuner.sweep.progress import Progress
     from tuner.search_spaces import space_for
-    from tuner.tasks import site_work
+    from tuner.sweep.tasks import site_work
 
     with gzip.open(PRIOR_DIR / "h200-resnet18-train-bf16-b32.jsonl.gz", "rt") as f:
         rows = [json.loads(line) for line in f]

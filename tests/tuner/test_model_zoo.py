@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from tuner.cli import app
 from tuner.errors import WorkloadError
-from tuner.workload import WorkloadSpec, build_model, make_inputs
+from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
 GPT2 = "hf:gpt2,n_layer=1,n_embd=32,n_head=2,vocab_size=128,n_positions=64"
 BERT = "hf:bert-base-uncased,num_hidden_layers=1,hidden_size=32,num_attention_heads=2,intermediate_size=64,vocab_size=128"
@@ -77,7 +77,7 @@ def test_a_language_models_training_step_is_tuned_backward_as_forward():
     graph's template sites and graph knobs become tasks as the forward's do."""
     from tuner.core import Kind
     from tuner.measure.session import Session
-    from tuner.tasks import tasks_from_capture
+    from tuner.sweep.tasks import tasks_from_capture
 
     cap = Session(WorkloadSpec(model=GPT2, device="cpu", mode="train", batch=2, seq_len=16, threads=2)).capture()
     backward = {g["key"] for g in cap.graphs if g["backward"]}

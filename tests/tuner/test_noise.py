@@ -5,7 +5,7 @@ import pytest
 from tests.helpers.replay import _context, tasks
 from tuner.db import Database
 from tuner.measure import Measurement, Status
-from tuner.search import choose_winner, record
+from tuner.study.search import choose_winner, record
 
 
 def _m(median, spread, base_spread, base=1.0):

@@ -5,7 +5,7 @@ import torch
 import torchvision
 
 from tuner.measure.numerics import TOLERANCE, eager_errors, relative_error, tensor_errors, tolerance_for, widened_by_default, within
-from tuner.steps import run_step
+from tuner.workloads.steps import run_step
 
 
 def test_inference_keeps_the_dtype_bound():

@@ -15,7 +15,7 @@ from tuner.measure import Measurement, Status
 from tuner.ranking import EXPLORE, Rankers
 from tuner.ranking.features import SITE_FEATURES, SITES, featurizer
 from tuner.ranking.model import MIN_TASKS, Ranker, Sample
-from tuner.search import first_to_measure, measured_before, record
+from tuner.study.search import first_to_measure, measured_before, record
 from tuner.search_spaces import space_for
 from tuner.search_spaces.template import generator_context, parse_generated
 
@@ -131,7 +131,8 @@ def test_without_enough_data_a_study_keeps_inductors_list(db_url):
 
 
 def test_trials_imported_from_a_teammates_export_train_the_model(db_url, tmp_path):
-    from tuner.db.transfer import apply_import, export_records, read_import, write_export
+    from tuner.db.export import export_records, write_export
+    from tuner.db.transfer import apply_import, read_import
 
     theirs = Database.open(f"sqlite:///{tmp_path / 'theirs.db'}")
     _stored(theirs, _context(f"sqlite:///{tmp_path / 'theirs.db'}", theirs, trials=20), SIZES)

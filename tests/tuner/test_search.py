@@ -7,7 +7,7 @@ from tests.helpers.replay import _context, replay_measure, tasks
 from tuner.db import Database
 from tuner.keys import config_hash
 from tuner.measure import Measurement, Status
-from tuner.search import Asker, choose_winner, finalist, first_to_measure, measured_before, open_study, record, settle
+from tuner.study.search import Asker, choose_winner, finalist, first_to_measure, measured_before, open_study, record, settle
 
 
 @pytest.fixture
@@ -133,7 +133,7 @@ def test_no_candidate_beats_the_default_so_nothing_is_re_measured(site):
 def test_enqueue_new_skips_what_the_study_has_and_repeats():
     import optuna
 
-    from tuner.search import enqueue_new
+    from tuner.study.search import enqueue_new
 
     study = optuna.create_study()
     study.enqueue_trial({"x": 1})
@@ -147,7 +147,7 @@ def test_a_waiting_trial_another_worker_finished_is_asked_again_not_a_crash(tmp_
     finished it used to die (UpdateFinishedTrialError, a two-worker replay test on this machine). It asks again."""
     import optuna
 
-    from tuner.shared_study import suggest_unshared
+    from tuner.study.shared import suggest_unshared
 
     space = tasks()[0].space
     url = f"sqlite:///{tmp_path / 'o.db'}"
@@ -169,7 +169,7 @@ def test_with_no_time_to_verify_a_graph_trial_timed_beside_the_default_wins_only
 
     from tests.helpers.replay import _context, tasks
     from tuner.measure import Measurement, Status
-    from tuner.search import UNVERIFIED_GAIN, choose_winner, record
+    from tuner.study.search import UNVERIFIED_GAIN, choose_winner, record
 
     db = Database.open(db_url)
     tuning = _context(db_url, db, trials=4)

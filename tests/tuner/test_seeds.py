@@ -3,9 +3,9 @@
 from tests.helpers.replay import _context, tasks
 from tuner.core import Kind
 from tuner.db import Database
-from tuner.search import first_to_measure, measured_before
+from tuner.study.search import first_to_measure, measured_before
 from tuner.search_spaces import space_for
-from tuner.seeds import near_seeds, site_distance
+from tuner.study.seeds import near_seeds, site_distance
 
 
 def _row(sizes, strides, dtype="torch.float32"):

@@ -5,7 +5,7 @@ import torch
 from tuner.measure.jobs import GraphTrial
 from tuner.measure.result import Status
 from tuner.measure.session import Session
-from tuner.workload import WorkloadSpec
+from tuner.workloads.spec import WorkloadSpec
 
 
 def test_the_capture_compile_is_the_defaults_baseline_and_is_not_compiled_again():

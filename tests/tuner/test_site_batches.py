@@ -4,7 +4,7 @@ The measurements are scripted (a batch fails whenever it contains the bad choice
 import pytest
 
 from tuner.measure.result import SiteTimings, Status
-from tuner.site_batches import measure_split
+from tuner.sweep.site_batches import measure_split
 
 
 def _batch(request):
@@ -73,7 +73,7 @@ def _slow(calls, per_choice_s, clock=None):
 
 
 def test_without_a_deadline_a_probe_then_one_batch_offers_every_site_all_it_can(db_url):
-    from tuner.site_batches import tune_sites
+    from tuner.sweep.site_batches import tune_sites
 
     db, tuning, group = _sites(db_url)
     calls = []
@@ -87,10 +87,10 @@ def test_without_a_deadline_a_probe_then_one_batch_offers_every_site_all_it_can(
 def test_a_first_batch_probes_the_cost_and_no_batch_runs_past_the_deadline(db_url, monkeypatch):
     import dataclasses
 
-    from tuner.site_batches import PROBE_CHOICES, tune_sites
+    from tuner.sweep.site_batches import PROBE_CHOICES, tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.clock.now", clock.now)
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     calls = []
     # Room for the probe (2 sites x 2 choices, the first trial being the default, x 0.2 s = 0.8 s), none for a
@@ -107,10 +107,10 @@ def test_a_first_batch_probes_the_cost_and_no_batch_runs_past_the_deadline(db_ur
 def test_with_room_for_more_a_second_batch_is_sized_to_end_by_the_deadline(db_url, monkeypatch):
     import dataclasses
 
-    from tuner.site_batches import tune_sites
+    from tuner.sweep.site_batches import tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.clock.now", clock.now)
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     calls = []
     deadline = clock.t + 2.1  # the probe (0.8 s), then 1.3 s: each site's default and its last two choices (1.2 s)
@@ -129,10 +129,10 @@ def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_ur
     check) is stored as the winner; the 5% one keeps Inductor's default until a verified run."""
     import dataclasses
 
-    from tuner.site_batches import UNVERIFIED_GAIN, tune_sites
+    from tuner.sweep.site_batches import UNVERIFIED_GAIN, tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.clock.now", clock.now)
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     (t1, r1), (t2, r2) = group
     faster = {t1.key: 0.8, t2.key: 0.95}
@@ -172,11 +172,11 @@ def test_a_batch_is_sized_as_a_compile_plus_a_share_per_choice(db_url, monkeypat
     as all per choice (0.35 s, no prior), it offers one candidate per site, and the last two stay unmeasured."""
     import dataclasses
 
-    from tuner.estimate import SITE_CHOICE
-    from tuner.site_batches import tune_sites
+    from tuner.sweep.estimate import SITE_CHOICE
+    from tuner.sweep.site_batches import tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.clock.now", clock.now)
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     if prior is not None:
         tuning.costs.slopes[SITE_CHOICE] = prior
@@ -195,11 +195,11 @@ def _known_costs(db_url, monkeypatch, left_s):
     share), on a simulated clock, with ``left_s`` to the deadline."""
     import dataclasses
 
-    from tuner.clock import CAPTURE
-    from tuner.estimate import SITE_CHOICE
+    from tuner.sweep.clock import CAPTURE
+    from tuner.sweep.estimate import SITE_CHOICE
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.clock.now", clock.now)
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     tuning.costs.slopes[SITE_CHOICE] = 0.1
     tuning.costs.observe(CAPTURE, 1.0)
@@ -212,7 +212,7 @@ def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_t
     of compile plus 0.1 s per choice, 1.85 s are left, so the first batch offers each site its default and two
     candidates (6 choices, 1.6 s). A probe (each site's default and one candidate: 4 choices, 1.4 s) would have left
     0.45 s, no room for another compile."""
-    from tuner.site_batches import tune_sites
+    from tuner.sweep.site_batches import tune_sites
 
     db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=1.85)
     calls = []
@@ -223,7 +223,7 @@ def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_t
 
 
 def test_a_batch_cost_line_comes_from_the_prior_then_from_batches_of_two_sizes():
-    from tuner.clock import Costs
+    from tuner.sweep.clock import Costs
 
     costs = Costs(slopes={"k": 0.1})
     assert costs.line("k") is None
@@ -256,13 +256,13 @@ def test_a_batch_cost_line_comes_from_the_prior_then_from_batches_of_two_sizes()
 
 def test_a_sites_first_configs_are_measured_without_asking_optuna_and_added_to_its_study_once(db_url):
     """The default and the seeds (the ranked candidates, with a model) are measured straight from the queue and added
-    to the study as finished trials (tuner.direct): nothing waits in it, each stored trial has one Optuna trial with
+    to the study as finished trials (tuner.study.direct): nothing waits in it, each stored trial has one Optuna trial with
     the parameters ``suggest`` gives its config and its ratio, and a rerun measures nothing again."""
     import optuna
 
     from tuner.keys import config_hash
-    from tuner.search import study_name
-    from tuner.site_batches import tune_sites
+    from tuner.study.search import study_name
+    from tuner.sweep.site_batches import tune_sites
 
     db, tuning, group = _sites(db_url)
     calls = []
@@ -294,8 +294,8 @@ def test_a_phase_with_room_for_fewer_sites_than_it_has_measures_those_that_fit(d
     """A batch costs 1 s of compile plus 0.1 s per choice and 1.35 s are left: a batch of both sites cannot offer
     each a candidate besides its default (the H200's resnet50 training sweep: 26 sites, 42 s, a 39-s compile, no
     batch and no word); one site can be, with its default (2 choices, 1.2 s). The other site is left for a rerun."""
-    from tuner.progress import Progress
-    from tuner.scheduler import tune_site_groups
+    from tuner.sweep.progress import Progress
+    from tuner.sweep.scheduler import tune_site_groups
 
     db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=1.35)
     calls = []

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 import tuner.backend as tb
 from tuner.cli import app
 from tuner.db import Database
-from tuner.sweep import promised_end_s
+from tuner.sweep.driver import promised_end_s
 
 BUDGET_S = 60
 
@@ -44,9 +44,9 @@ def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(d
     """A site batch costs at least a compile and a choice: with less time than that, the phase measures nothing and
     says so."""
     from tests.helpers.replay import _context, tasks
-    from tuner.phases import SitePhase, SweepContext, Workload
-    from tuner.clock import CAPTURE
-    from tuner.progress import Progress
+    from tuner.sweep.phases import SitePhase, SweepContext, Workload
+    from tuner.sweep.clock import CAPTURE
+    from tuner.sweep.progress import Progress
 
     class Notes(Progress):
         def __init__(self):
@@ -75,7 +75,7 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_two_com
     compile, two when its worker must start again), is not started when it would not end in time; a first kernel
     trial, whose cost is unknown, still is."""
     from tests.helpers.replay import _context
-    from tuner.clock import CAPTURE
+    from tuner.sweep.clock import CAPTURE
     from tuner.core import Kind
 
     db = Database.open(db_url)
@@ -99,10 +99,10 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_two_com
 
 def test_a_phase_of_compiles_gets_room_for_one_step_when_the_sweep_can_afford_it(db_url):
     from tests.helpers.replay import _context
-    from tuner.clock import CAPTURE
-    from tuner.phases import SweepContext, Workload
-    from tuner.phases.base import deadline_for
-    from tuner.progress import Progress
+    from tuner.sweep.clock import CAPTURE
+    from tuner.sweep.phases import SweepContext, Workload
+    from tuner.sweep.phases.base import deadline_for
+    from tuner.sweep.progress import Progress
 
     db = Database.open(db_url)
     tuning = _context(db_url, db, trials=4)
@@ -137,7 +137,7 @@ def test_a_bad_batch_list_is_one_line():
 
 
 def test_the_share_kept_for_the_end_goes_to_the_phases_when_it_cannot_hold_the_check():
-    from tuner.sweep import WHOLE_SHARE, _deadlines
+    from tuner.sweep.driver import WHOLE_SHARE, _deadlines
 
     kept = _deadlines(200.0, 0.0, check_s=25.0)  # 30 s kept: the check (25 s) fits in it
     assert kept == {"deadline": 200.0 * (1 - WHOLE_SHARE), "settle_by": 200.0}
@@ -149,7 +149,7 @@ def test_the_share_kept_for_the_end_goes_to_the_phases_when_it_cannot_hold_the_c
 def test_the_share_kept_for_the_end_grows_to_hold_the_unfrozen_arm_within_bounds():
     """Frozen inference: the check and timing the workload unfrozen (efficientnet_b0 on this CPU: 1 + 2 compiles of
     24.5 s) are kept for where the budget can spare them, and not past MAX_END_SHARE of it."""
-    from tuner.sweep import MAX_END_SHARE, _deadlines
+    from tuner.sweep.driver import MAX_END_SHARE, _deadlines
 
     grown = _deadlines(240.0, 0.0, check_s=24.5, end_s=73.5)
     assert grown == {"deadline": 240.0 - 73.5, "settle_by": 240.0}
@@ -162,9 +162,9 @@ def test_the_forecast_counts_the_fusion_groupings_of_every_captured_graph(db_url
     """On CUDA no graph-level task exists before the groupings are recorded: the forecast counts the captured graphs
     (a resnet50 sweep's plan once left out the fusion phase it then ran)."""
     from tests.helpers.replay import _context
-    from tuner.phases import FusionPhase, SweepContext, Workload
-    from tuner.phases.forecast import forecast
-    from tuner.progress import Progress
+    from tuner.sweep.phases import FusionPhase, SweepContext, Workload
+    from tuner.sweep.phases.forecast import forecast
+    from tuner.sweep.progress import Progress
 
     db = Database.open(db_url)
     tuning = _context(db_url, db, trials=4)
@@ -196,8 +196,8 @@ def test_the_end_of_a_sweep_counts_its_compiles_and_a_held_worker_is_not_recycle
     """The end's time holds the check's and the unfrozen measurement's compiles, not a fresh worker's capture: the
     worker that holds the defaults' compile is not recycled while held (a CPU worker otherwise is, every few trials)."""
     from tuner.measure import GraphTrial, Worker
-    from tuner.sweep import _end_compiles
-    from tuner.workload import WorkloadSpec
+    from tuner.sweep.driver import _end_compiles
+    from tuner.workloads.spec import WorkloadSpec
 
     cpu, cuda = WorkloadSpec("resnet18"), WorkloadSpec("resnet18", device="cuda")
     assert _end_compiles(cpu) == _end_compiles(cuda)

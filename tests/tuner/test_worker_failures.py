@@ -2,13 +2,13 @@
 
 import dataclasses
 
-from tuner.budget import make_budget
+from tuner.sweep.budget import make_budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import GraphTrial, Status, Worker
-from tuner.search import StudyContext, run_study
+from tuner.study.search import StudyContext, run_study
 from tuner.search_spaces import Space
 from tuner.search_spaces.base import choice
-from tuner.workload import WorkloadSpec
+from tuner.workloads.spec import WorkloadSpec
 
 
 def _ctx(db, url):

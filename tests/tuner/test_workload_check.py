@@ -2,7 +2,7 @@
 
 from tuner.core import Forcing, Kind
 from tuner.measure.result import Measurement, Status
-from tuner.workload_check import check_whole
+from tuner.sweep.workload_check import check_whole
 
 PARTS = {
     "template-site": {1: Forcing({Kind.SITE: {"s": "triton::mm:{}"}}), 2: Forcing({Kind.SITE: {"t": "triton::mm:{}"}})},
@@ -60,7 +60,7 @@ def test_nothing_kept_when_no_single_kind_is_to_blame():
 
 
 def test_add_back_isolates_one_harmful_winner_among_many_by_halves():
-    from tuner.workload_check import add_back
+    from tuner.sweep.workload_check import add_back
 
     sites = [(i, Forcing({Kind.SITE: {f"s{i}": "triton::mm:{}"}})) for i in range(1, 11)]
     seen = []

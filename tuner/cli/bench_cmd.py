@@ -37,7 +37,7 @@ def bench(
         show_default=False)] = None,
 ) -> None:
     """Compile the workload in every mode (fresh caches each) and time them against each other in one process."""
-    from tuner.benchmark import plot, run_bench
+    from tuner.commands.bench import plot, run_bench
 
     extra = {}
     for item in also_db or []:

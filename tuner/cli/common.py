@@ -98,7 +98,7 @@ def default_device() -> str:
 
 def make_spec(model: str, device: str | None, mode: str, batch: int, dtype: str, image_size: int, input_shape: str | None,
               channels_last: bool, freezing: bool, threads: int | None, seed: int = 0, seq_len: int = 128) -> Any:
-    from tuner.workload import WorkloadSpec, parse_shape
+    from tuner.workloads.spec import WorkloadSpec, parse_shape
 
     return WorkloadSpec(
         model=model, device=device or default_device(), mode=mode, batch=batch, dtype=dtype, image_size=image_size,

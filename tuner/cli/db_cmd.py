@@ -154,7 +154,7 @@ def export_cmd(
         if format == "inductor-lut":
             _export_lut(database, file, device, model)
             return
-        from tuner.db.transfer import export_records, write_export
+        from tuner.db.export import export_records, write_export
 
         counts = write_export(export_records(database, device=device, model=model), file)
     finally:
@@ -262,7 +262,7 @@ def revalidate(
     Each stored winner is timed against Inductor's default on this machine's torch and device; those no longer faster
     by the budget's minimum gain are put back to the default, and the drift is printed. Template sites, CPU graph
     knobs and fusion groupings; Triton kernels are not revalidated yet."""
-    from tuner.revalidate import revalidate as run, stored_specs
+    from tuner.commands.revalidate import revalidate as run, stored_specs
 
     url = db_url(db)
     if model:

@@ -38,7 +38,7 @@ def explain(
     Compiles the workload once under backend='tuned' (fresh caches, nothing benchmarked or stored) and lists every
     template site and graph it looked up; 'transferred' is the nearest stored task's answer at other sizes. Triton
     kernels are not listed: Inductor looks them up inside its kernel loader."""
-    from tuner.lookup_report import explain_workload
+    from tuner.commands.explain import explain_workload
 
     spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)
     report = explain_workload(spec, db_url(db), transfer=not strict)

@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tuner.cli.common import shown
-from tuner.progress import Progress as SweepProgress
-from tuner.sweep import SweepReport
+from tuner.sweep.progress import Progress as SweepProgress
+from tuner.sweep.driver import SweepReport
 
 
 class BoundedRemaining(TimeRemainingColumn):

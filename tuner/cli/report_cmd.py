@@ -23,7 +23,7 @@ def report(
     It shows where trials were measured, default vs best per task kind (tables and bar charts), Optuna's history and
     parameter importances of the largest searches, trials by status with reasons, and any bench or sweep-cost
     results given."""
-    from tuner.report import write_report
+    from tuner.commands.report import write_report
 
     path = write_report(writable_out(out), url=db_url(db), model=model, bench=bench, sweep_cost=sweep_cost)
     console.print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -47,13 +47,13 @@ def sweep(
     Rerunning the same command continues where it stopped; Ctrl-C keeps every finished trial.
     Then: torch.compile(model, backend="tuned") forces the winners without benchmarking.
     """
-    from tuner.clock import command_started
+    from tuner.sweep.clock import command_started
 
     started = command_started()  # the time budget counts from the command's start, imports and all
-    from tuner.budget import make_budget
+    from tuner.sweep.budget import make_budget
     from tuner.cli.render import print_report
-    from tuner.samplers import SAMPLERS
-    from tuner.sweep import SweepOptions
+    from tuner.study.samplers import SAMPLERS
+    from tuner.sweep.driver import SweepOptions
 
     if sampler not in SAMPLERS:
         raise typer.BadParameter(f"must be one of {', '.join(SAMPLERS)}", param_hint="--sampler")
@@ -103,14 +103,14 @@ def _share(budget, started: float, left: int):  # type: ignore[no-untyped-def]
 
 def _sweep_one(opts, ends_by: float | None, share_gpu: bool):  # type: ignore[no-untyped-def]
     from tuner.cli.render import RichProgress
-    from tuner.sweep import run_sweep
+    from tuner.sweep.driver import run_sweep
 
     if opts.workers > 1:
         from tuner.cli.common import err_console
-        from tuner.distributed import combine, run_workers
+        from tuner.sweep.distributed import combine, run_workers
 
-        from tuner.affinity import describe
-        from tuner.distributed import cpu_plan
+        from tuner.sweep.affinity import describe
+        from tuner.sweep.distributed import cpu_plan
 
         console.print(f"[dim]{opts.workers} workers sharing {opts.db_url}[/]")
         if opts.spec.device == "cpu":
@@ -131,7 +131,7 @@ def _announce(budget, started: float) -> float | None:  # type: ignore[no-untype
     import datetime as dt
 
     from tuner.ranking import EXPLORE
-    from tuner.sweep import promised_end_s
+    from tuner.sweep.driver import promised_end_s
 
     if budget.time_budget_s is None:
         sized = "; on a GPU it ends before max-autotune would have compiled the workload" if budget.as_fast_as_max_autotune else ""

@@ -54,7 +54,7 @@ def eager_errors(mode: str, model: Any, x: Any, ref: Any) -> list[float]:
 
     import torch
 
-    from tuner.steps import run_step
+    from tuner.workloads.steps import run_step
 
     m64 = copy.deepcopy(model).double()
     x64 = x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tuner.affinity import available_cores
+from tuner.sweep.affinity import available_cores
 from tuner.measure.classify import CompileFailed, Inaccurate, classify, describe
 from tuner.core import Forcing
 from tuner.measure import quiet
@@ -23,8 +23,8 @@ from tuner.measure.numerics import (
 )
 from tuner.measure.result import CaptureResult, KernelResults, Measurement, SiteTimings, Status
 from tuner.measure.timing import interleaved
-from tuner.steps import run_step, synchronizer
-from tuner.workload import WorkloadSpec, build_model, check_device, make_inputs
+from tuner.workloads.steps import run_step, synchronizer
+from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
-from tuner.clock import Costs
+from tuner.sweep.clock import Costs
 from tuner.errors import TunerError, WorkloadError
 from tuner.measure.classify import breaks_context
 from tuner.measure.jobs import CaptureKernels, Job
 from tuner.measure.result import CaptureResult, Status
-from tuner.workload import WorkloadSpec
+from tuner.workloads.spec import WorkloadSpec
 
 
 class CaptureOverBudget(TunerError):

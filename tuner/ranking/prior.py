@@ -6,7 +6,7 @@ pickle), never written into the user's database. What it gives a sweep on the sa
 and kind), next to that database's own rows:
 
 - the timed trials the learned ranking trains on (``Rankers``), and
-- the verified winners that seed a new study after the database's own near winners (``tuner.seeds``).
+- the verified winners that seed a new study after the database's own near winners (``tuner.study.seeds``).
 
 The shipped files, and which workloads they hold, are listed by ``describe()`` and in ``priors/README.md``.
 Turned off with ``TUNER_PRIOR=0`` (``tuner sweep --no-prior``).

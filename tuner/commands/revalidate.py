@@ -15,16 +15,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tuner.budget import Budget, make_budget
+from tuner.sweep.budget import Budget, make_budget
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo, TaskRecord
 from tuner.measure import GraphTrial, SiteBatch, Worker
 from tuner.measure.result import Measurement
-from tuner.search import record
+from tuner.study.search import record
 from tuner.settings import settings
-from tuner.site_batches import measure_split
-from tuner.tasks import fusion_tasks, tasks_from_capture
-from tuner.workload import WorkloadName, WorkloadSpec
+from tuner.sweep.site_batches import measure_split
+from tuner.sweep.tasks import fusion_tasks, tasks_from_capture
+from tuner.core import WorkloadName
+from tuner.workloads.spec import WorkloadSpec
 
 KEPT, REVERTED = "kept", "reverted"
 
@@ -111,7 +112,7 @@ def stored_specs(db_url: str, device_type: str, threads: int | None) -> tuple[li
     """Every workload the database holds for ``device_type`` whose model tuner builds itself, as a spec to capture
     again; and the stored models it will not load: a ``pkg.module:factory`` name in a database (an imported file's,
     say) is code named by data, and only the user may name it (``--model``)."""
-    from tuner.model_zoo import is_builtin
+    from tuner.workloads.model_zoo import is_builtin
 
     db = Database.open(db_url, create=False)
     try:

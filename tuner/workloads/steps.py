@@ -45,7 +45,7 @@ def eager_reference(spec: Any, model: Any, x: Any) -> Any:
 def optimizer_name(mode: str, model_name: str) -> str | None:
     """The optimizer a timed training step ends with, as users train (issue 16): AdamW for a language model (token
     inputs), SGD with momentum otherwise. None for inference."""
-    from tuner.model_zoo import takes_tokens
+    from tuner.workloads.model_zoo import takes_tokens
 
     return None if mode != "train" else ("AdamW" if takes_tokens(model_name) else "SGD")
 

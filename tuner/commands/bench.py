@@ -17,8 +17,8 @@ from typing import Any
 from tuner.errors import TunerError
 from tuner.measure.numerics import eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within
 from tuner.measure.timing import interleaved
-from tuner.steps import eager_reference, optimizer_for, optimizer_name, run_step, synchronizer
-from tuner.workload import WorkloadSpec, build_model, check_device, make_inputs
+from tuner.workloads.steps import eager_reference, optimizer_for, optimizer_name, run_step, synchronizer
+from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
 
 
 CUDA_GRAPH_MODES = ("max-autotune", "reduce-overhead")  # Inductor's modes that run a CUDA device's graphs under CUDA graphs

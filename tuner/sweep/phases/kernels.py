@@ -1,6 +1,6 @@
 """The Triton-kernel phase (CUDA): capture the kernels of the graph that the winners so far produce, give each new
 one Inductor's own config as its stored answer (so a compile never autotunes it, even untuned), then tune them,
-largest share of the step first (time per launch x launches per step: ``tuner.tasks.kernel_tasks``). A kernel that cannot be measured on its own is stored with a failed trial that says why."""
+largest share of the step first (time per launch x launches per step: ``tuner.sweep.tasks.kernel_tasks``). A kernel that cannot be measured on its own is stored with a failed trial that says why."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 from tuner.core import Forcing, TaskSpec
 from tuner.db import TaskRecord
 from tuner.measure import CaptureKernels, KernelBatch, Measurement, Status, Worker
-from tuner.phases.base import Phase, Plan, SweepContext, planned
-from tuner.scheduler import tune_tasks
-from tuner.search import MeasureMany, record
-from tuner.tasks import kernel_tasks
+from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
+from tuner.sweep.scheduler import tune_tasks
+from tuner.study.search import MeasureMany, record
+from tuner.sweep.tasks import kernel_tasks
 
 KERNEL_BATCH = 8  # Triton configs compiled in parallel, then timed one at a time
 

@@ -9,15 +9,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner import clock
-from tuner.clock import CAPTURE, fits
+from tuner.sweep import clock
+from tuner.sweep.clock import CAPTURE, fits
 from tuner.core import Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
-from tuner.estimate import expected_s
+from tuner.sweep.estimate import expected_s
 from tuner.measure import Worker
-from tuner.progress import Progress
-from tuner.search import StudyContext
-from tuner.winners import Winners
+from tuner.sweep.progress import Progress
+from tuner.study.search import StudyContext
+from tuner.sweep.winners import Winners
 
 
 

@@ -1,14 +1,14 @@
 """What a phase is expected to cost before it runs: its planned trials times the cost per trial of its kind, as
 measured in this sweep so far, else a prior (seconds per trial as measured on our machines, below).
 
-An estimate is labelled as one; the promise is the time budget (``tuner.clock``). The sweep prints the whole
-budget's estimate after its capture (``tuner.phases.forecast``) and each phase's again as the phase is planned,
+An estimate is labelled as one; the promise is the time budget (``tuner.sweep.clock``). The sweep prints the whole
+budget's estimate after its capture (``tuner.sweep.phases.forecast``) and each phase's again as the phase is planned,
 when its tasks are known for sure (the Triton kernels, say, are captured again with the template winners forced).
 """
 
 from __future__ import annotations
 
-from tuner.clock import Costs
+from tuner.sweep.clock import Costs
 from tuner.kinds import descriptor
 
 SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site batch (its share of the compile included)

@@ -8,10 +8,10 @@ from typing import Any
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.kinds import where
 from tuner.measure import CaptureGraphs, GraphTrial
-from tuner.phases.base import Phase, Plan, SweepContext, planned
-from tuner.scheduler import tune_tasks
-from tuner.search import Measure
-from tuner.tasks import fusion_tasks
+from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
+from tuner.sweep.scheduler import tune_tasks
+from tuner.study.search import Measure
+from tuner.sweep.tasks import fusion_tasks
 
 
 def graph_trial(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float) -> GraphTrial:

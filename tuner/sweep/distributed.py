@@ -1,7 +1,7 @@
 """``tuner sweep --workers N``: N local sweep processes cooperating through the database's task claims.
 
 On CUDA each worker gets one visible GPU (round robin over those visible), unless they are asked to share; on the
-CPU each gets its own cores (``tuner.affinity``) and a thread count to match.
+CPU each gets its own cores (``tuner.sweep.affinity``) and a thread count to match.
 Workers on other machines join by running the same ``tuner sweep`` against the same database URL.
 """
 
@@ -13,10 +13,10 @@ import os
 import queue
 from typing import Any
 
-from tuner.affinity import core_sets, pin
-from tuner.progress import Progress
+from tuner.sweep.affinity import core_sets, pin
+from tuner.sweep.progress import Progress
 from tuner.search_spaces.fusion import FREEZING
-from tuner.sweep import SweepOptions, SweepReport, run_sweep
+from tuner.sweep.driver import SweepOptions, SweepReport, run_sweep
 
 
 class QueueProgress(Progress):
@@ -92,7 +92,7 @@ def run_workers(
     opts: SweepOptions, n: int, *, share_gpu: bool = False, progress: Progress | None = None
 ) -> tuple[list[SweepReport], list[str]]:
     from tuner.db import Database
-    from tuner.search import open_storage
+    from tuner.study.search import open_storage
 
     Database.open(opts.db_url).close()  # one process creates the schema, before the workers race
     open_storage(opts.db_url)

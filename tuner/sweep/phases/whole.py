@@ -1,5 +1,5 @@
 """The whole-workload phase: every winner together against Inductor's defaults, end to end (the check itself is
-:mod:`tuner.workload_check`); the winners it drops go back to the defaults. With several workers, the last one to
+:mod:`tuner.sweep.workload_check`); the winners it drops go back to the defaults. With several workers, the last one to
 finish runs it."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from tuner.kinds import groups
 from tuner.db import TaskRecord
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
-from tuner.phases.base import Phase, Plan, SweepContext
-from tuner.search import record
-from tuner.winners import revert_to_defaults, stored_outcome
-from tuner.workload_check import check_whole
+from tuner.sweep.phases.base import Phase, Plan, SweepContext
+from tuner.study.search import record
+from tuner.sweep.winners import revert_to_defaults, stored_outcome
+from tuner.sweep.workload_check import check_whole
 
 
 WHOLE = "whole workload"  # the cost kind of one whole-workload measurement

@@ -44,7 +44,7 @@ PRESETS = {
 
 
 # The share of max-autotune's expected compile time a budget sized by it takes as its time budget: a sweep usually
-# ends before its time budget, and may end 1.1x past it (+20 s) at worst (tuner.sweep.promised_end_s).
+# ends before its time budget, and may end 1.1x past it (+20 s) at worst (tuner.sweep.driver.promised_end_s).
 MAX_AUTOTUNE_SHARE = 0.9
 
 

@@ -14,14 +14,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tuner.pruning import PRUNED_NOTE
+from tuner.study.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
-from tuner import clock
-from tuner.clock import CAPTURE, fits
-from tuner.estimate import SITE_CHOICE
+from tuner.sweep import clock
+from tuner.sweep.clock import CAPTURE, fits
+from tuner.sweep.estimate import SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
-from tuner.search import UNVERIFIED_GAIN, Asker, Pending, StudyContext, finalist, first_to_measure, measured_before, open_study, settle, settle_measured
+from tuner.study.search import UNVERIFIED_GAIN, Asker, Pending, StudyContext, finalist, first_to_measure, measured_before, open_study, settle, settle_measured
 
 Request = dict[str, tuple[str, ...]]  # {site key: choice ids, the default first}
 MeasureSites = Callable[[Request], SiteTimings]

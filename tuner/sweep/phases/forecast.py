@@ -1,5 +1,5 @@
 """The expected time of a whole sweep, said before its phases start: each phase's planned trials (as the phases
-plan them: their own ``trials``) times the cost per trial (``tuner.estimate``), from what the capture compile found.
+plan them: their own ``trials``) times the cost per trial (``tuner.sweep.estimate``), from what the capture compile found.
 An estimate, labelled as one; the later phases' tasks may still change (a fusion grouping that wins makes new
 kernels)."""
 
@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.clock import CAPTURE
+from tuner.sweep.clock import CAPTURE
 from tuner.core import Kind
 from tuner.kinds import where
-from tuner.estimate import expected_s
-from tuner.phases.base import SweepContext
-from tuner.phases.cuda_graphs import CudaGraphPhase
-from tuner.phases.graphs import FusionPhase, GraphKnobPhase
-from tuner.phases.kernels import KernelPhase
-from tuner.phases.sites import SitePhase
-from tuner.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES, WholeCheckPhase
-from tuner.tasks import kernel_tasks
+from tuner.sweep.estimate import expected_s
+from tuner.sweep.phases.base import SweepContext
+from tuner.sweep.phases.cuda_graphs import CudaGraphPhase
+from tuner.sweep.phases.graphs import FusionPhase, GraphKnobPhase
+from tuner.sweep.phases.kernels import KernelPhase
+from tuner.sweep.phases.sites import SitePhase
+from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES, WholeCheckPhase
+from tuner.sweep.tasks import kernel_tasks
 
 
 def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_graphs: int, frozen: bool = False,

@@ -12,10 +12,10 @@ from typing import Any
 from tuner.core import Forcing, TaskOutcome, TaskSpec
 from tuner.db import Database
 from tuner.db.claims import claim_next, finish, held_by_others, pending, release, renew, worker_id
-from tuner.progress import Progress
-from tuner.search import StudyContext, choose_winner, run_study
-from tuner.site_batches import MeasureSites, sites_that_fit, tune_sites
-from tuner.winners import Winners, stored_outcome
+from tuner.sweep.progress import Progress
+from tuner.study.search import StudyContext, choose_winner, run_study
+from tuner.sweep.site_batches import MeasureSites, sites_that_fit, tune_sites
+from tuner.sweep.winners import Winners, stored_outcome
 
 
 # A claim expires this long after its last heartbeat beyond one trial's timeout (a site group's heartbeat comes once a

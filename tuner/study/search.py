@@ -1,6 +1,6 @@
 """One Optuna study per task, driven with ask/tell; every measurement goes to the database first.
 
-Trial one is Inductor's default (measured before the study is asked, ``tuner.direct``): no winner is worse than
+Trial one is Inductor's default (measured before the study is asked, ``tuner.study.direct``): no winner is worse than
 the baseline. A graph's knobs and fusion skip it, each trial timing the default beside it. A config measured
 before (by anyone, on this device model) is never measured again: its stored result is told to the study instead.
 The objective is the candidate's median over the baseline's median *timed in the same run* (drift cancels).
@@ -16,18 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tuner.budget import Budget
-from tuner.clock import CAPTURE, Costs, fits
+from tuner.sweep.budget import Budget
+from tuner.sweep.clock import CAPTURE, Costs, fits
 from tuner.core import TaskOutcome
 from tuner.kinds import beside_base
 from tuner.db import Database, TaskRecord, TrialRecord
 from tuner.keys import config_hash
 from tuner.measure.result import Measurement, Status
-from tuner.samplers import make_sampler
-from tuner.seeds import near_seeds
-from tuner.direct import add_finished, study_value
-from tuner.shared_study import suggest_unshared
-from tuner.study_names import annotate_study, study_name
+from tuner.study.samplers import make_sampler
+from tuner.study.seeds import near_seeds
+from tuner.study.direct import add_finished, study_value
+from tuner.study.shared import suggest_unshared
+from tuner.study.names import annotate_study, study_name
 from tuner.search_spaces import InvalidConfig, Space
 
 FIRST_GRAPH_TRIAL_COMPILES = 2  # the first such trial compiles its baseline (the winners so far) and its candidate
@@ -130,10 +130,10 @@ def record(tuning: TrialSink, task: TaskRecord, config: dict[str, Any], m: Measu
 
 def first_to_measure(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str]) -> list[dict[str, Any]]:
     """What a task measures before its sampler is asked, none measured before: Inductor's default, what the task's own
-    capture points to (``Space.evidence``), the winners of near tasks on this device (``tuner.seeds``), the ranked
+    capture points to (``Space.evidence``), the winners of near tasks on this device (``tuner.study.seeds``), the ranked
     candidates or else the space's seeds (``StudyContext.first_configs``) and, with ``from_similar``, other device
     models' winners (so each is measured here before it can win), each once. ``Asker`` measures them without asking
-    the study and adds each to it once finished (``tuner.direct``)."""
+    the study and adds each to it once finished (``tuner.study.direct``)."""
     near = near_seeds(task.kind, task.signature, space, _near_winners(tuning, task))
     first = [*([] if beside_base(task.kind) else [space.default]), *space.evidence(), *near, *tuning.first_configs(task, space)]
     if tuning.from_similar:
@@ -151,7 +151,7 @@ def _near_winners(tuning: StudyContext, task: TaskRecord) -> list[tuple[dict[str
 def enqueue_new(study: Any, params: list[dict[str, Any]]) -> None:
     """Enqueue each of ``params`` that no trial of the study has (waiting, running or done), reading the study's
     trials once: Optuna's ``skip_if_exists`` reads them again for every enqueue. Sweeps no longer enqueue
-    (``tuner.direct``); ``bench/analysis/host_cost.py`` times this way as its baseline."""
+    (``tuner.study.direct``); ``bench/analysis/host_cost.py`` times this way as its baseline."""
     have = [dict(t.system_attrs.get("fixed_params", t.params)) for t in study.get_trials(deepcopy=False)]
     for p in params:
         if p not in have:
@@ -222,7 +222,7 @@ class Asker:
     on_trial: Callable[[TrialRecord], None]
     asks: int = 0
     invalid: set[str] = field(default_factory=set)  # configs the space rejected: they cost no measurement
-    queue: list[dict[str, Any]] = field(default_factory=list)  # measured before the study is asked (tuner.direct)
+    queue: list[dict[str, Any]] = field(default_factory=list)  # measured before the study is asked (tuner.study.direct)
 
     def open(self) -> bool:
         size = self.space.size() or 10**9

@@ -8,14 +8,14 @@ from typing import Any
 from tuner.core import TaskSpec
 from tuner.kinds import where
 from tuner.measure import SiteBatch, SiteTimings
-from tuner import clock
-from tuner.clock import fits
-from tuner.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
-from tuner.scheduler import tune_site_groups, wait_for_others
+from tuner.sweep import clock
+from tuner.sweep.clock import fits
+from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
+from tuner.sweep.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
-from tuner.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL
-from tuner.site_batches import Request, choices_that_fit, site_target
-from tuner.tasks import site_work
+from tuner.sweep.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL
+from tuner.sweep.site_batches import Request, choices_that_fit, site_target
+from tuner.sweep.tasks import site_work
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
 

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import asdict
 from typing import Any
 
-from tuner.workload import WorkloadSpec
+from tuner.workloads.spec import WorkloadSpec
 
 
 def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> dict[str, Any]:
@@ -22,8 +22,8 @@ def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> 
 
     from tuner.backend import answers, counters, journal
     from tuner.backend.process import configure_measuring, isolated_compile
-    from tuner.steps import eager_reference, run_step
-    from tuner.workload import build_model, check_device, make_inputs
+    from tuner.workloads.steps import eager_reference, run_step
+    from tuner.workloads.spec import build_model, check_device, make_inputs
 
     check_device(spec)
     _check_database(db_url)

@@ -5,7 +5,7 @@ Transformers, built from a config: nothing is downloaded), ``pkg.module:factory`
 as ``bert-base-uncased`` for their default config), optionally followed by config overrides:
 ``hf:gpt2,n_layer=2,n_embd=64``. Its inputs are random token ids (``--seq-len``); a causal LM runs one forward
 pass over the whole sequence (prefill, no cache) and gives its logits, any other model its last hidden state.
-``--mode decode`` builds a decode step at the config's sizes instead (``tuner.decoder``).
+``--mode decode`` builds a decode step at the config's sizes instead (``tuner.workloads.decoder``).
 timm and Transformers are optional extras (``pip install -e '.[timm]'`` / ``'.[hf]'``).
 """
 

@@ -1,4 +1,4 @@
-"""Workloads: a model (a torchvision name, ``timm:NAME``, ``hf:NAME`` or ``pkg.module:factory``; ``tuner.model_zoo``),
+"""Workloads: a model (a torchvision name, ``timm:NAME``, ``hf:NAME`` or ``pkg.module:factory``; ``tuner.workloads.model_zoo``),
 its inputs, device, dtype and mode."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tuner.core import DTYPES
 from tuner.errors import WorkloadError
 
-DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "amp-bf16": "float32", "amp-fp16": "float32"}
 # Mixed precision, as training usually runs: fp32 weights and inputs, the step computed under torch.autocast.
 AUTOCAST = {"amp-bf16": "bfloat16", "amp-fp16": "float16"}
 MODES = ("infer", "train", "decode")
@@ -49,7 +49,7 @@ class WorkloadSpec:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        from tuner.model_zoo import takes_tokens
+        from tuner.workloads.model_zoo import takes_tokens
 
         if self.input_shape:
             return tuple(self.input_shape)
@@ -76,31 +76,6 @@ class WorkloadSpec:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class WorkloadName:
-    """What a stored workload name (``WorkloadSpec.name``) says, read back; never trusted beyond these fields."""
-
-    model: str
-    mode: str
-    device: str
-    dtype: str
-    shape: tuple[int, ...]
-    channels_last: bool
-    frozen: bool
-
-    @classmethod
-    def parse(cls, name: str) -> WorkloadName | None:
-        parts = str(name).split("/")
-        if len(parts) < 5:
-            return None
-        try:
-            shape = tuple(int(d) for d in parts[4].split("x"))
-        except ValueError:
-            return None
-        model, mode, device, dtype, flags = parts[0], parts[1], parts[2], parts[3], set(parts[5:])
-        return cls(model, mode, device, dtype, shape, "cl" in flags, mode == "infer" and "nofreeze" not in flags)
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -130,11 +105,11 @@ def build_model(spec: WorkloadSpec) -> Any:
     """The model, seeded, on the device, in the dtype and mode of ``spec``."""
     import torch
 
-    from tuner import model_zoo
+    from tuner.workloads import model_zoo
 
     torch.manual_seed(spec.seed)
     if spec.mode == "decode":
-        from tuner.decoder import from_config
+        from tuner.workloads.decoder import from_config
 
         model = from_config(model_zoo.hf_config(spec.model.removeprefix("hf:"), spec.model), spec.batch, spec.seq_len, spec.seed)
     else:
@@ -151,7 +126,7 @@ def make_inputs(spec: WorkloadSpec, sets: int = 3) -> list[Any]:
     """``sets`` different random (never zero) input batches, to rotate while timing."""
     import torch
 
-    from tuner.model_zoo import token_vocab
+    from tuner.workloads.model_zoo import token_vocab
 
     gen = torch.Generator().manual_seed(spec.seed + 1)
     vocab = token_vocab(spec.model)

@@ -1,4 +1,4 @@
-"""The sweep driver: capture the workload, store its tasks, then run the phases in order (``tuner.phases``):
+"""The sweep driver: capture the workload, store its tasks, then run the phases in order (``tuner.sweep.phases``):
 template sites, Triton kernels (CUDA), CPU codegen knobs, fusion groupings, the whole-workload check."""
 
 from __future__ import annotations
@@ -8,22 +8,22 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tuner.budget import Budget, within_max_autotune
+from tuner.sweep.budget import Budget, within_max_autotune
 from tuner.core import Status, TaskOutcome
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
-from tuner.estimate import max_autotune_s
+from tuner.sweep.estimate import max_autotune_s
 from tuner.measure import CaptureResult, Worker
-from tuner.phases import CudaGraphPhase, FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
-from tuner.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
-from tuner.phases.forecast import forecast, forecast_line
-from tuner.progress import Progress
+from tuner.sweep.phases import CudaGraphPhase, FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
+from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
+from tuner.sweep.phases.forecast import forecast, forecast_line
+from tuner.sweep.progress import Progress
 from tuner.ranking import PriorRows, Rankers
 from tuner.ranking.prior import rows_for
-from tuner.search import StudyContext, open_storage
+from tuner.study.search import StudyContext, open_storage
 from tuner.settings import settings
-from tuner.tasks import tasks_from_capture
-from tuner.workload import WorkloadSpec
+from tuner.sweep.tasks import tasks_from_capture
+from tuner.workloads.spec import WorkloadSpec
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,12 @@ behind launches. On the H200, resnet50's training step at batch 32 ran 6.4 ms of
 
 from __future__ import annotations
 
-from tuner.clock import CAPTURE, Costs, fits
+from tuner.sweep.clock import CAPTURE, Costs, fits
 from tuner.core import Forcing, Kind, TaskOutcome
 from tuner.kinds import where
 from tuner.measure import GraphTrial
-from tuner.phases.base import Phase, Plan, SweepContext
-from tuner.search import record
+from tuner.sweep.phases.base import Phase, Plan, SweepContext
+from tuner.study.search import record
 from tuner.search_spaces.cuda_graph import on
 
 # The least idle share worth a measurement: CUDA graphs gain at most the share of the step the device waits (hf:gpt2

@@ -1,0 +1,1 @@
+"""The sweep: its driver, phases, scheduling, tasks, winners, time and budget."""
