@@ -1,7 +1,7 @@
-"""Issue 14's batch table: a database swept at one batch size, timed at others (``bench/device/batch_transfer.sh``).
+"""The batch table: a database swept at one batch size, timed at others (``bench/device/batch_transfer.sh``).
 
     python bench/analysis/batch_transfer.py --source-batch 32 --source-sweep h200/resnet50-sweep-cost-2026-12-02-4.json \\
-        --bench 8:bench-resnet50-b8.json:sweep-resnet50-b8.log --bench 128:... --out h200/resnet50-batch-transfer.json
+        --bench 8:bench-resnet50-b8-2026-12-02.json:sweep-resnet50-b8-2026-12-02.log --bench 128:... --out h200/resnet50-batch-transfer-2026-12-02.json
 
 Each ``--bench`` is BATCH:BENCH_JSON:SWEEP_LOG (the log of that batch's own sweep, timed as mode ``tuned-bBATCH``).
 The source batch's row comes from the sweep-cost file of the sweep that made the database (its bench run timed

@@ -8,7 +8,7 @@ order's top-K is the default plus its first K candidates; its regret is the best
 ratio measured at the task, minus one. Orders compared: the learned one, Inductor's list (the choices it offered,
 in its order, then the rest at random) and random (mean over ``--shuffles`` draws). No device needed.
 
-    python bench/analysis/ranking_eval.py bench/results/h200/*.jsonl.gz --out bench/results/h200/ranking-eval.json
+    python bench/analysis/ranking_eval.py bench/results/h200/*.jsonl.gz --out bench/results/h200/ranking-eval-2026-12-01.json
 """
 
 from __future__ import annotations

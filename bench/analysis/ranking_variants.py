@@ -3,7 +3,7 @@ targets that are each candidate's rank within its task, bagging over training ta
 patches ``tuner.ranking`` in this process only; nothing here changes what a sweep does.
 
     python bench/analysis/ranking_variants.py bench/results/h200/{regnet_y_400mf-bf16-b32-s120,resnet18-train-bf16-b32,\\
-        resnet50-bf16-b32,squeezenet1_1-bf16-b32,vit_b_16-bf16-b32}.jsonl.gz --out bench/results/h200/ranking-variants.json
+        resnet50-bf16-b32,squeezenet1_1-bf16-b32,vit_b_16-bf16-b32}.jsonl.gz --out bench/results/h200/ranking-variants-2026-12-02.json
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Does the same code, timed again by a sweep, land within the spread tuner reports? (issue 17)
+"""Does the same code, timed again by a sweep, land within the spread tuner reports?
 
 A graph-level or fusion trial times Inductor's default beside its candidate (site batches time it once for all), so a sweep with several trials of one task has
 timed the same code several times, in different windows. For each such task this lists the default's medians in

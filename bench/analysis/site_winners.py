@@ -6,7 +6,7 @@ which trial the sweep first came within 2% of its best. Then a replay: had a sit
 choices the sweep measured there (the default and K-1 drawn at random, or the first K in the sweep's order),
 how much slower would its best have been? No device needed: it reads stored measurements.
 
-    python bench/analysis/site_winners.py bench/results/h200/resnet50-bf16-b32.jsonl.gz --out site-winners.json
+    python bench/analysis/site_winners.py bench/results/h200/resnet50-bf16-b32-2026-11-30.jsonl.gz --out site-winners.json
 """
 
 from __future__ import annotations

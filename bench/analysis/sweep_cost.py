@@ -2,8 +2,8 @@
 bench run (``bench/device/sweep_cost.sh bench``) and the sweeps it benchmarked (``... sweep``: each sweep's log,
 whose last line is its wall time, and its database's ``tuner db stats --json``).
 
-    python bench/analysis/sweep_cost.py --bench B.json --out bench/results/h200/resnet50-sweep-cost.json \\
-        --sweep 60:s60:sweep-resnet50-60.log:resnet50-60.stats.json:6853389 ...
+    python bench/analysis/sweep_cost.py --bench B.json --out bench/results/h200/resnet50-sweep-cost-2026-12-01-3.json \\
+        --sweep 60:s60:sweep-resnet50-60-2026-12-01-2.log:resnet50-60-2026-12-01-4.stats.json:6853389 ...
 
 Each ``--sweep`` is BUDGET_S:LABEL:LOG:STATS:COMMIT; LABEL is the bench mode ``tuned-LABEL`` that timed its database
 (``-`` when no bench run timed it: a run kept for its wall time only). BUDGET_S ``default`` is a ``--budget default``

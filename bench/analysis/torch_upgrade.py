@@ -41,7 +41,7 @@ def main(folder: Path, swept: str, other: str) -> None:
                                     "other_torch": {k: dict(v) for k, v in b.items()}, "miss_reasons": reasons}
         for kind in sorted(set(a) | set(b)):
             rows.append(f"| {model} | {kind} | {_cell(a[kind])} | {_cell(b[kind])} |")
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (folder / "summary-2026-12-01.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"| model | task kind | torch {swept} (swept) | torch {other} |\n| --- | --- | --- | --- |")
     print("\n".join(rows))
     for model, s in summary["models"].items():

@@ -13,9 +13,9 @@ DB18=sqlite:///$PWD/bench/results/cpu-xeon-2c/resnet18-train-fusion.db
 WHAT=${*:-r50 r18}
 if [[ $WHAT == *r50* ]]; then
   /usr/bin/time -f "sweep wall %e s" tuner sweep $R50 --budget quick --db "$DB50" 2>&1 | quiet
-  tuner bench $R50 --rounds 40 --db "$DB50" --modes eager,default,tuned-kernels,tuned --out bench/results/cpu-xeon-2c/resnet50-fusion.json 2>&1 | quiet
+  tuner bench $R50 --rounds 40 --db "$DB50" --modes eager,default,tuned-kernels,tuned --out bench/results/cpu-xeon-2c/resnet50-fusion-$(date +%F).json 2>&1 | quiet
 fi
 if [[ $WHAT == *r18* ]]; then
   /usr/bin/time -f "sweep wall %e s" tuner sweep $R18 --budget quick --trials 4 --db "$DB18" 2>&1 | quiet
-  tuner bench $R18 --rounds 30 --db "$DB18" --modes eager,default,tuned-kernels,tuned --out bench/results/cpu-xeon-2c/resnet18-train-fusion.json 2>&1 | quiet
+  tuner bench $R18 --rounds 30 --db "$DB18" --modes eager,default,tuned-kernels,tuned --out bench/results/cpu-xeon-2c/resnet18-train-fusion-$(date +%F).json 2>&1 | quiet
 fi

@@ -1,4 +1,4 @@
-"""Is an Inductor config a lever for CPU inference at batch 1 (issue 16, item 3)? One process: the model compiled
+"""Is an Inductor config a lever for CPU inference at batch 1? One process: the model compiled
 frozen with Inductor's defaults and once with each patch given, then 30 interleaved calls of each; median and IQR.
 
     python bench/cpu/levers.py resnet18 cpp_wrapper=True cpp.weight_prepack=False cpp.threads=1 [--size 224]

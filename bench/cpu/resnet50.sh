@@ -7,4 +7,4 @@ cd "$(dirname "$0")/../.."
 DB=${1:-sqlite:///$PWD/bench/results/cpu-xeon-2c/resnet50.db}
 tuner sweep --model resnet50 --device cpu --batch 1 --budget quick --db "$DB" 2>&1 | grep -v "━━"
 tuner bench --model resnet50 --device cpu --batch 1 --rounds 60 --db "$DB" \
-  --modes eager,default,freezing-max-autotune,tuned --out bench/results/cpu-xeon-2c/resnet50-fp32-b1.json 2>&1 | grep -v "AUTOTUNE\|^  \|strides:\|dtypes:\|SingleProcess"
+  --modes eager,default,freezing-max-autotune,tuned --out bench/results/cpu-xeon-2c/resnet50-fp32-b1-$(date +%F).json 2>&1 | grep -v "AUTOTUNE\|^  \|strides:\|dtypes:\|SingleProcess"

@@ -1,6 +1,6 @@
-"""Is the thread count a lever for CPU inference at batch 1 (issue 16, item 3)? One compile (frozen, Inductor's
+"""Is the thread count a lever for CPU inference at batch 1? One compile (frozen, Inductor's
 defaults), then 40 interleaved rounds at torch.set_num_threads(2) and (1). ``python bench/cpu/threads.py resnet18 64``
-(results: bench/results/cpu-xeon-2c/cpu-levers.json)."""
+(results: bench/results/cpu-xeon-2c/cpu-levers-2026-12-01.json)."""
 import time, torch, torchvision, statistics, sys
 import torch._inductor.config as c
 c.freezing = True

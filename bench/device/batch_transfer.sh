@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's batch table: does a database swept at one batch size serve others? Two steps, one device call each
+# The batch table: does a database swept at one batch size serve others? Two steps, one device call each
 # (carry .whl and .devdata with the source database, e.g. .devdata/resnet50-default.db: resnet50's --budget default
 # sweep at batch 32).
 #   SWEEP: bash bench/device/batch_transfer.sh sweep MODEL "8 128" SECONDS --dtype bf16 --channels-last

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One bench run of a stored database (an export under bench/results, or one a previous call brought back), for when a
 # sweep and its bench do not fit one call (a training step's max-autotune compile alone can take minutes). By default
-# the modes split a tuned compile by kind of answer (issue 15: hf:gpt2 on the H200, tuned 9-12% slower than the
+# the modes split a tuned compile by kind of answer (hf:gpt2 on the H200, tuned 9-12% slower than the
 # default while its sweep measured 1.00-1.04x): Inductor's default, `freezing` (its defaults, frozen: what tuned starts
 # from), tuned, tuned-no-kernels (every answer but the Triton kernel configs), tuned-kernels (no fusion grouping) and
 # tuned from an empty database (tuner's compile path, no answer). Carry .whl. Usage:

@@ -1,4 +1,4 @@
-"""Is the graph a workload's answers are keyed by the same in every process? (issue 15: hf:gpt2's tuned compile on
+"""Is the graph a workload's answers are keyed by the same in every process? (hf:gpt2's tuned compile on
 the H200 matched none of its sweep's answers, while the CPU with a small config matched all.)
 
 Compiles the workload RUNS times, each in its own process with fresh Inductor caches, half through the sweep's path

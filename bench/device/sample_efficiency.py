@@ -5,11 +5,11 @@ Two steps, so the device time goes only to measuring:
   measure (on the GPU): every valid config of N Triton kernels' spaces, at the kernel, each against the
           default in the same run (as a sweep measures them) -> one JSON table.
       python bench/device/sample_efficiency.py measure --model resnet50 --dtype bf16 --batch 32 --channels-last \
-          --kernels 10 --out bench/results/h200/sample-efficiency-resnet50.json
+          --kernels 10 --out bench/results/h200/sample-efficiency-resnet50-2026-11-30.json
   replay  (anywhere): drive real Optuna studies (TPE, random; several seeds; Inductor's default enqueued
           first, as in a sweep) against the measured table, and count the measured trials until the best
           ratio found is within 2% of the exhaustive best.
-      python bench/device/sample_efficiency.py replay bench/results/h200/sample-efficiency-resnet50.json
+      python bench/device/sample_efficiency.py replay bench/results/h200/sample-efficiency-resnet50-2026-11-30.json
 """
 
 from __future__ import annotations

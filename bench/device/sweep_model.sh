@@ -3,7 +3,7 @@
 # bench run? One call on nvidia-h200 (carry .whl). Usage: bash bench/device/sweep_model.sh MODEL SECONDS [flags]
 #   e.g. bash bench/device/sweep_model.sh mobilenet_v3_large 150 --dtype bf16 --batch 32 --channels-last
 # BENCH=0 runs the sweep alone; ROUNDS the bench's rounds (20); MODES sets the bench's modes (default: default,freezing-max-autotune,tuned), e.g. for
-# a decode step under CUDA graphs (issue 16):
+# a decode step under CUDA graphs:
 #   MODES=reduce-overhead,max-autotune,tuned-reduce-overhead bash bench/device/sweep_model.sh hf:gpt2 150 --mode decode \
 #     --dtype bf16 --batch 8 --seq-len 512
 # Results in $OUT (MODEL with :,= as _): sweep-MODEL.log (with the sweep's wall time), bench-MODEL.json/.png,

@@ -10,7 +10,7 @@ source bench/device/setup.sh
 export TUNER_CACHE_DIR=/tmp/tuner-cache
 D=/tmp/why; mkdir -p "$D"
 W="--model resnet50 --device cuda --dtype bf16 --batch 32 --channels-last"
-python3 bench/device/tuner_cli.py db import bench/results/h200/resnet50-bf16-b32.jsonl.gz --db "sqlite:///$D/full.db" | tail -n 1
+python3 bench/device/tuner_cli.py db import bench/results/h200/resnet50-bf16-b32-2026-11-30.jsonl.gz --db "sqlite:///$D/full.db" | tail -n 1
 for x in full-sites s11; do python3 bench/device/tuner_cli.py db import ".devdata/$x.jsonl.gz" --db "sqlite:///$D/$x.db" | tail -n 1; done
 timeout 400 python3 bench/device/profile_kernels.py $W --db "sqlite:///$D/full.db" --also-db "empty=sqlite:///$D/empty.db" \
   --also-db "sites=sqlite:///$D/full-sites.db" --also-db "s11=sqlite:///$D/s11.db" \

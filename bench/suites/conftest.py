@@ -2,7 +2,7 @@
 
 Each run sweeps its models once (``--budget quick``, into a database of its own) and then times eager, Inductor's
 default and tuned, the warm-database compile, the backend's lookup per compile and export/import throughput.
-``--benchmark-json bench/results/cpu/suites.json`` keeps the run; ``--benchmark-compare`` reads across commits.
+``--benchmark-json bench/results/cpu/suites-2026-12-01.json`` keeps the run; ``--benchmark-compare`` reads across commits.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_a_compile_served_from_inductors_cache_counts_what_it_applied(db_url, mo
 
 def test_a_database_that_holds_the_tasks_untuned_says_so(db_url, monkeypatch, caplog):
     """A sweep that ran out of time stores the tasks it captured without winners: a compile that misses them all is
-    told the sweep stopped early, not that its graph differs (hf:gpt2's 60-s sweep on the H200, session 16)."""
+    told the sweep stopped early, not that its graph differs (hf:gpt2's 60-s sweep on the H200)."""
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 

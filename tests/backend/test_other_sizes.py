@@ -1,4 +1,4 @@
-"""A database swept at one batch size serves others (issue 14): the nearest stored task's winner is transferred,
+"""A database swept at one batch size serves others: the nearest stored task's winner is transferred,
 counted as such, and turned off by transfer=False; `tuner explain` says task by task what the database answered;
 `tuner.compile` gets a frozen sweep's answers without the user setting Inductor's freezing flag."""
 

@@ -148,7 +148,7 @@ def test_local_first_then_shared_and_an_unreachable_shared_db_only_warns(tmp_pat
 
 
 def test_dynamic_shapes_compile_with_a_database_and_match_eager(db_url):
-    """dynamic=True: a graph with symbolic sizes gets its answers or clean misses, never an error (issue 14)."""
+    """dynamic=True: a graph with symbolic sizes gets its answers or clean misses, never an error."""
     inductor_config.freezing = True
     m = mlp().eval()
     graph = next(iter(_record(m, torch.randn(16, 64)).graphs.values()))

@@ -61,7 +61,7 @@ def test_trials_winners_and_stats(any_db_url):
 
 def test_the_spread_shown_covers_the_defaults_drift_between_trials(any_db_url):
     """The same code (the default) timed as the baseline of several trials: how far it moved between them is the
-    spread a re-measurement can land in, when that is wider than the winning trial's own (issue 17)."""
+    spread a re-measurement can land in, when that is wider than the winning trial's own."""
     db = Database.open(any_db_url)
     d, e, t = _fill(db)
     win = db.record_trial(t.id, d, e, {"choice": "b"}, "ok", median_ms=1.0, min_ms=0.9, spread_ms=0.05, baseline_ms=2.0)

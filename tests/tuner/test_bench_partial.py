@@ -57,6 +57,6 @@ def test_widely_spread_timings_are_said_below_the_table():
 
     quiet = {"default": {"median_ms": 2.694, "spread_ms": 0.0475}, "tuned": {"median_ms": 2.679, "spread_ms": 0.0465}}
     assert noisy(quiet) == []
-    loud = {**quiet, "tuned": {"median_ms": 3.563, "spread_ms": 0.7557}}  # hf:gpt2, session 17 (H200)
+    loud = {**quiet, "tuned": {"median_ms": 3.563, "spread_ms": 0.7557}}  # hf:gpt2 (H200)
     (line,) = noisy(loud)
     assert "tuned's IQR is 21% of its median" in line and "not results" in line

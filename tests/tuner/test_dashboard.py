@@ -1,4 +1,4 @@
-"""Optuna Dashboard on a tuning database (issue 15): studies read through Optuna's own API, as
+"""Optuna Dashboard on a tuning database: studies read through Optuna's own API, as
 ``optuna-dashboard sqlite:///…`` reads them, have names a person knows and say their default, best and winner."""
 
 import optuna

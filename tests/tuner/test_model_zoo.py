@@ -1,4 +1,4 @@
-"""--model timm:NAME and hf:NAME (issue 15): built with no download, token inputs for hf:, and one clear line when
+"""--model timm:NAME and hf:NAME: built with no download, token inputs for hf:, and one clear line when
 the extra is missing or the name is unknown."""
 
 import json
@@ -73,7 +73,7 @@ def test_the_cli_prints_the_missing_extra_as_written(monkeypatch, db_url):
 
 
 def test_a_language_models_training_step_is_tuned_backward_as_forward():
-    """Issue 16: an hf: causal LM's training step (AdamW in bench) is captured forward and backward, and the backward
+    """An hf: causal LM's training step (AdamW in bench) is captured forward and backward, and the backward
     graph's template sites and graph knobs become tasks as the forward's do."""
     from tuner.core import Kind
     from tuner.measure.session import Session

@@ -1,4 +1,4 @@
-"""tuner report (issue 15): one self-contained HTML file rendered from a real swept database."""
+"""tuner report: one self-contained HTML file rendered from a real swept database."""
 
 import json
 import re

@@ -22,7 +22,7 @@ def test_the_capture_compile_is_the_defaults_baseline_and_is_not_compiled_again(
 
 def test_a_training_capture_is_the_defaults_baseline_too():
     """A training sweep's first baseline costs no compile (the CUDA-graph phase on resnet50's training step compiled
-    the defaults again: ~40 s of a 240-s budget on the H200, session 19). Timing it leaves the weights as eager's."""
+    the defaults again: ~40 s of a 240-s budget on the H200). Timing it leaves the weights as eager's."""
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", mode="train", input_shape=(16, 64), threads=2))
     session.capture()
     kept = session.compile({})

@@ -161,7 +161,7 @@ def test_two_local_workers_share_one_sweep(db_url, cwd_root):
     result = runner.invoke(app, ["sweep", *MLP[:-2], "--threads", "1", "--budget", "quick", "--trials", "2", "--workers", "2", "--db", db_url], terminal_width=400)
     assert result.exit_code == 0, result.output
     assert "worker 1/2: capturing" in result.output and "worker 2/2: capturing" in result.output  # the workers' progress, drawn here
-    # Each worker measured on its own core (issue 17): the plan said so before they started, and each worker's
+    # Each worker measured on its own core: the plan said so before they started, and each worker's
     # measuring process reported the cores it may run on, as the kernel gives them (os.sched_getaffinity).
     cores = sorted(os.sched_getaffinity(0))
     assert f"worker 1 on core {cores[0]}, worker 2 on core {cores[1]} (1 thread each" in result.output

@@ -1,4 +1,4 @@
-"""A time budget is a promise (issue 13): the whole command, capture, verification and the whole-workload check
+"""A time budget is a promise: the whole command, capture, verification and the whole-workload check
 included, ends within 1.1 x the budget + 20 s, and what it stored compiles with nothing benchmarked."""
 
 import time

@@ -113,7 +113,7 @@ class Worker:
     def held(self) -> Iterator[None]:
         """No recycling inside: the end of a sweep runs in the worker that holds the defaults' compile (its capture),
         where a fresh one would compile them again, a compile its time never counted (a 120-s mobilenet_v2 sweep's
-        check took 2.8 compiles on the CPU, session 18). A worker that died still starts again."""
+        check took 2.8 compiles on the CPU). A worker that died still starts again."""
         self._held = True
         try:
             yield

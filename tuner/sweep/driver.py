@@ -69,7 +69,7 @@ class SweepReport:
 PHASE_SHARE = {"sites": 0.4, "graphs": 0.5, "fusion": 0.7}
 # On CUDA the fusion phase is given at least 2.25 compiles while the sweep can afford them (its first grouping's
 # trial compiles the baseline and the grouping, then times both): on resnet50 (H200) a grouping gave ten percent,
-# the kernels' winners a few (bench/results/h200/resnet50-bf16-b32.jsonl.gz).
+# the kernels' winners a few (bench/results/h200/resnet50-bf16-b32-2026-11-30.jsonl.gz).
 FUSION_COMPILES = 2.25
 WHOLE_SHARE = 0.15  # of a time budget, kept for verification and the whole-workload check at the end
 # ... grown up to this share to also hold timing the workload unfrozen (frozen inference): a 240-s efficientnet_b0
@@ -102,7 +102,7 @@ def phases(opts: SweepOptions, whole: WholeCheckPhase, cuda_graphs: CudaGraphPha
 def _end_compiles(spec: WorkloadSpec) -> int:
     """What the end's measurements compile: the check's winners and the workload unfrozen (frozen inference). The
     defaults' compile is the capture's, which the worker holds through the end (``Worker.held``: a CPU worker is
-    otherwise recycled every CPU_RECYCLE trials, and a 120-s mobilenet_v2 sweep's check took 2.8 compiles; session 18)."""
+    otherwise recycled every CPU_RECYCLE trials, and a 120-s mobilenet_v2 sweep's check took 2.8 compiles)."""
     return WHOLE_COMPILES + (UNFROZEN_COMPILES if spec.uses_freezing else 0)
 
 

@@ -17,7 +17,7 @@ SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site bat
 # whole compile and its timing. The H200's site choice: 0.32 s in a batch of 72 generated choices for resnet50
 # (bench/device/site_cost.py, with the compile workers' Triton cache shared and site timings deferred), 0.19 s in
 # a --budget default sweep whose first batch is sized to its deadline (264 site trials and 48 verified choices in
-# 58.5 s, session 12; 0.65 s in session 11, which probed with 2 choices a site first).
+# 58.5 s; 0.65 s when a site was first probed with 2 choices).
 PRIORS = {
     "cuda": {SITE_CHOICE: 0.2, "kernel": 0.3, "graph": 25.0},
     "cpu": {SITE_CHOICE: 2.0, "kernel": 1.0, "graph": 8.0},

@@ -43,7 +43,7 @@ def eager_reference(spec: Any, model: Any, x: Any) -> Any:
 
 
 def optimizer_name(mode: str, model_name: str) -> str | None:
-    """The optimizer a timed training step ends with, as users train (issue 16): AdamW for a language model (token
+    """The optimizer a timed training step ends with, as users train: AdamW for a language model (token
     inputs), SGD with momentum otherwise. None for inference."""
     from tuner.workloads.model_zoo import takes_tokens
 
