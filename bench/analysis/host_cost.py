@@ -33,7 +33,8 @@ from tuner.db.transfer import apply_import, read_import
 from tuner.measure import Measurement, Status
 from tuner.ranking import Rankers
 from tuner.ranking.prior import rows_for
-from tuner.study.search import Asker, StudyContext, enqueue_new, first_to_measure, measured_before, open_storage, open_study
+from tuner.study.context import open_storage, StudyContext
+from tuner.study.study import enqueue_new, first_to_measure, measured_before, open_study, Study
 from tuner.search_spaces import space_for
 from tuner.sweep.site_batches import site_target
 
@@ -73,7 +74,7 @@ def one_batch(sites: list[tuple[str, str, dict[str, Any]]], way: str, tmp: Path,
         if way == "enqueue":  # as sweeps seeded their studies before tuner.study.direct
             enqueue_new(study, [task.space.optuna_params(c) for c in first])
             first = []
-        askers.append(Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), lambda t: None, invalid=invalid, queue=first))
+        askers.append(Study(tuning, rec, task.space, study, seen, site_target(tuning, task), lambda t: None, invalid=invalid, queue=first))
     t1 = time.perf_counter()
     pending = [a.ask_batch(choices) for a in askers]
     t2 = time.perf_counter()

@@ -7,7 +7,7 @@ from tuner.sweep.budget import make_budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.keys import config_hash
 from tuner.measure import Measurement, Status
-from tuner.study.search import StudyContext
+from tuner.study.context import StudyContext
 from tuner.search_spaces import space_for
 from tuner.core import Kind, TaskSpec
 from tuner.sweep.winners import Winners
@@ -34,7 +34,7 @@ def replay_measure(config, rounds):
 
 
 def _context(url: str, db: Database, trials: int) -> StudyContext:
-    from tuner.study.search import open_storage
+    from tuner.study.context import open_storage
 
     return StudyContext(
         db=db, storage=open_storage(url), device_id=db.device_id(DEV), environment_id=db.environment_id(ENV),

@@ -30,7 +30,7 @@ def test_studies_are_named_for_their_tasks_and_carry_default_best_and_winner(db_
 
 
 def test_a_study_made_under_the_old_name_is_resumed(db_url):
-    from tuner.study.search import study_name
+    from tuner.study.names import study_name
 
     db = Database.open(db_url)
     spec = tasks(1)[0]

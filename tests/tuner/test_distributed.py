@@ -90,7 +90,8 @@ def test_from_similar_seeds_a_study_with_other_devices_winners(tmp_path):
 
     from tuner.sweep.budget import make_budget
     from tuner.db import DeviceInfo
-    from tuner.study.search import StudyContext, open_storage, run_study
+    from tuner.study.context import open_storage, StudyContext
+    from tuner.study.study import run_study
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     db = Database.open(url)

@@ -5,7 +5,8 @@ import pytest
 from tests.helpers.replay import _context, tasks
 from tuner.db import Database
 from tuner.measure import Measurement, Status
-from tuner.study.search import choose_winner, record
+from tuner.study.context import record
+from tuner.study.settle import choose_winner
 
 
 def _m(median, spread, base_spread, base=1.0):

@@ -11,7 +11,7 @@ from tuner.core import Kind
 from tuner.db import Database, DeviceInfo
 from tuner.ranking import Rankers
 from tuner.ranking.prior import PRIOR_DIR, PriorRows, describe, prior_files, rows_for
-from tuner.study.search import _near_winners
+from tuner.study.study import _near_winners
 from tuner.search_spaces import space_for
 from tuner.study.seeds import near_seeds
 from tuner.settings import settings

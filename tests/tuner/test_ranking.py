@@ -15,7 +15,8 @@ from tuner.measure import Measurement, Status
 from tuner.ranking import EXPLORE, Rankers
 from tuner.ranking.features import SITE_FEATURES, SITES, featurizer
 from tuner.ranking.model import MIN_TASKS, Ranker, Sample
-from tuner.study.search import first_to_measure, measured_before, record
+from tuner.study.context import record
+from tuner.study.study import first_to_measure, measured_before
 from tuner.search_spaces import space_for
 from tuner.search_spaces.template import generator_context, parse_generated
 

@@ -7,7 +7,9 @@ from tests.helpers.replay import _context, replay_measure, tasks
 from tuner.db import Database
 from tuner.keys import config_hash
 from tuner.measure import Measurement, Status
-from tuner.study.search import Asker, choose_winner, finalist, first_to_measure, measured_before, open_study, record, settle
+from tuner.study.context import record
+from tuner.study.settle import choose_winner, finalist, settle
+from tuner.study.study import first_to_measure, measured_before, open_study, Study
 
 
 @pytest.fixture
@@ -24,7 +26,7 @@ def _asker(tuning, task, rec, target=4):
     seen, invalid = measured_before(tuning, rec)
     told = []
     study, first = open_study(tuning, rec, task.space), first_to_measure(tuning, rec, task.space, seen)
-    return Asker(tuning, rec, task.space, study, seen, target, told.append, invalid=invalid, queue=first), told
+    return Study(tuning, rec, task.space, study, seen, target, told.append, invalid=invalid, queue=first), told
 
 
 def test_a_batch_asks_each_config_once_and_the_default_first(site):
@@ -133,7 +135,7 @@ def test_no_candidate_beats_the_default_so_nothing_is_re_measured(site):
 def test_enqueue_new_skips_what_the_study_has_and_repeats():
     import optuna
 
-    from tuner.study.search import enqueue_new
+    from tuner.study.study import enqueue_new
 
     study = optuna.create_study()
     study.enqueue_trial({"x": 1})
@@ -169,7 +171,8 @@ def test_with_no_time_to_verify_a_graph_trial_timed_beside_the_default_wins_only
 
     from tests.helpers.replay import _context, tasks
     from tuner.measure import Measurement, Status
-    from tuner.study.search import UNVERIFIED_GAIN, choose_winner, record
+    from tuner.study.context import record
+    from tuner.study.settle import choose_winner, UNVERIFIED_GAIN
 
     db = Database.open(db_url)
     tuning = _context(db_url, db, trials=4)

@@ -3,7 +3,7 @@
 from tests.helpers.replay import _context, tasks
 from tuner.core import Kind
 from tuner.db import Database
-from tuner.study.search import first_to_measure, measured_before
+from tuner.study.study import first_to_measure, measured_before
 from tuner.search_spaces import space_for
 from tuner.study.seeds import near_seeds, site_distance
 

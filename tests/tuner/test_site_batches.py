@@ -261,7 +261,7 @@ def test_a_sites_first_configs_are_measured_without_asking_optuna_and_added_to_i
     import optuna
 
     from tuner.keys import config_hash
-    from tuner.study.search import study_name
+    from tuner.study.names import study_name
     from tuner.sweep.site_batches import tune_sites
 
     db, tuning, group = _sites(db_url)

@@ -5,7 +5,8 @@ import dataclasses
 from tuner.sweep.budget import make_budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import GraphTrial, Status, Worker
-from tuner.study.search import StudyContext, run_study
+from tuner.study.context import StudyContext
+from tuner.study.study import run_study
 from tuner.search_spaces import Space
 from tuner.search_spaces.base import choice
 from tuner.workloads.spec import WorkloadSpec

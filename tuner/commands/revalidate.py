@@ -20,7 +20,7 @@ from tuner.core import Forcing, Kind, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo, TaskRecord
 from tuner.measure import GraphTrial, SiteBatch, Worker
 from tuner.measure.result import Measurement
-from tuner.study.search import record
+from tuner.study.context import record
 from tuner.settings import settings
 from tuner.sweep.site_batches import measure_split
 from tuner.sweep.tasks import fusion_tasks, tasks_from_capture

@@ -1,5 +1,5 @@
 """Configs a task measures without asking Optuna for them: its default, what its capture points to, near tasks'
-winners and the ranked candidates (``search.first_to_measure``), known before the study is asked anything.
+winners and the ranked candidates (``study.first_to_measure``), known before the study is asked anything.
 
 Asked through the study, each of them cost Optuna's RDB storage about ten writes (enqueue, pop, one per parameter,
 tell): about 50 ms a trial on a 2-core CPU, 13 of the 19 s a resnet50 site batch of 240 trials spent in the sweep's

@@ -92,7 +92,7 @@ def run_workers(
     opts: SweepOptions, n: int, *, share_gpu: bool = False, progress: Progress | None = None
 ) -> tuple[list[SweepReport], list[str]]:
     from tuner.db import Database
-    from tuner.study.search import open_storage
+    from tuner.study.context import open_storage
 
     Database.open(opts.db_url).close()  # one process creates the schema, before the workers race
     open_storage(opts.db_url)

@@ -20,7 +20,7 @@ from tuner.sweep.phases.forecast import forecast, forecast_line
 from tuner.sweep.progress import Progress
 from tuner.ranking import PriorRows, Rankers
 from tuner.ranking.prior import rows_for
-from tuner.study.search import StudyContext, open_storage
+from tuner.study.context import open_storage, StudyContext
 from tuner.settings import settings
 from tuner.sweep.tasks import tasks_from_capture
 from tuner.workloads.spec import WorkloadSpec

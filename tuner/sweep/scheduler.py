@@ -13,7 +13,9 @@ from tuner.core import Forcing, TaskOutcome, TaskSpec
 from tuner.db import Database
 from tuner.db.claims import claim_next, finish, held_by_others, pending, release, renew, worker_id
 from tuner.sweep.progress import Progress
-from tuner.study.search import StudyContext, choose_winner, run_study
+from tuner.study.context import StudyContext
+from tuner.study.settle import choose_winner
+from tuner.study.study import run_study
 from tuner.sweep.site_batches import MeasureSites, sites_that_fit, tune_sites
 from tuner.sweep.winners import Winners, stored_outcome
 

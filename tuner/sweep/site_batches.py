@@ -21,7 +21,9 @@ from tuner.sweep.clock import CAPTURE, fits
 from tuner.sweep.estimate import SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
-from tuner.study.search import UNVERIFIED_GAIN, Asker, Pending, StudyContext, finalist, first_to_measure, measured_before, open_study, settle, settle_measured
+from tuner.study.context import StudyContext
+from tuner.study.settle import finalist, settle, settle_measured, UNVERIFIED_GAIN
+from tuner.study.study import first_to_measure, measured_before, open_study, Pending, Study
 
 Request = dict[str, tuple[str, ...]]  # {site key: choice ids, the default first}
 MeasureSites = Callable[[Request], SiteTimings]
@@ -31,7 +33,7 @@ MeasureSites = Callable[[Request], SiteTimings]
 class _Site:
     task: TaskSpec
     rec: TaskRecord
-    asker: Asker
+    asker: Study
     todo: Pending = field(default_factory=dict)
 
     @property
@@ -151,7 +153,7 @@ def tune_sites(
     for task, rec in group:
         seen, invalid = measured_before(tuning, rec)
         study, first = open_study(tuning, rec, task.space), first_to_measure(tuning, rec, task.space, seen)
-        sites.append(_Site(task, rec, Asker(tuning, rec, task.space, study, seen, site_target(tuning, task), on_trial, invalid=invalid, queue=first)))
+        sites.append(_Site(task, rec, Study(tuning, rec, task.space, study, seen, site_target(tuning, task), on_trial, invalid=invalid, queue=first)))
     measured = 0
     while (n := choices_that_fit(tuning, batch, sum(1 for s in sites if s.asker.open()))) > 0:
         for s in sites:

@@ -16,7 +16,7 @@ from tuner.db import Database, TaskRecord
 from tuner.sweep.estimate import expected_s
 from tuner.measure import Worker
 from tuner.sweep.progress import Progress
-from tuner.study.search import StudyContext
+from tuner.study.context import StudyContext
 from tuner.sweep.winners import Winners
 
 

@@ -11,7 +11,7 @@ from tuner.core import Forcing, Kind, TaskOutcome
 from tuner.kinds import where
 from tuner.measure import GraphTrial
 from tuner.sweep.phases.base import Phase, Plan, SweepContext
-from tuner.study.search import record
+from tuner.study.context import record
 from tuner.search_spaces.cuda_graph import on
 
 # The least idle share worth a measurement: CUDA graphs gain at most the share of the step the device waits (hf:gpt2

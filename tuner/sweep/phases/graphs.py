@@ -10,7 +10,7 @@ from tuner.kinds import where
 from tuner.measure import CaptureGraphs, GraphTrial
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.scheduler import tune_tasks
-from tuner.study.search import Measure
+from tuner.study.context import Measure
 from tuner.sweep.tasks import fusion_tasks
 
 

@@ -13,7 +13,7 @@ from tuner.db import TaskRecord
 from tuner.measure import CaptureKernels, KernelBatch, Measurement, Status, Worker
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.scheduler import tune_tasks
-from tuner.study.search import MeasureMany, record
+from tuner.study.context import MeasureMany, record
 from tuner.sweep.tasks import kernel_tasks
 
 KERNEL_BATCH = 8  # Triton configs compiled in parallel, then timed one at a time

@@ -12,7 +12,7 @@ from tuner.db import TaskRecord
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.sweep.phases.base import Phase, Plan, SweepContext
-from tuner.study.search import record
+from tuner.study.context import record
 from tuner.sweep.winners import revert_to_defaults, stored_outcome
 from tuner.sweep.workload_check import check_whole
 
