@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from tuner.backend.hooks import kernels as kernel_hook
 from tuner.backend.hooks import passes as passes_hook
 from tuner.backend.hooks import restart as restart_hook
 from tuner.backend.hooks import selector as selector_hook
+from tuner.kinds import registered
 
 
 def device_type_of(example_inputs: Sequence[Any]) -> str:
@@ -58,6 +60,9 @@ def install_hooks(device_type: str = "cpu") -> None:
     if device_type == "cuda":
         kernel_hook.check()
         kernel_hook.count_runtime_autotuning()
+    for kind in registered():  # the adapters of kinds that no hook point above applies
+        if kind.adapter and device_type in kind.devices:
+            importlib.import_module(kind.adapter).install(device_type)
 
 
 def compile_with_context(

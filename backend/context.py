@@ -21,7 +21,7 @@ from tuner.backend.hooks.restart import describe
 from tuner.backend.journal import HIT, MISS, TRANSFERRED, Decision
 from tuner.core import Forcing, Kind, site_name
 from tuner.keys import task_key
-from tuner.kinds import KERNEL_HOOK, graph_hooked, where
+from tuner.kinds import KERNEL_HOOK, descriptor, graph_hooked, where
 from tuner.nearest import Nearest, Transfer
 from tuner.search_spaces.cuda_graph import CUDA_GRAPHS
 
@@ -154,6 +154,16 @@ class CompileContext:
         if not self.transfer:
             return f"no stored winner for this {what} (transfer is off)"
         return f"no stored winner for this {what}, nor for one {family} at other sizes"
+
+    def lookup(self, kind: str, key: str, what: str) -> Any:
+        """The stored answer of a task of ``kind`` (None: Inductor's own choice), counted and journaled: what a kind's
+        own adapter asks (``TaskKind.adapter``). No answer transfers from other sizes here."""
+        answer = self.forcing.get(kind, key)
+        if answer is not None:
+            self._decide(kind, key, what, HIT, answer)
+        elif not descriptor(kind).quiet_miss:
+            self._decide(kind, key, what, MISS, None, reason="no stored winner for it; Inductor's default")
+        return answer
 
     def _decide(self, kind: str, key: str, what: str, outcome: str, answer: Any, moved: Transfer | None = None, reason: str = "") -> None:
         """Count, log and journal one lookup's outcome."""

@@ -38,7 +38,9 @@ class TaskKind:
     ``quiet_miss``: no answer is Inductor's own choice, not a miss; ``transfers``: the nearest stored answer at other
     sizes may stand in; ``label``: what a graph-hooked lookup is called after its graph ("forward graph 0 fusion");
     ``graph_task``: for a graph-hooked kind whose tasks come from the sweep's capture, (recorded graph, recorded
-    sites, device info) -> the ``space`` entry of that graph's task signature, or None for no task."""
+    sites, device info) -> the ``space`` entry of that graph's task signature, or None for no task. ``adapter``: for a
+    kind that no built-in hook point applies, the module (in ``tuner.backend.hooks``) whose ``install(device_type)``
+    every compile calls first; the adapter asks the active context for its answers (``CompileContext.lookup``)."""
 
     value: str
     space: Callable[[dict[str, Any]], Space]
@@ -54,6 +56,7 @@ class TaskKind:
     transfers: bool = True
     label: str = ""
     graph_task: Callable[[dict[str, Any], list[dict[str, Any]], dict[str, Any]], dict[str, Any] | None] | None = None
+    adapter: str = ""
 
 
 _REGISTRY: dict[str, TaskKind] = {}

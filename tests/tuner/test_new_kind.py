@@ -56,6 +56,22 @@ def test_a_registered_kind_is_recorded_validated_and_forced(monkeypatch):
     assert [(d.outcome, d.answer, d.what) for d in mine] == [(journal.HIT, {KNOB: False}, "forward graph 0 splits")]
 
 
+def test_a_kind_with_its_own_hook_point_brings_its_adapter(monkeypatch):
+    """A decision no built-in hook point applies: its adapter is installed by every compile on its devices and asks
+    the active context for its answer."""
+    from tests.helpers import adapter
+
+    monkeypatch.setitem(kinds._REGISTRY, NEW, kinds.TaskKind(NEW, _space, "attention site", phase="template sites", cost="site choice",
+                                                              group="template-site", devices=("cpu",), adapter="tests.helpers.adapter"))
+    adapter.INSTALLED.clear()
+    ctx = CompileContext(Forcing({NEW: {"k": {KNOB: False}}}), "cpu")
+    decisions = _compile(ctx)
+    assert adapter.INSTALLED and set(adapter.INSTALLED) == {"cpu"}
+    with journal.recording() as decisions:
+        assert ctx.lookup(NEW, "k", "site k") == {KNOB: False} and ctx.lookup(NEW, "other", "site other") is None
+    assert [(d.outcome, d.what) for d in decisions] == [(journal.HIT, "site k"), (journal.MISS, "site other")]
+
+
 def test_an_unregistered_kind_is_refused():
     try:
         space_for(NEW, {"space": {}})
