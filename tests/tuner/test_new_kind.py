@@ -65,7 +65,7 @@ def test_a_kind_with_its_own_hook_point_brings_its_adapter(monkeypatch):
                                                               group="template-site", devices=("cpu",), adapter="tests.helpers.adapter"))
     adapter.INSTALLED.clear()
     ctx = CompileContext(Forcing({NEW: {"k": {KNOB: False}}}), "cpu")
-    decisions = _compile(ctx)
+    _compile(ctx)
     assert adapter.INSTALLED and set(adapter.INSTALLED) == {"cpu"}
     with journal.recording() as decisions:
         assert ctx.lookup(NEW, "k", "site k") == {KNOB: False} and ctx.lookup(NEW, "other", "site other") is None
