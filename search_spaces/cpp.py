@@ -42,16 +42,15 @@ KNOBS = (
 )
 
 
-def inductor_defaults() -> dict[str, Any]:
-    """This Inductor's own values of the knobs."""
-    from tuner.backend.process import inductor_flag
-
-    return {name: inductor_flag(name) for name in KNOBS}
-
-
-def space(context: dict[str, Any], defaults: dict[str, Any] | None = None) -> Space:
+# Inductor's own values of the knobs, the same on torch 2.11 to 2.14: a space never reads Inductor (only backend/ does);
+# tests/search_spaces/test_spaces.py holds these to the installed Inductor's (backend/defaults.py).
+DEFAULTS = {
+    "cpp.simdlen": None, "cpp.min_chunk_size": 512, "cpp.max_horizontal_fusion_size": 16, "cpp.enable_tiling_heuristics": True,
+    "cpp.enable_loop_tail_vec": True, "cpp.gemm_max_k_slices": 1, "cpp.gemm_thread_factors": None, "cpp.gemm_cache_blocking": None,
+}
+def space(context: dict[str, Any]) -> Space:
     """``context``: ``isa`` (e.g. AVX512), ``threads``, ``has_cpp_gemm``; all from the task's signature."""
-    d = dict(defaults or inductor_defaults())
+    d = DEFAULTS
     isa, threads = context.get("isa", ""), context.get("threads", 1)
     if not isinstance(isa, str) or not _ISA.match(isa):
         raise ValueError(f"isa {str(isa)[:40]!r} is not an instruction set's name")

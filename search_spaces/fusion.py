@@ -33,37 +33,13 @@ FAMILY = Kind.FUSION
 MAX_PAIRS = 12
 SPACE_TO_DEPTH = "space_to_depth"  # not an Inductor flag: the backend turns it into a post-grad pass
 FREEZING = "freezing"  # the whole-workload check's knob: false compiles a frozen graph again, unfrozen
-_CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion")
+CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion")
 _INTS = ("max_fusion_size", "score_fusion_memory_threshold", "realize_reads_threshold", "realize_opcount_threshold",
          "realize_acc_reads_threshold")
 # Every Inductor flag this space may set: a signature naming any other (from a crafted file, say) has no space.
 KNOBS = (*_INTS, "aggressive_fusion", "epilogue_fusion", "prologue_fusion", "split_reductions", "loop_ordering_after_fusion",
-         *_CUDA_ONLY)
+         *CUDA_ONLY)
 MAX_INT_KNOB = 1 << 20
-
-
-def inductor_defaults(device: str) -> dict[str, Any]:
-    """This Inductor's own values, with the per-device thresholds resolved as 2.14 would resolve them."""
-    from tuner.backend.process import inductor_flag as flag
-
-    cpu = device == "cpu"
-    d: dict[str, Any] = {
-        "max_fusion_size": int(flag("max_fusion_size")),
-        "aggressive_fusion": bool(flag("aggressive_fusion")),
-        "epilogue_fusion": bool(flag("epilogue_fusion")),
-        "prologue_fusion": bool(flag("prologue_fusion")),
-        "score_fusion_memory_threshold": int(flag("score_fusion_memory_threshold")),
-        "realize_reads_threshold": int(flag("realize_reads_threshold")),
-        "realize_opcount_threshold": int(flag("realize_opcount_threshold") or (50 if cpu else 30)),
-        "realize_acc_reads_threshold": int(flag("realize_acc_reads_threshold") or (12 if cpu else 8)),
-        "split_reductions": bool(flag("split_reductions")),
-        "loop_ordering_after_fusion": bool(flag("loop_ordering_after_fusion")),
-    }
-    if not cpu:
-        for name in _CUDA_ONLY:
-            d[name] = bool(flag(name))
-    return d
-
 
 
 def space(context: dict[str, Any]) -> Space:
@@ -82,7 +58,7 @@ def space(context: dict[str, Any]) -> Space:
     for name in sorted(d):
         if name in ints:
             params.append(choice(name, with_default(ints[name], int(d[name]))))
-        elif name in _CUDA_ONLY and context.get("device") == "cpu":
+        elif name in CUDA_ONLY and context.get("device") == "cpu":
             continue
         else:
             params.append(Bool(name))

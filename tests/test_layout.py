@@ -41,3 +41,11 @@ def test_the_read_path_imports_nothing_of_the_sweep(path):
     for node in ast.walk(ast.parse(path.read_text())):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
         assert not any(n == p or n.startswith(p + ".") for n in names for p in SWEEP_SIDE), f"{path.name}:{node.lineno} imports {names}"
+
+
+@pytest.mark.parametrize("path", _sources("search_spaces"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_search_spaces_are_data_and_import_no_backend(path):
+    """A space is built from a signature alone: ``search_spaces/`` never imports the backend or the sweep."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        assert not any(n.startswith(("tuner.backend", *SWEEP_SIDE)) for n in names), f"{path.name}:{node.lineno} imports {names}"

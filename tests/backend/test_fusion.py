@@ -11,7 +11,8 @@ from tuner.backend.instrument.recorder import Recorder
 from tuner.core import Forcing, Kind
 from tuner.db import Database, EnvironmentInfo, current_device
 from tuner.search_spaces import space_for
-from tuner.search_spaces.fusion import inductor_defaults, to_patches
+from tuner.backend.defaults import fusion_defaults
+from tuner.search_spaces.fusion import to_patches
 
 
 class Chain(torch.nn.Module):
@@ -72,7 +73,7 @@ def test_stale_grouping_falls_back_to_inductors_fusion(db_url):
     rec = Recorder()
     _compile(Chain(2.0), recorder=rec)(x)
     (g,) = rec.graphs.values()
-    ctx = {"device": "cpu", "defaults": inductor_defaults("cpu"), "pairs": sorted(g.pairs)}
+    ctx = {"device": "cpu", "defaults": fusion_defaults("cpu"), "pairs": sorted(g.pairs)}
     sig = {"backward": False, "lines": g.lines, "space": ctx}
     space = space_for("fusion_graph", sig)
     config = {**space.default, **{f"veto.{p}": True for p in ctx["pairs"]}, "max_fusion_size": 8}

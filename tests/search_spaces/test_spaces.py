@@ -10,7 +10,10 @@ CPU_CTX = {"isa": "AVX512", "threads": 2, "has_cpp_gemm": True}
 
 def test_cpp_default_is_inductors_own_and_valid():
     s = space_for("cpp_graph", {"space": CPU_CTX})
-    assert s.default == {k: v for k, v in cpp.inductor_defaults().items() if k in s.default}
+    from tuner.backend.defaults import values
+
+    assert cpp.DEFAULTS == values(cpp.KNOBS), "the knobs' defaults are this Inductor's own"
+    assert s.default == {k: v for k, v in cpp.DEFAULTS.items() if k in s.default}
     assert s.validate(s.default) is s.default
     assert "cpp.gemm_thread_factors" in s.names()
     assert "cpp.gemm_thread_factors" not in space_for("cpp_graph", {"space": {**CPU_CTX, "has_cpp_gemm": False}}).names()

@@ -57,9 +57,9 @@ def test_a_study_measures_another_graphs_winner_first(db_url):
 
 
 def _fusion_sig(unshared: int = 0):
-    from tuner.search_spaces.fusion import inductor_defaults
+    from tuner.backend.defaults import fusion_defaults
 
-    space = {"device": "cuda", "defaults": inductor_defaults("cuda"), "pairs": ["p1", "p2"]}
+    space = {"device": "cuda", "defaults": fusion_defaults("cuda"), "pairs": ["p1", "p2"]}
     if unshared:
         space["unshared_epilogues"] = unshared
     return {"backward": False, "lines": 10, "space": space}

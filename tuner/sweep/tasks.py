@@ -89,14 +89,15 @@ def site_work(task: TaskSpec) -> int:
 
 def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
     """One fusion-grouping task per recorded graph: knobs plus vetoes of its highest-scoring fusions."""
-    from tuner.search_spaces.fusion import MAX_PAIRS, inductor_defaults
+    from tuner.backend.defaults import fusion_defaults
+    from tuner.search_spaces.fusion import MAX_PAIRS
 
     out = []
     for g in graphs:
         if not g.get("fusion_key"):
             continue
         pairs = [p for p, _ in sorted(g.get("pairs", {}).items(), key=lambda kv: (-kv[1], kv[0]))][:MAX_PAIRS]
-        space = {"device": g.get("device", "cpu"), "defaults": inductor_defaults(g.get("device", "cpu")), "pairs": pairs}
+        space = {"device": g.get("device", "cpu"), "defaults": fusion_defaults(g.get("device", "cpu")), "pairs": pairs}
         if g.get("unshared"):
             space["unshared_epilogues"] = len(g["unshared"])
         if g.get("s2d_convs"):
