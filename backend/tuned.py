@@ -5,6 +5,7 @@
 
     torch.compile(model, backend="tuned", options={"db": LOCAL, "shared_db": "postgresql+psycopg://…"})
     torch.compile(model, backend="tuned", options={"fusion": False})   # kernel winners only, Inductor's fusion
+    torch.compile(model, backend="tuned", options={"without": ["template-site"]})  # a winner group (or kind) left out
     torch.compile(model, backend="tuned", options={"transfer": False}) # exact entries only (TUNER_TRANSFER=0)
     torch.compile(model, backend="tuned", options={"cuda_graphs": False})  # never CUDA graphs where the sweep chose them
     torch.compile(model, backend="tuned", mode="reduce-overhead")       # CUDA graphs, the winners inside them
@@ -31,12 +32,12 @@ from tuner.backend.context import CompileContext
 from tuner.backend.errors import HookUnavailable
 from tuner.core import Kind
 from tuner.errors import StorageError, TunerError
-from tuner.kinds import KERNEL_HOOK, where
+from tuner.kinds import KERNEL_HOOK, named, where
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
 SWITCHES = ("fusion", "transfer", "kernels", "cuda_graphs")  # options that are true or false (all true by default)
-OPTIONS = ("db", "shared_db", "mode", *SWITCHES)
+OPTIONS = ("db", "shared_db", "mode", "without", *SWITCHES)
 @dataclass(frozen=True)
 class Options:
     """``options=`` of ``backend="tuned"``: the databases (local first), whether to apply fusion groupings and Triton
@@ -49,6 +50,7 @@ class Options:
     mode: str | None = None  # one of Inductor's modes (torch._inductor.list_mode_options), as torch.compile's mode=
     kernels: bool = True
     cuda_graphs: bool = True  # an answer may run the workload under CUDA graphs (the sweep measured it faster)
+    without: tuple[str, ...] = ()  # kinds whose answers are left to Inductor (``fusion``/``kernels`` off, ``without``)
 
     @classmethod
     def parse(cls, options: dict[str, Any] | None) -> Options:
@@ -69,7 +71,19 @@ class Options:
             modes = list(torch._inductor.list_mode_options())
             if mode not in modes:
                 raise TunerError(f"backend 'tuned': option 'mode' must be one of {modes}, not {mode!r}")
-        return cls(urls, options.get("fusion", True), transfer, mode, options.get("kernels", True), options.get("cuda_graphs", True))
+        fusion, kernels = options.get("fusion", True), options.get("kernels", True)
+        return cls(urls, fusion, transfer, mode, kernels, options.get("cuda_graphs", True), _without(options.get("without", ()), fusion, kernels))
+
+
+def _without(names: Any, fusion: bool, kernels: bool) -> tuple[str, ...]:
+    """The kinds left to Inductor: ``names`` (winner groups or kinds, ``tuner.kinds.named``) and the switches'."""
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TunerError("backend 'tuned': option 'without' must be a list of winner groups or task kinds")
+    try:
+        kinds = named(names)
+    except KeyError as e:
+        raise TunerError(f"backend 'tuned': option 'without': {e.args[0]}") from None
+    return named([*kinds, *([] if fusion else [Kind.FUSION]), *([] if kernels else where(hook=KERNEL_HOOK))])
 
 
 def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
@@ -82,10 +96,8 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
     device_type = device_type_of(example_inputs)
     index = next((x.device.index or 0 for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == device_type), 0)
     forcing, nearest = load_answers(opts.urls, device_type, index)  # local first, then shared
-    if not opts.fusion:
-        forcing, nearest = forcing.without(Kind.FUSION), nearest.without(Kind.FUSION)
-    if not opts.kernels:
-        forcing = forcing.without(*where(hook=KERNEL_HOOK))  # kernels never transfer: nothing to drop from ``nearest``
+    if opts.without:
+        forcing, nearest = forcing.without(*opts.without), nearest.without(*opts.without)
     ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None, cuda_graphs=opts.cuda_graphs)
     mode = mode or opts.mode
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}

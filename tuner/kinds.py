@@ -9,7 +9,7 @@ hook point applies) its adapter in ``backend/hooks``. Plain data with no torch i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +105,20 @@ def graph_knobs_kind(device_type: str) -> str | None:
     return next((k.value for k in graph_hooked(device_type) if k.group == "graph-knob"), None)
 
 
+def named(names: Iterable[str]) -> tuple[str, ...]:
+    """The kinds that winner groups or kinds named by ``names`` hold (``template-site``, ``cuda_graph``, …); raises
+    KeyError naming what is unknown."""
+    by_group, out = groups(), []
+    for name in names:
+        if name in by_group:
+            out += by_group[name]
+        elif str(name) in _REGISTRY or name in where():
+            out.append(str(name))
+        else:
+            raise KeyError(f"{name!r} is neither a winner group ({', '.join(by_group)}) nor a task kind ({', '.join(where())})")
+    return tuple(dict.fromkeys(out))
+
+
 def groups() -> dict[str, tuple[str, ...]]:
     """{winner group: its kinds}, in registration order."""
     out: dict[str, tuple[str, ...]] = {}
@@ -113,4 +127,4 @@ def groups() -> dict[str, tuple[str, ...]]:
     return out
 
 
-__all__ = ["GRAPH_HOOK", "KERNEL_HOOK", "SITE_HOOK", "TaskKind", "beside_base", "descriptor", "graph_hooked", "graph_knobs_kind", "groups", "register", "registered", "where"]
+__all__ = ["GRAPH_HOOK", "KERNEL_HOOK", "SITE_HOOK", "TaskKind", "beside_base", "descriptor", "graph_hooked", "graph_knobs_kind", "groups", "named", "register", "registered", "where"]

@@ -180,3 +180,36 @@ def test_kernel_configs_can_be_left_to_inductor():
     f = Forcing({Kind.CPP_GRAPH: {"g": {"cpp.simdlen": 0}}, Kind.SITE: {"s": "aten::mm:{}"}, Kind.TRITON_POINTWISE: {"h": {"XBLOCK": 64}},
                  Kind.FUSION: {"f": {"aggressive_fusion": True}}})
     assert f.without(*where(hook=KERNEL_HOOK)) == Forcing({k: f.of(k) for k in (Kind.CPP_GRAPH, Kind.SITE, Kind.FUSION)})
+
+
+def test_a_lever_left_out_keeps_inductors_choice_there_and_every_other_answer(tmp_path):
+    """options={"without": [...]}: a winner group or kind left to Inductor, as `tuner bench --ablate` measures each."""
+    from tests.helpers.dbfill import GRAPH_SIG
+    from tuner.backend.tuned import Options
+    from tuner.commands.bench import ablation
+    from tuner.errors import TunerError
+
+    inductor_config.freezing = True
+    m, x = mlp().eval(), torch.randn(16, 64)
+    rec = _record(m, x)
+    graph, site = next(iter(rec.graphs.values())), next(iter(rec.sites.values()))
+    sig = {**GRAPH_SIG, "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": True}}
+    url = f"sqlite:///{tmp_path / 'both.db'}"
+    _store_winner(url, "cpp_graph", graph.key, space_for("cpp_graph", sig).default, sig)
+    cpp = next(c for c in site.choices if c.startswith("cpp:"))
+    _store_winner(url, "template_choice", site.key, {"choice": cpp}, {"space": {"choices": site.choices, "default": site.default}})
+
+    hits = {}
+    for without in ([], ["template-site"], ["cpp_graph"]):
+        tb.reset_stats()
+        torch.testing.assert_close(_run(m, x, backend="tuned", options={"db": url, "without": without}), m(x).detach())
+        torch._dynamo.reset()
+        hits[tuple(without)] = tb.stats()["hits"]
+    assert hits == {(): 2, ("template-site",): 1, ("cpp_graph",): 1}
+
+    assert Options.parse({"db": url, "kernels": False}).without == ("triton_pointwise", "triton_reduction", "triton_persistent_reduction")
+    for bad in ("template-site", ["pickle"]):
+        with pytest.raises(TunerError, match="without"):
+            Options.parse({"db": url, "without": bad})
+    assert ablation("cpu") == ["tuned", "tuned-without-template-site", "tuned-without-graph-knob", "tuned-without-fusion-grouping"]
+    assert "tuned-without-Triton-kernel" in ablation("cuda") and "tuned-no-cuda-graphs" in ablation("cuda")

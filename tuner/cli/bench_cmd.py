@@ -26,7 +26,8 @@ def bench(
     input_shape: InputShapeOpt = None,
     channels_last: ChannelsLastOpt = False,
     freezing: FreezingOpt = True,
-    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing (Inductor's defaults, frozen: what tuned starts from), freezing-max-autotune (freezing + max-autotune, with CUDA graphs on a CUDA device: Inductor at its strongest), freezing-max-autotune-no-cudagraphs, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-no-kernels (every winner but the Triton kernel configs), tuned-no-cuda-graphs (every winner, never under CUDA graphs), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs).")] = "eager,default,freezing-max-autotune,tuned",
+    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing (Inductor's defaults, frozen: what tuned starts from), freezing-max-autotune (freezing + max-autotune, with CUDA graphs on a CUDA device: Inductor at its strongest), freezing-max-autotune-no-cudagraphs, tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-no-kernels (every winner but the Triton kernel configs), tuned-no-cuda-graphs (every winner, never under CUDA graphs), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs), tuned-without-NAME (every winner but a winner group's or a kind's: template-site, Triton-kernel, graph-knob, fusion-grouping, cuda_graph, …).")] = "eager,default,freezing-max-autotune,tuned",
+    ablate: Annotated[bool, typer.Option("--ablate", help="Add tuned and one mode per lever left out (each winner group that can answer on this device, and CUDA graphs on a GPU): each lever's share of the gain, in one run.")] = False,
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
     threads: ThreadsOpt = None,
     seq_len: SeqLenOpt = 128,
@@ -47,6 +48,10 @@ def bench(
         extra[label] = db_url(url)
     mode_names = [m.strip() for m in modes.split(",") if m.strip()] + [f"tuned-{label}" for label in extra]
     spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)
+    if ablate:
+        from tuner.commands.bench import ablation
+
+        mode_names = list(dict.fromkeys([*mode_names, *ablation(spec.device)]))
     if out is not None:
         writable_out(out)
     write = (lambda doc: out.write_text(json.dumps(doc, indent=2) + "\n")) if out is not None else None
@@ -66,6 +71,9 @@ def bench(
         console.print(f"best Inductor mode in this run: {result['best_inductor']} ({best['median_ms']:.4g} ms; freezing "
                       f"{'on' if best['freezing'] else 'off'}, CUDA graphs {'on' if best['cuda_graphs'] else 'off'}); "
                       "'vs best Inductor' is each tuned mode's time over it (below 1: faster)", highlight=False)
+    levers = [f"{n.removeprefix('tuned-without-').removeprefix('tuned-no-')} {r['vs_tuned']:.3f}x" for n, r in result["results"].items() if "vs_tuned" in r]
+    if levers:
+        console.print("tuned with one lever left to Inductor, over tuned (above 1: the lever's gain): " + ", ".join(levers), highlight=False)
     for line in [*unmatched(result["results"]), *noisy(result["results"])]:
         console.print(f"[yellow]{line}[/]")
     if out is not None:

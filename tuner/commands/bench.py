@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.kinds import descriptor, groups, where
 from tuner.errors import TunerError
 from tuner.measure.numerics import eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within
 from tuner.measure.timing import interleaved
@@ -67,7 +68,20 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         "tuned-no-cuda-graphs": tuned(("cuda_graphs", False)),  # every winner, never under CUDA graphs
         "tuned-strict": tuned(("transfer", False)),
         **{f"tuned-{label}": tuned(url=url) for label, url in (extra_dbs or {}).items()},
+        # one lever left to Inductor: every winner group, and every kind (``tuner.kinds``), as ``tuned-without-NAME``
+        **{f"tuned-without-{name}": tuned(("without", (name,))) for name in [*groups(), *where()]},
     }
+
+
+def ablated_modes(results: dict[str, Any]) -> list[str]:
+    """The modes of ``results`` that leave one lever out of tuned."""
+    return [n for n in results if n.startswith("tuned-without-") or n == "tuned-no-cuda-graphs"]
+
+
+def ablation(device: str) -> list[str]:
+    """``tuned`` and one mode per lever that can answer on ``device``: each winner group, and CUDA graphs on a GPU."""
+    levers = [g for g, kinds in groups().items() if any(device in descriptor(k).devices for k in kinds)]
+    return ["tuned", *[f"tuned-without-{g}" for g in levers], *(["tuned-no-cuda-graphs"] if device == "cuda" else [])]
 
 
 
@@ -213,6 +227,9 @@ def _add_timings(spec: WorkloadSpec, results: dict[str, dict[str, Any]], timings
             r["speedup_vs_eager"] = round(eager / r["median_ms"], 3)
         if best and r["backend"] == "tuned":
             r["vs_best_inductor"] = round(r["median_ms"] / results[best]["median_ms"], 3)
+    tuned = results.get("tuned", {}).get("median_ms")
+    for name in ablated_modes(results) if tuned else ():  # a lever's worth: how much slower tuned runs without it
+        results[name]["vs_tuned"] = round(results[name]["median_ms"] / tuned, 3)
 
 
 def best_inductor(results: dict[str, dict[str, Any]]) -> str | None:
