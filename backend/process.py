@@ -135,6 +135,15 @@ def isolated_compile(freezing: bool) -> Iterator[None]:
                 os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_dir
 
 
+def inductor_options(mode: str | None, **patches: Any) -> dict[str, Any]:
+    """``torch.compile(backend="inductor", options=...)`` for Inductor's ``mode`` plus ``patches``. Dynamo serves a
+    module compiled earlier in the process by an equal Inductor backend, and equal means the same mode and options:
+    a config set around the compile only (``freezing``) does not tell two compiles apart, these options do."""
+    import torch
+
+    return {**(torch._inductor.list_mode_options(mode) if mode else {}), **patches}
+
+
 @contextlib.contextmanager
 def tracing_frozen() -> Iterator[None]:
     """Freezing on while Dynamo traces (it reads the flag then), put back afterwards (``tuner.compile``)."""
@@ -154,4 +163,4 @@ def inductor_flag(name: str) -> Any:
     return obj
 
 
-__all__ = ["applied", "configure_measuring", "inductor_flag", "isolated_compile", "patch", "rebind", "restore", "tracing_frozen"]
+__all__ = ["applied", "configure_measuring", "inductor_flag", "inductor_options", "isolated_compile", "patch", "rebind", "restore", "tracing_frozen"]

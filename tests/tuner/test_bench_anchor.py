@@ -35,3 +35,21 @@ def test_every_record_says_what_it_ran_and_tuned_is_set_against_the_best_inducto
 
 def test_no_inductor_mode_no_anchor():
     assert best_inductor({"eager": {"backend": "eager", "median_ms": 1.0}}) is None
+
+
+def test_a_frozen_inductor_mode_is_compiled_again_not_served_the_unfrozen_one():
+    """Dynamo serves a module compiled earlier by an equal Inductor backend; freezing is set around the compile
+    only, so `freezing` after `default` (and `freezing-max-autotune` after `max-autotune`) must differ in options."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    from tests.helpers.models import mlp
+    from tuner.commands.bench import compile_mode
+
+    table = modes_for(MLP, "sqlite://")
+    model, x = mlp().eval(), torch.randn(2, 64)
+    torch._dynamo.reset()
+    compile_mode(MLP, table["default"], model, x)
+    before = counters["frames"]["ok"]
+    fn, _, _ = compile_mode(MLP, table["freezing"], model, x)
+    assert counters["frames"]["ok"] > before, "the frozen mode was served the unfrozen compile"

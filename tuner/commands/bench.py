@@ -89,11 +89,13 @@ def compile_mode(spec: WorkloadSpec, m: Mode, model: Any, example: Any) -> tuple
     """(the compiled copy of ``model``, its first step's output, the seconds that step took: the compile)."""
     import torch
 
-    from tuner.backend.process import isolated_compile
+    from tuner.backend.process import inductor_options, isolated_compile
 
     with isolated_compile(m.freezing):
         kw: dict[str, Any] = {"backend": m.backend}
-        if m.inductor_mode:
+        if m.backend == "inductor" and m.freezing:  # in its options, so Dynamo does not serve the unfrozen compile
+            kw["options"] = inductor_options(m.inductor_mode, freezing=True)
+        elif m.inductor_mode:
             kw["mode"] = m.inductor_mode
         if m.options:
             kw["options"] = dict(m.options)
