@@ -91,8 +91,10 @@ def where(**fields: Any) -> tuple[str, ...]:
 def beside_base(kind: str) -> bool:
     """Whether a trial of ``kind`` compiles the whole workload and times it beside its base (False for a cost line
     that is no task kind)."""
-    k = _REGISTRY.get(str(kind)) or next((x for x in registered() if x.value == str(kind)), None)
-    return bool(k and k.beside_base)
+    try:
+        return descriptor(kind).beside_base
+    except KeyError:
+        return False
 
 
 def graph_hooked(device_type: str) -> tuple[TaskKind, ...]:
@@ -112,7 +114,7 @@ def named(names: Iterable[str]) -> tuple[str, ...]:
     for name in names:
         if name in by_group:
             out += by_group[name]
-        elif str(name) in _REGISTRY or name in where():
+        elif name in where():
             out.append(str(name))
         else:
             raise KeyError(f"{name!r} is neither a winner group ({', '.join(by_group)}) nor a task kind ({', '.join(where())})")
