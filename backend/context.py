@@ -55,6 +55,9 @@ class CompileContext:
     def benchmarking(self, payload: dict[str, Any], picks: list[Any], ids: list[str]) -> None:
         """A site hands Inductor several choices to time: the sweep times them its own way."""
 
+    def graph_met(self, payload: dict[str, Any], keys: dict[str, str]) -> None:
+        """A graph is looked up: ``keys``, its task key for each kind this graph looks up."""
+
     def lowering(self, gm: Any, is_backward: bool) -> None:
         """A graph is about to be lowered."""
 
@@ -194,12 +197,14 @@ class CompileContext:
         which = "backward" if payload["backward"] else "forward"
         name = f"{which} graph {self._graphs_seen[which]}"
         self._graphs_seen[which] += 1
+        # e.g. a backward graph runs under CUDA graphs as its forward does: no CUDA-graph task of its own
+        kinds = [k for k in graph_hooked(self.device_type) if not (k.forward_only and payload["backward"])]
+        keys = {k.value: task_key(k.value, payload) for k in kinds}
+        self.graph_met(payload, keys)
         out: dict[str, Any] = {}
         transfer = self._graph_transfer(payload)
-        for kind in graph_hooked(self.device_type):
-            if kind.forward_only and payload["backward"]:
-                continue  # e.g. a backward graph runs under CUDA graphs as its forward does: no task of its own
-            key = task_key(kind.value, payload)
+        for kind in kinds:
+            key = keys[kind.value]
             answer = self.forcing.get(kind.value, key)
             moved = transfer(kind.value) if answer is None and kind.transfers else None
             if moved is not None:

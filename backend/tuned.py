@@ -38,6 +38,8 @@ from tuner.settings import configure_logging, settings
 log = logging.getLogger("tuner.backend")
 SWITCHES = ("fusion", "transfer", "kernels", "cuda_graphs")  # options that are true or false (all true by default)
 OPTIONS = ("db", "shared_db", "mode", "without", *SWITCHES)
+
+
 @dataclass(frozen=True)
 class Options:
     """``options=`` of ``backend="tuned"``: the databases (local first), whether to apply fusion groupings and Triton
@@ -80,10 +82,9 @@ def _without(names: Any, fusion: bool, kernels: bool) -> tuple[str, ...]:
     if isinstance(names, str) or not all(isinstance(n, str) for n in names):
         raise TunerError("backend 'tuned': option 'without' must be a list of winner groups or task kinds")
     try:
-        kinds = named(names)
+        return named([*names, *([] if fusion else [Kind.FUSION]), *([] if kernels else where(hook=KERNEL_HOOK))])
     except KeyError as e:
         raise TunerError(f"backend 'tuned': option 'without': {e.args[0]}") from None
-    return named([*kinds, *([] if fusion else [Kind.FUSION]), *([] if kernels else where(hook=KERNEL_HOOK))])
 
 
 def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:

@@ -16,7 +16,7 @@ from tuner.backend.context import CompileContext
 from tuner.backend.instrument.recorder import Recorder
 from tuner.core import Forcing, Kind
 from tuner.keys import task_key
-from tuner.kinds import graph_hooked, graph_knobs_kind
+from tuner.kinds import graph_knobs_kind
 from tuner.nearest import Nearest
 
 
@@ -116,12 +116,12 @@ class MeasuringContext(CompileContext):
         return self.recorder is not None or super().wants_choices_hook
 
     # --- graphs, fusions, kernels -------------------------------------------------------------------------------
-    def graph_knobs(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def graph_met(self, payload: dict[str, Any], keys: dict[str, str]) -> None:
+        """Record the graph, keyed by its codegen knobs' task (its fusion grouping's beside)."""
         if self.recorder is not None:
             kind = graph_knobs_kind(self.device_type) or ""
-            keys = {k.value: task_key(k.value, payload) for k in graph_hooked(self.device_type)}
-            self.recorder.graph(task_key(kind, payload), kind, payload, task_key(Kind.FUSION, payload), self.device_type, keys)
-        return super().graph_knobs(payload)
+            key, fkey = (keys.get(k) or task_key(k, payload) for k in (kind, Kind.FUSION))
+            self.recorder.graph(key, kind, payload, fkey, self.device_type, keys)
 
     def lowering(self, gm: Any, is_backward: bool) -> None:
         """The graph about to be lowered: the convolutions the space-to-depth rewrite applies to, and whether it is

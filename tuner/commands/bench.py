@@ -84,7 +84,6 @@ def ablation(device: str) -> list[str]:
     return ["tuned", *[f"tuned-without-{g}" for g in levers], *(["tuned-no-cuda-graphs"] if device == "cuda" else [])]
 
 
-
 def compile_mode(spec: WorkloadSpec, m: Mode, model: Any, example: Any) -> tuple[Any, Any, float]:
     """(the compiled copy of ``model``, its first step's output, the seconds that step took: the compile)."""
     import torch
