@@ -9,6 +9,7 @@ from typing import Any
 
 from tuner.backend import counters
 from tuner.backend.context import CompileContext
+from tuner.backend.hooks import attention as attention_hook
 from tuner.backend.hooks import choices as choices_hook
 from tuner.backend.hooks import conv_rewrite
 from tuner.backend.hooks import fusion as fusion_hook
@@ -82,6 +83,7 @@ def compile_with_context(
         with ctx.activated(), _cache_tag(tag):
             knobs = restart_hook.take(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), is_backward)
             knobs = conv_rewrite.patches(knobs, inductor_config.post_grad_custom_pre_pass)
+            knobs = attention_hook.patches(knobs, inductor_config.post_grad_custom_post_pass)
             ctx.lowering(gm_, is_backward)
             mark = kernel_hook.modules_mark()
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()

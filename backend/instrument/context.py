@@ -124,12 +124,12 @@ class MeasuringContext(CompileContext):
             self.recorder.graph(key, kind, payload, fkey, self.device_type, keys)
 
     def lowering(self, gm: Any, is_backward: bool) -> None:
-        """The graph about to be lowered: the convolutions the space-to-depth rewrite applies to, and whether it is
-        compiled frozen."""
-        from tuner.backend.hooks import conv_rewrite, restart
+        """The graph about to be lowered: the convolutions the space-to-depth rewrite applies to, whether it is
+        compiled frozen, and its attention sites (none in a backward graph: they follow their forward's)."""
+        from tuner.backend.hooks import attention, conv_rewrite, restart
 
         if self.recorder is not None:
-            self.recorder.lowering(conv_rewrite.eligible_convs(gm), restart.frozen_now(is_backward))
+            self.recorder.lowering(conv_rewrite.eligible_convs(gm), restart.frozen_now(is_backward), [] if is_backward else attention.sites(gm))
 
     def fusion_allowed(self, pid: str, score: int) -> bool:
         if self.recorder is not None:

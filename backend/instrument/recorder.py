@@ -34,6 +34,7 @@ class GraphRecord:
     unshared: list[str] = field(default_factory=list)  # template epilogues refused for sharing no indexed data
     s2d_convs: int = 0  # convolutions the space-to-depth rewrite applies to (``hooks/conv_rewrite``)
     frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
+    attention: list[dict[str, Any]] = field(default_factory=list)  # its attention sites (``hooks/attention``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
     shapes: list[list[int]] | None = None  # its inputs' sizes
     keys: dict[str, str] = field(default_factory=dict)  # its task key for each kind a graph of its device looks up
@@ -71,11 +72,11 @@ class Recorder:
         if (g := self._current()) is not None and pid not in g.unshared:
             g.unshared.append(pid)
 
-    def lowering(self, s2d_convs: int, frozen: bool) -> None:
-        """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to, and whether
-        it is compiled frozen."""
+    def lowering(self, s2d_convs: int, frozen: bool, attention: list[dict[str, Any]]) -> None:
+        """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to, whether it
+        is compiled frozen, and its attention sites."""
         if (g := self._current()) is not None:
-            g.s2d_convs, g.frozen = s2d_convs, frozen
+            g.s2d_convs, g.frozen, g.attention = s2d_convs, frozen, attention
 
 
 __all__ = ["GraphRecord", "Recorder", "SiteRecord"]

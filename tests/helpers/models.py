@@ -82,3 +82,26 @@ def slow_to_build() -> torch.nn.Module:
 
     time.sleep(90)
     return mlp()
+
+
+class _Attention(torch.nn.Module):
+    """One self-attention block (4 heads of 16) through ``scaled_dot_product_attention``, twice with the same shapes."""
+
+    def __init__(self, dim: int = 64, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = torch.nn.Linear(dim, 3 * dim), torch.nn.Linear(dim, dim)
+
+    def _attend(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(b, n, d))
+
+    def forward(self, x):
+        return self._attend(x + self._attend(x))
+
+
+def attention() -> torch.nn.Module:
+    """A small causal self-attention model, input ``[batch, tokens, 64]``: two attention calls, one attention site."""
+    return _Attention()

@@ -14,7 +14,7 @@ from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.sweep.estimate import max_autotune_s
 from tuner.measure import CaptureResult, Worker
-from tuner.sweep.phases import CudaGraphPhase, FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
+from tuner.sweep.phases import AttentionPhase, CudaGraphPhase, FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.sweep.phases.forecast import forecast, forecast_line
 from tuner.sweep.progress import Progress
@@ -66,7 +66,7 @@ class SweepReport:
 # unused flows to the next): template sites, then on CUDA fusion groupings (their recording compile done, then
 # their trials) and the Triton kernels the winners make, on the CPU the graph knobs and fusion groupings. Without a
 # share, the first phase could take the whole budget.
-PHASE_SHARE = {"sites": 0.4, "graphs": 0.5, "fusion": 0.7}
+PHASE_SHARE = {"sites": 0.4, "graphs": 0.5, "attention": 0.5, "fusion": 0.7}
 # On CUDA the fusion phase is given at least 2.25 compiles while the sweep can afford them (its first grouping's
 # trial compiles the baseline and the grouping, then times both): on resnet50 (H200) a grouping gave ten percent,
 # the kernels' winners a few (bench/results/h200/resnet50-bf16-b32-2026-11-30.jsonl.gz).
@@ -82,17 +82,20 @@ CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker
 def phases(opts: SweepOptions, whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
-    it will run), and a fusion grouping decides which kernels exist (an epilogue fused into a template is a kernel
+    it will run); the attention backends come after the template sites (the decomposed one makes GEMM sites of its own),
+and a fusion grouping decides which kernels exist (an epilogue fused into a template is a kernel
     fewer), so the groupings come before the Triton kernels, which are captured with every winner so far forced."""
     if cuda_graphs is not None:
         yield cuda_graphs
     yield SitePhase(PHASE_SHARE["sites"])
     if opts.spec.device == "cuda":
+        yield AttentionPhase(PHASE_SHARE["attention"])
         if opts.fusion:
             yield FusionPhase(PHASE_SHARE["fusion"], compiles=FUSION_COMPILES)
         yield KernelPhase("compiling with every winner so far forced")
     else:
         yield GraphKnobPhase(PHASE_SHARE["graphs"] if opts.fusion else 1.0)
+        yield AttentionPhase(PHASE_SHARE["attention"] if opts.fusion else 1.0)
         if opts.fusion:
             yield FusionPhase()
     yield whole

@@ -1,5 +1,6 @@
 """The graph-level phases: each trial compiles and times the whole workload with every earlier winner forced.
-CPU codegen knobs per graph; then fusion groupings per graph (recorded from a compile with the winners so far)."""
+CPU codegen knobs per graph; attention backends per forward graph; then fusion groupings per graph (recorded from a
+compile with the winners so far)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,16 @@ class GraphKnobPhase(Phase):
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         sites = sweep.winners().forcing(sweep.workload.pairs((Kind.SITE,)))
         _tune(sweep, deadline, self.graphs, sites)
+
+
+class AttentionPhase(GraphKnobPhase):
+    """Each forward graph's attention backends (``search_spaces/attention.py``), measured end to end with every
+    winner so far forced: each backend at every site first, then mixes."""
+
+    name = "attention backends"
+
+    def run(self, sweep: SweepContext, deadline: float | None) -> None:
+        _tune(sweep, deadline, self.graphs, sweep.winners().forcing(sweep.workload.pairs()))
 
 
 class FusionPhase(Phase):

@@ -1,0 +1,208 @@
+"""Hook (h): the SDPA backend of each attention site, through Inductor's ``post_grad_custom_post_pass``.
+
+At trace time PyTorch's dispatcher picks one fused attention kernel per call by heuristics (flash, memory-efficient,
+cuDNN; on the CPU its flash kernel) and the graph Inductor lowers names it: ``aten._scaled_dot_product_*``. Inductor
+never measures that pick; max-autotune never revisits it. Here a graph's attention nodes whose only used output is
+the attention itself (inference: nothing keeps the log-sum-exp for a backward) are rewritten to the backend the
+graph's stored answer names for their site (``search_spaces/attention.py``). A site is its inputs' sizes, strides
+and dtype, its mask, causality, scale and dropout: the sites of a transformer's repeated layers are one site.
+:func:`sites` lists what a graph holds, :func:`patches` turns an answer into Inductor's config.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tuner.backend.errors import HookUnavailable
+from tuner.keys import canonical_json, digest
+from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS
+
+try:
+    from torch._inductor.custom_graph_pass import CustomGraphPass as _Base
+except ImportError as e:  # pragma: no cover - depends on the torch build
+    _Base = object  # type: ignore[assignment,misc]
+    _IMPORT_ERROR: Exception | None = e
+else:
+    _IMPORT_ERROR = None
+
+VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
+log = logging.getLogger(__name__)
+
+
+def _ops() -> dict[Any, str]:
+    """{ATen overload: backend name} of the fused attention ops a graph may hold (those this torch has)."""
+    import torch
+
+    aten = torch.ops.aten
+    names = {"flash": "_scaled_dot_product_flash_attention", "efficient": "_scaled_dot_product_efficient_attention",
+             "cudnn": "_scaled_dot_product_cudnn_attention", "flash_cpu": "_scaled_dot_product_flash_attention_for_cpu",
+             "math": "_scaled_dot_product_attention_math"}
+    return {getattr(aten, op).default: backend for backend, op in names.items() if hasattr(aten, op)}
+
+
+def _arguments(node: Any) -> dict[str, Any] | None:
+    """The call's (query, key, value, mask, dropout, causal, scale), whatever the op's signature; None if unreadable."""
+    import torch
+
+    try:
+        args = torch.fx.operator_schemas.normalize_function(node.target, node.args, node.kwargs, normalize_to_only_use_kwargs=True)
+    except Exception:  # noqa: BLE001 - an op this torch spells otherwise is left alone
+        return None
+    if args is None:
+        return None
+    kw = args.kwargs
+    return {"q": kw["query"], "k": kw["key"], "v": kw["value"], "mask": kw.get("attn_bias", kw.get("attn_mask")),
+            "dropout": float(kw.get("dropout_p", 0.0)), "causal": bool(kw.get("is_causal", False)), "scale": kw.get("scale")}
+
+
+def _output_only(node: Any) -> bool:
+    """Whether the node's only used output is the attention (item 0): nothing needs the others' form."""
+    import operator
+
+    return bool(node.users) and all(u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0 for u in node.users)
+
+
+def _tensor(x: Any) -> list[Any] | None:
+    val = getattr(x, "meta", {}).get("val") if x is not None else None
+    if val is None:
+        return None
+    return [str(val.dtype).removeprefix("torch."), [int(d) for d in val.shape], [int(d) for d in val.stride()]]
+
+
+def describe(node: Any) -> dict[str, Any] | None:
+    """A rewritable attention node's site (what its key hashes) and backend; None where it is not one."""
+    backend = _ops().get(node.target) if node.op == "call_function" else None
+    a = _arguments(node) if backend else None
+    if a is None or a["dropout"] != 0.0 or not _output_only(node):
+        return None
+    try:
+        q, k, v = (_tensor(a[n]) for n in "qkv")
+        mask = _tensor(a["mask"])
+    except (TypeError, ValueError):  # a symbolic size: no site
+        return None
+    if q is None or k is None or v is None or len(q[1]) != 4:
+        return None
+    site = {"q": q, "k": k, "v": v, "mask": mask, "causal": a["causal"], "scale": None if a["scale"] is None else float(a["scale"])}
+    return {"site": digest(site)[:16], "backend": backend, "shape": [*q[1], k[1][2]], "dtype": q[0], "mask": mask is not None,
+            "causal": a["causal"]}
+
+
+def sites(gm: Any) -> list[dict[str, Any]]:
+    """The graph's attention sites, each once, with how many nodes share it (``count``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for node in gm.graph.nodes:
+        d = describe(node)
+        if d is not None:
+            out.setdefault(d["site"], {**d, "count": 0})["count"] += 1
+    return list(out.values())
+
+
+def _call(backend: str, a: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """(op, args, kwargs) of ``backend``'s fused attention for the call's arguments."""
+    import torch
+
+    aten = torch.ops.aten
+    q, k, v, mask, causal, scale = a["q"], a["k"], a["v"], a["mask"], a["causal"], a["scale"]
+    if backend == "flash":
+        return aten._scaled_dot_product_flash_attention.default, (q, k, v, 0.0, causal, False), {"scale": scale}
+    if backend == "efficient":
+        return aten._scaled_dot_product_efficient_attention.default, (q, k, v, mask, False, 0.0, causal), {"scale": scale}
+    if backend == "cudnn":
+        return aten._scaled_dot_product_cudnn_attention.default, (q, k, v, mask, False, 0.0, causal, False), {"scale": scale}
+    if backend == "flash_cpu":
+        return aten._scaled_dot_product_flash_attention_for_cpu.default, (q, k, v, 0.0, causal), {"attn_mask": mask, "scale": scale}
+    raise ValueError(f"unknown attention backend {backend!r}")
+
+
+def _fused(node: Any, backend: str, a: dict[str, Any], fake_mode: Any) -> Any:
+    """The node of ``backend``'s fused kernel's output, inserted before ``node``."""
+    import operator
+
+    import torch
+
+    op, args, kwargs = _call(backend, a)
+    g = node.graph
+    with g.inserting_before(node):
+        new = g.call_function(op, args, kwargs)
+        with fake_mode:
+            new.meta["val"] = op(*torch.fx.node.map_arg(args, lambda x: x.meta["val"]), **torch.fx.node.map_arg(kwargs, lambda x: x.meta["val"]))
+        out = g.call_function(operator.getitem, (new, 0))
+    out.meta["val"] = new.meta["val"][0]
+    return out
+
+
+def _decomposed(node: Any, a: dict[str, Any], fake_mode: Any) -> Any:
+    """ATen's math attention, traced through Inductor's decompositions (two batched GEMMs and a softmax that Inductor
+    compiles as its own kernels) and inserted before ``node``; the node of its output."""
+    import torch
+    from torch._inductor.pattern_matcher import fwd_only
+
+    causal, scale, names = a["causal"], a["scale"], [n for n in ("q", "k", "v", "mask") if a[n] is not None]
+
+    def math(*xs: Any) -> Any:  # q, k, v and the mask where there is one
+        q, k, v, mask = (*xs, None)[:4]
+        return torch.ops.aten._scaled_dot_product_attention_math.default(q, k, v, mask, 0.0, causal, None, scale=scale)[0]
+
+    with fake_mode:
+        sub = fwd_only(math, [a[n].meta["val"] for n in names])
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    with node.graph.inserting_before(node):
+        return node.graph.graph_copy(sub.graph, {p: a[n] for p, n in zip(placeholders, names)})
+
+
+def _rewrite(node: Any, backend: str, fake_mode: Any) -> None:
+    """``node`` replaced by ``backend``'s attention; the users of its output read the new one's."""
+    a = _arguments(node)
+    assert a is not None
+    if backend == "flash" and a["mask"] is not None:
+        raise ValueError("the flash kernel takes no attention mask")
+    g = node.graph
+    out = _decomposed(node, a, fake_mode) if backend == "math" else _fused(node, backend, a, fake_mode)
+    for user in list(node.users):
+        user.replace_all_uses_with(out)
+        g.erase_node(user)
+    g.erase_node(node)
+
+
+class AttentionBackends(_Base):  # type: ignore[misc,valid-type]
+    """The post-grad pass: each attention node of a site the answer names, rewritten to that site's backend."""
+
+    def __init__(self, backends: dict[str, str]):
+        self.backends = dict(backends)
+
+    def __call__(self, graph: Any) -> None:
+        from torch._guards import detect_fake_mode
+
+        todo = [(n, self.backends[d["site"]]) for n in graph.nodes if (d := describe(n)) is not None
+                and self.backends.get(d["site"], d["backend"]) != d["backend"]]
+        if not todo:
+            return
+        fake_mode = detect_fake_mode([todo[0][0].args[0].meta["val"]])
+        for node, backend in todo:
+            try:
+                _rewrite(node, backend, fake_mode)
+            except Exception as e:  # noqa: BLE001 - this torch or these inputs refuse it: the site keeps its kernel
+                log.warning("tuner: attention rewritten to %s failed (%s: %s); the site keeps its kernel", backend, type(e).__name__, e)
+        graph.lint()
+
+    def uuid(self) -> Any:
+        return f"tuner-attention-{VERSION}-{digest(canonical_json(sorted(self.backends.items())))[:16]}"
+
+
+def patches(knobs: dict[str, Any], current: Any) -> dict[str, Any]:
+    """``knobs`` as Inductor config patches: a graph's attention answer becomes the post-grad pass. Where this torch
+    has no custom-pass interface, or the user set a post-grad pass of their own (``current``), the answer is dropped
+    with a warning and the sites keep the kernels the dispatcher chose."""
+    out = dict(knobs)
+    backends = {str(k): str(v) for k, v in (out.pop(ANSWER_KNOB, None) or {}).items() if any(v in names for names in BACKENDS.values())}
+    if not backends:
+        return out
+    if _IMPORT_ERROR is not None:
+        log.warning("tuner: %s", HookUnavailable(f"torch._inductor.custom_graph_pass is unavailable ({_IMPORT_ERROR}); stored attention backends are skipped"))
+        return out
+    if current is not None:
+        log.warning("tuner: a post_grad_custom_post_pass is already set; the stored attention backends are skipped")
+        return out
+    out["post_grad_custom_post_pass"] = AttentionBackends(backends)
+    return out

@@ -1,0 +1,91 @@
+"""The SDPA backend of each attention site of a graph: which fused attention kernel runs it.
+
+PyTorch's dispatcher picks one at trace time by heuristics and Inductor keeps it; nothing measures it. One task per
+forward graph that holds attention whose only used output is the attention itself (inference; a training forward
+keeps its log-sum-exp for the backward, which only its own kernel reads). One parameter per site, ``site.<id>``: the
+site's backend. On CUDA: ``flash`` (FlashAttention-2; no mask), ``efficient`` (memory-efficient), ``cudnn`` (cuDNN's
+fused attention) and ``math`` (ATen's composite: two GEMMs and a softmax); on the CPU ``flash_cpu`` and ``math``. The
+default is the dispatcher's pick. The study measures each backend at every site that takes it first
+(:meth:`AttentionSpace.evidence`), then mixes. ``backend/hooks/attention.py`` rewrites the graph as the answer says.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.kinds import GRAPH_HOOK, TaskKind
+from tuner.search_spaces.base import Space, choice
+
+FAMILY = "attention"
+ANSWER_KNOB = "tuner.attention_backends"  # not an Inductor flag: the backend turns it into a post-grad pass
+BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math"), "cpu": ("flash_cpu", "math")}
+MAX_SITES = 16
+_SITE_ID = re.compile(r"^[0-9a-f]{16}$")
+
+
+def _options(device: str, site: dict[str, Any]) -> list[str]:
+    """The backends a site may take on ``device``: its own first; flash only without a mask."""
+    allowed = [b for b in BACKENDS[device] if not (b == "flash" and site.get("mask"))]
+    return [site["backend"], *(b for b in allowed if b != site["backend"])]
+
+
+def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    device = context.get("device")
+    if device not in BACKENDS:
+        raise ValueError(f"device {str(device)[:20]!r} has no attention backends")
+    sites = list(context.get("sites") or [])
+    if not sites or len(sites) > MAX_SITES:
+        raise ValueError(f"an attention task holds 1 to {MAX_SITES} sites, not {len(sites)}")
+    out = []
+    for s in sites:
+        if not isinstance(s, dict) or not isinstance(s.get("site"), str) or not _SITE_ID.match(s["site"]):
+            raise ValueError("an attention site id is 16 hexadecimal digits")
+        if s.get("backend") not in BACKENDS[device]:
+            raise ValueError(f"unknown {device} attention backend {str(s.get('backend'))[:20]!r}")
+        count = s.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 100_000:
+            raise ValueError("an attention site's count is an integer in [1, 100000]")
+        out.append({"site": s["site"], "backend": s["backend"], "mask": bool(s.get("mask")), "count": count,
+                    "shape": [int(d) for d in (s.get("shape") or [])][:5], "causal": bool(s.get("causal"))})
+    return device, out
+
+
+def space(context: dict[str, Any]) -> Space:
+    """``context``: ``device`` and ``sites`` (``backend/hooks/attention.sites``: id, backend, mask, count, shape)."""
+    device, sites = _checked(context)
+    params = tuple(choice(f"site.{s['site']}", _options(device, s)) for s in sites)
+    default = {f"site.{s['site']}": s["backend"] for s in sites}
+    return AttentionSpace(FAMILY, params, default, (), {"device": device, "sites": sites})
+
+
+@dataclass(frozen=True)
+class AttentionSpace(Space):
+    def evidence(self) -> list[dict[str, Any]]:
+        """Each other backend at every site that takes it, one config per backend: a transformer's sites are alike."""
+        out = []
+        for backend in BACKENDS[self.context["device"]]:
+            config = {p.name: backend if backend in p.options else self.default[p.name] for p in self.params}  # type: ignore[attr-defined]
+            if config != self.default and config not in out:
+                out.append(config)
+        return out
+
+
+def backends_of(config: dict[str, Any]) -> dict[str, str]:
+    """{site id: backend} of a config."""
+    return {k.removeprefix("site."): str(v) for k, v in config.items() if k.startswith("site.")}
+
+
+def _answer(key: str, config: dict[str, Any], signature: dict[str, Any]) -> tuple[str, Any]:
+    return key, {ANSWER_KNOB: backends_of(config)}
+
+
+def _graph_task(graph: dict[str, Any], sites: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, Any] | None:
+    """A forward graph's task, where it holds attention sites the rewrite applies to."""
+    found = graph.get("attention") or []
+    return {"device": graph.get("device", "cpu"), "sites": found[:MAX_SITES]} if found else None
+
+
+KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="attention backends", cost="graph", group="attention", answer=_answer, beside_base=True,
+                forward_only=True, quiet_miss=True, label="attention", graph_task=_graph_task)

@@ -1,0 +1,108 @@
+"""The SDPA backend per attention site, on the CPU for real: the recording lists a graph's sites (a model's repeated
+calls as one), the space offers the device's backends, a forced answer rewrites the graph's attention and keeps
+eager's numerics, and a sweep measures the backends and stores its answer."""
+
+import dataclasses
+
+import pytest
+import torch
+from sqlalchemy import select
+from torch._inductor.utils import run_and_get_code
+from typer.testing import CliRunner
+
+from tests.helpers.models import attention
+from tuner.backend import journal
+from tuner.backend.compiler import compile_with_context
+from tuner.backend.instrument.context import MeasuringContext
+from tuner.backend.instrument.recorder import Recorder
+from tuner.cli import app
+from tuner.core import Forcing
+from tuner.db import Database
+from tuner.db.models import Task, Trial, Winner
+from tuner.kinds import descriptor
+from tuner.search_spaces import InvalidConfig, space_for
+from tuner.search_spaces.attention import ANSWER_KNOB, FAMILY
+
+FLASH_CPU = "_scaled_dot_product_flash_attention_for_cpu"
+
+
+def _compiled(model, forcing=Forcing(), recorder=None):
+    def backend(gm, ex, **_):
+        return compile_with_context(gm, ex, MeasuringContext(forcing, "cpu", recorder), {"fx_graph_cache": False})
+
+    torch._dynamo.reset()
+    return torch.compile(model, backend=backend)
+
+
+def _recorded(model, x):
+    rec = Recorder()
+    _compiled(model, recorder=rec)(x)
+    return [g for g in rec.graphs.values() if not g.backward]
+
+
+def _task_space(graph):
+    return space_for(FAMILY, {"space": descriptor(FAMILY).graph_task(dataclasses.asdict(graph), [], {})})
+
+
+def test_the_recording_lists_a_graphs_attention_sites_once():
+    with torch.no_grad():
+        (g,) = _recorded(attention().eval(), torch.randn(2, 32, 64))
+    (site,) = g.attention
+    assert (site["backend"], site["count"], site["causal"], site["mask"]) == ("flash_cpu", 2, True, False)
+    assert site["shape"] == [2, 4, 32, 16, 32]
+    space = _task_space(g)
+    name = f"site.{site['site']}"
+    assert space.default == {name: "flash_cpu"} and space.evidence() == [{name: "math"}]
+    space.validate({name: "math"})
+    with pytest.raises(InvalidConfig):
+        space.validate({name: "cudnn"})  # a CUDA backend is no CPU option
+
+
+def test_a_training_forward_has_no_site():
+    """Its attention's log-sum-exp feeds the backward, which only its own kernel's form fits."""
+    m, x = attention().train(), torch.randn(2, 32, 64)
+    (g,) = _recorded(m, x)
+    assert g.attention == [] and descriptor(FAMILY).graph_task(dataclasses.asdict(g), [], {}) is None
+
+
+def test_a_forced_backend_rewrites_the_graph_and_keeps_numerics():
+    m, x = attention().eval(), torch.randn(2, 32, 64)
+    with torch.no_grad():
+        (g,) = _recorded(m, x)
+        site = g.attention[0]["site"]
+        forcing = Forcing({FAMILY: {g.keys[FAMILY]: {ANSWER_KNOB: {site: "math"}}}})
+        with journal.recording() as decisions:
+            y, (code,) = run_and_get_code(_compiled(m, forcing), x)
+        torch.testing.assert_close(y, m(x), rtol=1e-4, atol=1e-5)
+        _, (plain,) = run_and_get_code(_compiled(m), x)
+    assert FLASH_CPU in plain and FLASH_CPU not in code and "bmm" in code  # two batched GEMMs a site
+    assert [(d.outcome, d.answer) for d in decisions if d.kind == FAMILY] == [(journal.HIT, {ANSWER_KNOB: {site: "math"}})]
+
+
+def test_a_site_with_a_mask_is_not_offered_flash_on_cuda():
+    site = {"site": "0" * 16, "backend": "efficient", "mask": True, "count": 12}
+    (param,) = space_for(FAMILY, {"space": {"device": "cuda", "sites": [site]}}).params
+    assert param.options == ("efficient", "cudnn", "math")
+    with pytest.raises(InvalidConfig):
+        space_for(FAMILY, {"space": {"device": "cuda", "sites": [{**site, "backend": "exec('x')"}]}})
+
+
+def test_a_sweep_measures_the_backends_and_stores_its_answer(db_url, cwd_root):
+    args = ["sweep", "--model", "tests.helpers.models:attention", "--input-shape", "2,32,64", "--device", "cpu", "--threads", "2",
+            "--budget", "quick", "--trials", "2", "--no-fusion", "--db", db_url]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "attention backends" in " ".join(result.output.split())
+    db = Database.open(db_url)
+    try:
+        with db.session() as s:
+            (task,) = s.execute(select(Task).where(Task.kind == FAMILY)).scalars().all()
+            sites = task.signature["space"]["sites"]
+            trials = [(t.config, t.status) for t in s.execute(select(Trial).where(Trial.task_id == task.id)).scalars()]
+            (winner,) = s.execute(select(Winner.config).where(Winner.task_id == task.id)).scalars().all()
+    finally:
+        db.close()
+    (site,) = sites
+    name = f"site.{site['site']}"
+    assert site["backend"] == "flash_cpu" and ({name: "math"}, "ok") in trials  # measured against the default
+    assert winner in ({name: "flash_cpu"}, {name: "math"})
