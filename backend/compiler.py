@@ -7,7 +7,7 @@ import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tuner.backend import counters
+from tuner.backend import counters, process
 from tuner.backend.context import CompileContext
 from tuner.backend.hooks import attention as attention_hook
 from tuner.backend.hooks import choices as choices_hook
@@ -30,13 +30,21 @@ def device_type_of(example_inputs: Sequence[Any]) -> str:
     return "cpu"
 
 
+# Inductor's flags that offer template choices max-autotune leaves out: on CUDA the persistent TMA GEMM templates
+# (Hopper and later; elsewhere Inductor offers none). They are set in every compile, the sweep's and the user's, so
+# that a stored winner among them is offered again where it is forced.
+WIDER_SITES = {"cuda": ("triton.enable_persistent_tma_matmul",)}
+
+
 def base_patches(device_type: str) -> dict[str, Any]:
     """Offer every template backend at selection sites (the context picks one, so nothing is benchmarked)
     and keep Inductor from moving away from forced configs."""
+    wider = {name: True for name in WIDER_SITES.get(device_type, ()) if process.has_inductor_flag(name)}
     return {
         "max_autotune_gemm": True,
         "max_autotune_gemm_backends": "ATEN,CPP" if device_type == "cpu" else "ATEN,TRITON",
         "coordinate_descent_tuning": False,
+        **wider,
     }
 
 

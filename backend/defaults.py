@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tuner.backend.process import has_inductor_flag
 from tuner.backend.process import inductor_flag as flag
 from tuner.search_spaces import fusion
 
@@ -31,9 +32,8 @@ def fusion_defaults(device: str) -> dict[str, Any]:
         "split_reductions": bool(flag("split_reductions")),
         "loop_ordering_after_fusion": bool(flag("loop_ordering_after_fusion")),
     }
-    if not cpu:
-        for name in fusion.CUDA_ONLY:
-            d[name] = bool(flag(name))
+    if not cpu:  # each that this Inductor has (PDL is newer than the oldest torch supported)
+        d.update({name: bool(flag(name)) for name in fusion.CUDA_ONLY if has_inductor_flag(name)})
     return d
 
 

@@ -163,4 +163,13 @@ def inductor_flag(name: str) -> Any:
     return obj
 
 
-__all__ = ["applied", "configure_measuring", "inductor_flag", "inductor_options", "isolated_compile", "patch", "rebind", "restore", "tracing_frozen"]
+def has_inductor_flag(name: str) -> bool:
+    """Whether this Inductor has the config flag (a flag newer than the oldest torch supported may be missing)."""
+    try:
+        inductor_flag(name)
+    except AttributeError:
+        return False
+    return True
+
+
+__all__ = ["applied", "configure_measuring", "has_inductor_flag", "inductor_flag", "inductor_options", "isolated_compile", "patch", "rebind", "restore", "tracing_frozen"]

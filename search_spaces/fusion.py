@@ -4,7 +4,9 @@
 ``max_fusion_size``, ``aggressive_fusion``, ``epilogue_fusion``, ``prologue_fusion``,
 ``score_fusion_memory_threshold``, the three ``realize_*_threshold`` (always set explicitly: 2.14
 resolves two of them per device when left None), ``split_reductions``, ``loop_ordering_after_fusion``;
-on CUDA also ``combo_kernels`` and ``triton.tiling_prevents_{pointwise,reduction}_fusion``.
+on CUDA also ``combo_kernels``, ``triton.tiling_prevents_{pointwise,reduction}_fusion`` and, where this Inductor has
+it, ``triton.enable_pdl`` (programmatic dependent launch on Hopper: a kernel's launch overlaps the end of the one
+before; max-autotune leaves it off).
 (b) Per-pair decisions: ``veto.<pair id>`` (true: Inductor may not make that fusion) for the pairs with
 the highest scores among those Inductor made while the graph was captured.
 (c) Evidence: where the recording saw Inductor refuse template epilogues only because they share no data at the
@@ -33,7 +35,7 @@ FAMILY = Kind.FUSION
 MAX_PAIRS = 12
 SPACE_TO_DEPTH = "space_to_depth"  # not an Inductor flag: the backend turns it into a post-grad pass
 FREEZING = "freezing"  # the whole-workload check's knob: false compiles a frozen graph again, unfrozen
-CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion")
+CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion", "triton.enable_pdl")
 _INTS = ("max_fusion_size", "score_fusion_memory_threshold", "realize_reads_threshold", "realize_opcount_threshold",
          "realize_acc_reads_threshold")
 # Every Inductor flag this space may set: a signature naming any other (from a crafted file, say) has no space.

@@ -39,6 +39,8 @@ GEN = "triton"  # the ``choice`` category of a generated Triton template config
 # description of a TritonTemplateCaller (conv, which has no KernelTemplateChoice).
 KTC_PREFIXES = ("triton::mm:", "triton::bmm:")
 CONV_PREFIX = "TritonTemplateCaller:triton_convolution2d:"
+# Offered choices of templates max-autotune does not offer (``backend/compiler.WIDER_SITES`` turns them on)
+BEYOND_MAX_AUTOTUNE = ("triton::mm_persistent_tma:",)
 SMEM_BYTES = 227 * 1024  # the largest shared memory one block may use on sm_90 (H100/H200)
 MAX_ACC_PER_THREAD = 128
 DTYPE_BYTES = {"torch.float32": 4, "torch.bfloat16": 2, "torch.float16": 2}

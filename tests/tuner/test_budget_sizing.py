@@ -23,3 +23,17 @@ def test_no_estimate_where_the_cost_was_never_measured():
     assert max_autotune_s("cpu", 8.0, 30) is None
     assert max_autotune_s("cuda", 8.0, 0) is None
     assert within_max_autotune(make_budget("default"), None).time_budget_s is None
+
+
+def test_the_estimate_counts_only_the_choices_max_autotune_offers():
+    """The sweep's compiles also offer the persistent TMA GEMM templates (where this Inductor has them on CUDA);
+    max-autotune does not, so they are no part of its expected compile time."""
+    from tuner.backend import process
+    from tuner.backend.compiler import WIDER_SITES, base_patches
+    from tuner.sweep.estimate import max_autotune_choices
+
+    sites = [{"choices": ["aten::mm:{}", 'triton::mm:{"BLOCK_M":64}', 'triton::mm_persistent_tma:{"BLOCK_M":128}']}, {"choices": ["aten::bmm:{}"]}]
+    assert max_autotune_choices(sites) == 3
+    flags = [f for f in WIDER_SITES["cuda"] if process.has_inductor_flag(f)]
+    assert flags and all(base_patches("cuda")[f] is True for f in flags) and not set(flags) & set(base_patches("cpu"))
+    assert not process.has_inductor_flag("triton.no_such_flag")

@@ -12,7 +12,7 @@ from tuner.sweep.budget import Budget, within_max_autotune
 from tuner.core import Status, TaskOutcome
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
-from tuner.sweep.estimate import max_autotune_s
+from tuner.sweep.estimate import max_autotune_choices, max_autotune_s
 from tuner.measure import CaptureResult, Worker
 from tuner.sweep.phases import AttentionPhase, CudaGraphPhase, FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
@@ -211,7 +211,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
 def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress) -> SweepOptions:
     """The options with the budget's own time budget, where it takes one from max-autotune's expected compile time
     (``--budget default`` with no ``--time-budget``, on a device where that cost was measured)."""
-    listed = sum(len(s["choices"]) for s in capture.sites)
+    listed = max_autotune_choices(capture.sites)
     expected = max_autotune_s(opts.spec.device, capture.compile_s, listed)
     budget = within_max_autotune(opts.budget, expected)
     if budget is opts.budget:

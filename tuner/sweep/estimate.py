@@ -8,8 +8,11 @@ when its tasks are known for sure (the Triton kernels, say, are captured again w
 
 from __future__ import annotations
 
-from tuner.sweep.clock import Costs
+from typing import Any
+
 from tuner.kinds import descriptor
+from tuner.search_spaces.template import BEYOND_MAX_AUTOTUNE
+from tuner.sweep.clock import Costs
 
 SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site batch (its share of the compile included)
 # Seconds per trial, medians of sweeps on the H200 (torch 2.11, resnet50/squeezenet1_1/vit_b_16, bf16 b32) and on a
@@ -35,6 +38,11 @@ SITE_CHOICE_MARGINAL = {"cuda": 0.13}
 # H200, torch 2.11, resnet50 bf16 b32 (465 choices at 24 sites), freezing + max-autotune compiled in 253-298 s
 # against a default compile of 21-26 s (bench/results/h200/resnet50-sweep-cost*.json). No CPU figure yet.
 MAX_AUTOTUNE_CHOICE_S = {"cuda": 0.5}
+
+
+def max_autotune_choices(sites: list[dict[str, Any]]) -> int:
+    """The choices max-autotune would benchmark at these recorded sites: those of templates it offers."""
+    return sum(1 for s in sites for c in s["choices"] if not str(c).startswith(BEYOND_MAX_AUTOTUNE))
 
 
 def max_autotune_s(device_type: str, default_compile_s: float, listed_choices: int) -> float | None:
@@ -63,4 +71,4 @@ def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str,
     return sum(n * per_trial(costs, device_type, kind) for kind, n in kinds_and_trials)
 
 
-__all__ = ["MAX_AUTOTUNE_CHOICE_S", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]
+__all__ = ["MAX_AUTOTUNE_CHOICE_S", "max_autotune_choices", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]
