@@ -53,3 +53,15 @@ def test_a_frozen_inductor_mode_is_compiled_again_not_served_the_unfrozen_one():
     before = counters["frames"]["ok"]
     fn, _, _ = compile_mode(MLP, table["freezing"], model, x)
     assert counters["frames"]["ok"] > before, "the frozen mode was served the unfrozen compile"
+
+
+def test_on_a_gpu_the_strongest_mode_comes_with_inductors_default_kernels_under_cuda_graphs():
+    """A tuned win that CUDA graphs alone would give is no win over Inductor: where freezing + max-autotune is timed on
+    a GPU, Inductor's default kernels frozen under CUDA graphs are timed beside it."""
+    from tuner.commands.bench import with_anchors
+
+    names = ["default", "freezing-max-autotune", "tuned"]
+    assert with_anchors("cuda", names) == ["default", "freezing-reduce-overhead", "freezing-max-autotune", "tuned"]
+    assert with_anchors("cpu", names) == names and with_anchors("cuda", ["default", "tuned"]) == ["default", "tuned"]
+    assert modes_for(MLP, "sqlite://")["freezing-reduce-overhead"].describe("cuda") == {
+        "backend": "inductor", "inductor_mode": "reduce-overhead", "freezing": True, "cuda_graphs": True}

@@ -22,6 +22,13 @@ def test_an_explicit_limit_or_trial_count_or_another_preset_is_kept():
 def test_no_estimate_where_the_cost_was_never_measured():
     assert max_autotune_s("cpu", 8.0, 30) is None
     assert max_autotune_s("cuda", 8.0, 0) is None
+
+
+def test_the_estimate_counts_each_triton_kernel_too():
+    """max-autotune tunes every Triton kernel too (coordinate descent at its first call): vit_b_32 on the H200 took
+    110 s with 120 template choices and 13 kernels after a 20.8-s default compile."""
+    assert abs(max_autotune_s("cuda", 20.8, 120, 13) - 110) / 110 < 0.1
+    assert max_autotune_s("cuda", 20.8, 120, 13) > max_autotune_s("cuda", 20.8, 120)
     assert within_max_autotune(make_budget("default"), None).time_budget_s is None
 
 

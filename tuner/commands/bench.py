@@ -62,6 +62,7 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         # Inductor at its strongest: freezing and max-autotune, which runs a CUDA device's graphs under CUDA graphs
         "freezing-max-autotune": Mode("inductor", "max-autotune", freeze),
         "freezing-max-autotune-no-cudagraphs": Mode("inductor", "max-autotune-no-cudagraphs", freeze),
+        "freezing-reduce-overhead": Mode("inductor", "reduce-overhead", freeze),  # Inductor's default kernels, CUDA graphs
         "tuned": tuned(),
         "tuned-kernels": tuned(("fusion", False)),
         "tuned-no-kernels": tuned(("kernels", False)),
@@ -71,6 +72,16 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         # one lever left to Inductor: every winner group, and every kind (``tuner.kinds``), as ``tuned-without-NAME``
         **{f"tuned-without-{name}": tuned(("without", (name,))) for name in [*groups(), *where()]},
     }
+
+
+def with_anchors(device: str, names: list[str]) -> list[str]:
+    """``names``, and on a CUDA device, where Inductor's strongest mode is among them, its default kernels frozen
+    under CUDA graphs too: a compile as cheap as the default's, and at times faster than max-autotune's choices, so
+    that no tuned figure is a win over max-autotune's kernels that CUDA graphs alone would give."""
+    if device != "cuda" or "freezing-max-autotune" not in names or "freezing-reduce-overhead" in names:
+        return names
+    at = names.index("freezing-max-autotune")
+    return [*names[:at], "freezing-reduce-overhead", *names[at:]]
 
 
 def ablated_modes(results: dict[str, Any]) -> list[str]:

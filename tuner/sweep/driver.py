@@ -212,12 +212,12 @@ def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress) -> Sw
     """The options with the budget's own time budget, where it takes one from max-autotune's expected compile time
     (``--budget default`` with no ``--time-budget``, on a device where that cost was measured)."""
     listed = max_autotune_choices(capture.sites)
-    expected = max_autotune_s(opts.spec.device, capture.compile_s, listed)
+    expected = max_autotune_s(opts.spec.device, capture.compile_s, listed, len(capture.kernels))
     budget = within_max_autotune(opts.budget, expected)
     if budget is opts.budget:
         return opts
     progress.note(f"--budget {budget.name}: max-autotune would take ~{expected:.0f} s to compile this workload (an estimate, from "
-                  f"its {listed} template choices), so this sweep takes a time budget of {budget.time_budget_s:.0f} s from the "
+                  f"its {listed} template choices and {len(capture.kernels)} Triton kernels), so this sweep takes a time budget of {budget.time_budget_s:.0f} s from the "
                   "command's start (--time-budget S: another)")
     return dataclasses.replace(opts, budget=budget)
 

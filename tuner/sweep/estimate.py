@@ -34,10 +34,14 @@ PRIORS = {
 SITE_CHOICE_MARGINAL = {"cuda": 0.13}
 
 
-# Seconds max-autotune's compile spends per choice it benchmarks at the template sites, beyond the default compile:
-# H200, torch 2.11, resnet50 bf16 b32 (465 choices at 24 sites), freezing + max-autotune compiled in 253-298 s
-# against a default compile of 21-26 s (bench/results/h200/resnet50-sweep-cost*.json). No CPU figure yet.
+# Seconds max-autotune's compile spends per choice it benchmarks at the template sites, and per Triton kernel (its
+# coordinate-descent tuning and its wider config list, timed at the first call), beyond the default compile. H200,
+# torch 2.11, bf16 b32: resnet50 (465 choices at 24 sites) compiled frozen in 253-325 s against a default compile of
+# 21-26 s (bench/results/h200/resnet50-sweep-cost*.json, resnet50-bf16-b32-vs-strongest-2026-12-03.json); vit_b_32
+# (120 choices, 13 Triton kernels) in 110 s against 20.8 s (vit_b_32-bf16-b32-2026-12-03.json): 0.5 s a choice left
+# vit_b_32's kernels 2.2 s each. No CPU figure yet.
 MAX_AUTOTUNE_CHOICE_S = {"cuda": 0.5}
+MAX_AUTOTUNE_KERNEL_S = {"cuda": 2.2}
 
 
 def max_autotune_choices(sites: list[dict[str, Any]]) -> int:
@@ -45,11 +49,14 @@ def max_autotune_choices(sites: list[dict[str, Any]]) -> int:
     return sum(1 for s in sites for c in s["choices"] if not str(c).startswith(BEYOND_MAX_AUTOTUNE))
 
 
-def max_autotune_s(device_type: str, default_compile_s: float, listed_choices: int) -> float | None:
+def max_autotune_s(device_type: str, default_compile_s: float, listed_choices: int, kernels: int = 0) -> float | None:
     """About how long max-autotune would take to compile a workload whose default compile took
-    ``default_compile_s`` and whose template sites list ``listed_choices`` choices; None where not measured."""
+    ``default_compile_s``, whose template sites list ``listed_choices`` choices and which has ``kernels`` Triton
+    kernels; None where not measured."""
     per = MAX_AUTOTUNE_CHOICE_S.get(device_type)
-    return None if per is None or not listed_choices else default_compile_s + listed_choices * per
+    if per is None or not listed_choices:
+        return None
+    return default_compile_s + listed_choices * per + kernels * MAX_AUTOTUNE_KERNEL_S.get(device_type, 0.0)
 
 
 def _prior_kind(kind: str) -> str:
@@ -71,4 +78,4 @@ def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str,
     return sum(n * per_trial(costs, device_type, kind) for kind, n in kinds_and_trials)
 
 
-__all__ = ["MAX_AUTOTUNE_CHOICE_S", "max_autotune_choices", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]
+__all__ = ["MAX_AUTOTUNE_CHOICE_S", "MAX_AUTOTUNE_KERNEL_S", "max_autotune_choices", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]

@@ -1,0 +1,67 @@
+"""Levers max-autotune never tries, on the GPU for real (``pytest -m gpu``): each attention backend forced at a bf16
+attention site keeps eager's numerics, and the persistent TMA GEMM templates are offered at an mm site and can be
+forced."""
+
+import pytest
+import torch
+from torch._inductor.utils import run_and_get_code
+
+from tests.helpers.models import _Attention
+from tuner.backend import journal, process
+from tuner.backend.compiler import compile_with_context
+from tuner.backend.instrument.context import MeasuringContext
+from tuner.backend.instrument.recorder import Recorder
+from tuner.core import Forcing, Kind
+from tuner.search_spaces.attention import ANSWER_KNOB, FAMILY
+
+pytestmark = pytest.mark.gpu
+
+OPS = {"flash": "_scaled_dot_product_flash_attention", "efficient": "_scaled_dot_product_efficient_attention",
+       "cudnn": "_scaled_dot_product_cudnn_attention"}
+
+
+def _compiled(model, forcing=Forcing(), recorder=None):
+    def backend(gm, ex, **_):
+        return compile_with_context(gm, ex, MeasuringContext(forcing, "cuda", recorder), {"fx_graph_cache": False})
+
+    torch._dynamo.reset()
+    return torch.compile(model, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["flash", "efficient", "cudnn", "math"])
+def test_each_attention_backend_is_forced_and_keeps_numerics(backend):
+    torch.manual_seed(0)
+    m = _Attention(dim=256, heads=4).cuda().to(torch.bfloat16).eval()
+    x = torch.randn(4, 128, 256, device="cuda", dtype=torch.bfloat16)
+    rec = Recorder()
+    with torch.no_grad():
+        ref = m(x)
+        _compiled(m, recorder=rec)(x)
+        (g,) = rec.graphs.values()
+        (site,) = g.attention
+        assert site["backend"] in OPS and site["count"] == 2
+        forcing = Forcing({FAMILY: {g.keys[FAMILY]: {ANSWER_KNOB: {site["site"]: backend}}}})
+        with journal.recording() as decisions:
+            y, (code,) = run_and_get_code(_compiled(m, forcing), x)
+    torch.testing.assert_close(y, ref, rtol=0.05, atol=0.05)
+    assert [d.outcome for d in decisions if d.kind == FAMILY] == [journal.HIT]
+    for name, op in OPS.items():
+        assert (f"aten.{op}.default" in code) == (name == backend), (name, backend)
+
+
+def test_the_persistent_tma_templates_are_offered_and_forced():
+    if not process.has_inductor_flag("triton.enable_persistent_tma_matmul"):
+        pytest.skip("this Inductor has no persistent TMA GEMM templates")
+    m = torch.nn.Linear(512, 1024, bias=False).cuda().to(torch.bfloat16).eval()
+    x = torch.randn(2048, 512, device="cuda", dtype=torch.bfloat16)
+    rec = Recorder()
+    with torch.no_grad():
+        _compiled(m, recorder=rec)(x)
+        (site,) = rec.sites.values()
+        tma = [c for c in site.choices if c.startswith("triton::mm_persistent_tma:")]
+        assert tma, site.choices
+        with journal.recording() as decisions:
+            y, (code,) = run_and_get_code(_compiled(m, Forcing({Kind.SITE: {site.key: tma[0]}})), x)
+        torch.testing.assert_close(y, m(x), rtol=0.05, atol=0.05)
+    assert [(d.outcome, d.answer) for d in decisions if d.kind == Kind.SITE] == [(journal.HIT, tma[0])]
+    assert "tma" in code.lower()
