@@ -3,7 +3,7 @@
 # bench run? One call on nvidia-h200 (carry .whl). Usage: bash bench/device/sweep_model.sh MODEL SECONDS [flags]
 # SECONDS "default": no --time-budget (the --budget default sweep sizes itself to max-autotune's expected compile).
 #   e.g. bash bench/device/sweep_model.sh mobilenet_v3_large 150 --dtype bf16 --batch 32 --channels-last
-# BENCH=0 runs the sweep alone; ROUNDS the bench's rounds (20); MODES sets the bench's modes (default: default,freezing-max-autotune,tuned), e.g. for
+# BENCH=0 runs the sweep alone; ROUNDS the bench's rounds (20); BENCH_LIMIT_S its time limit (330); BENCH_FLAGS more flags (--ablate); MODES sets the bench's modes (default: default,freezing-max-autotune,tuned), e.g. for
 # a decode step under CUDA graphs:
 #   MODES=reduce-overhead,max-autotune,tuned-reduce-overhead bash bench/device/sweep_model.sh hf:gpt2 150 --mode decode \
 #     --dtype bf16 --batch 8 --seq-len 512
@@ -23,5 +23,5 @@ echo "sweep wall: $((SECONDS - start)) s (--budget default ${LIMIT[*]})" | tee -
 tail -n 25 "$OUT/sweep-$NAME.log"
 python3 bench/device/tuner_cli.py db export "$OUT/$NAME.jsonl.gz" --db "$DB" 2>&1 | tail -n 2  # before the bench: kept if it runs out of time
 [ "${BENCH:-1}" = 1 ] || exit 0  # BENCH=0: the sweep alone (its wall time against the budget)
-timeout 330 python3 bench/device/tuner_cli.py bench $W --modes "${MODES:-default,freezing-max-autotune,tuned}" --rounds "${ROUNDS:-20}" --db "$DB" \
+timeout "${BENCH_LIMIT_S:-330}" python3 bench/device/tuner_cli.py bench $W --modes "${MODES:-default,freezing-max-autotune,tuned}" --rounds "${ROUNDS:-20}" ${BENCH_FLAGS:-} --db "$DB" \
   --out "$OUT/bench-$NAME.json" 2>&1 | quiet | tail -n 14
