@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tuner.backend import counters, process
 from tuner.backend.context import CompileContext
-from tuner.backend.hooks import attention as attention_hook
 from tuner.backend.hooks import choices as choices_hook
 from tuner.backend.hooks import conv_rewrite
 from tuner.backend.hooks import fusion as fusion_hook
@@ -18,7 +16,7 @@ from tuner.backend.hooks import kernels as kernel_hook
 from tuner.backend.hooks import passes as passes_hook
 from tuner.backend.hooks import restart as restart_hook
 from tuner.backend.hooks import selector as selector_hook
-from tuner.kinds import registered
+from tuner.kinds import GRAPH_HOOK, adapted
 
 
 def device_type_of(example_inputs: Sequence[Any]) -> str:
@@ -69,9 +67,17 @@ def install_hooks(device_type: str = "cpu") -> None:
     if device_type == "cuda":
         kernel_hook.check()
         kernel_hook.count_runtime_autotuning()
-    for kind in registered():  # the adapters of kinds that no hook point above applies
-        if kind.adapter and device_type in kind.devices:
-            importlib.import_module(kind.adapter).install(device_type)
+    for _, adapter in adapted(device_type):  # the adapters of kinds that no hook point above applies
+        if hasattr(adapter, "install"):
+            adapter.install(device_type)
+
+
+def _adapter_patches(device_type: str, knobs: dict[str, Any], config: Any) -> dict[str, Any]:
+    """A graph's knobs with each graph-hooked kind's own answer turned into Inductor config by its adapter."""
+    for _, adapter in adapted(device_type, GRAPH_HOOK):
+        if hasattr(adapter, "patches"):
+            knobs = adapter.patches(knobs, config)
+    return knobs
 
 
 def compile_with_context(
@@ -91,7 +97,7 @@ def compile_with_context(
         with ctx.activated(), _cache_tag(tag):
             knobs = restart_hook.take(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), is_backward)
             knobs = conv_rewrite.patches(knobs, inductor_config.post_grad_custom_pre_pass)
-            knobs = attention_hook.patches(knobs, inductor_config.post_grad_custom_post_pass)
+            knobs = _adapter_patches(ctx.device_type, knobs, inductor_config)
             ctx.lowering(gm_, is_backward)
             mark = kernel_hook.modules_mark()
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()

@@ -83,9 +83,9 @@ def _answer(key: str, config: dict[str, Any], signature: dict[str, Any]) -> tupl
 
 def _graph_task(graph: dict[str, Any], sites: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, Any] | None:
     """A forward graph's task, where it holds attention sites the rewrite applies to."""
-    found = graph.get("attention") or []
+    found = (graph.get("found") or {}).get(FAMILY) or []
     return {"device": graph.get("device", "cpu"), "sites": found[:MAX_SITES]} if found else None
 
 
 KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="attention backends", cost="graph", group="attention", answer=_answer, beside_base=True,
-                forward_only=True, quiet_miss=True, label="attention", graph_task=_graph_task)
+                forward_only=True, quiet_miss=True, label="attention", graph_task=_graph_task, adapter="tuner.backend.hooks.attention")

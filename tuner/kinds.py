@@ -39,8 +39,13 @@ class TaskKind:
     sizes may stand in; ``label``: what a graph-hooked lookup is called after its graph ("forward graph 0 fusion");
     ``graph_task``: for a graph-hooked kind whose tasks come from the sweep's capture, (recorded graph, recorded
     sites, device info) -> the ``space`` entry of that graph's task signature, or None for no task. ``adapter``: for a
-    kind that no built-in hook point applies, the module (in ``tuner.backend.hooks``) whose ``install(device_type)``
-    every compile calls first; the adapter asks the active context for its answers (``CompileContext.lookup``)."""
+    kind that no built-in hook point applies, the module (in ``tuner.backend.hooks``) that applies it, with any of:
+    ``install(device_type)``, which every compile on the kind's devices calls first (the adapter then asks the active
+    context for its answers, ``CompileContext.lookup``); for a graph-hooked kind, ``patches(knobs, config)``, which
+    turns the kind's answer among a graph's knobs into Inductor config patches (``config``: Inductor's config, to see
+    what the user set), and ``found(gm)``, what a graph about to be lowered holds for the kind (kept with the recorded
+    graph under ``found[kind]``, where ``graph_task`` reads it). A kind whose ``phase`` no built-in phase has is measured
+    by a graph study of its own, after the template sites (``tuner.sweep.phases.graphs.GraphStudyPhase``)."""
 
     value: str
     space: Callable[[dict[str, Any]], Space]
@@ -107,6 +112,14 @@ def graph_knobs_kind(device_type: str) -> str | None:
     return next((k.value for k in graph_hooked(device_type) if k.group == "graph-knob"), None)
 
 
+def adapted(device_type: str, hook: str | None = None) -> tuple[tuple[TaskKind, Any], ...]:
+    """(kind, its adapter module) of every kind with an adapter on this device type (of ``hook`` where given)."""
+    import importlib
+
+    return tuple((k, importlib.import_module(k.adapter)) for k in registered()
+                 if k.adapter and device_type in k.devices and (hook is None or k.hook == hook))
+
+
 def named(names: Iterable[str]) -> tuple[str, ...]:
     """The kinds that winner groups or kinds named by ``names`` hold (``template-site``, ``cuda_graph``, …); raises
     KeyError naming what is unknown."""
@@ -129,4 +142,4 @@ def groups() -> dict[str, tuple[str, ...]]:
     return out
 
 
-__all__ = ["GRAPH_HOOK", "KERNEL_HOOK", "SITE_HOOK", "TaskKind", "beside_base", "descriptor", "graph_hooked", "graph_knobs_kind", "groups", "named", "register", "registered", "where"]
+__all__ = ["GRAPH_HOOK", "KERNEL_HOOK", "SITE_HOOK", "TaskKind", "adapted", "beside_base", "descriptor", "graph_hooked", "graph_knobs_kind", "groups", "named", "register", "registered", "where"]

@@ -6,7 +6,8 @@ never measures that pick; max-autotune never revisits it. Here a graph's attenti
 the attention itself (inference: nothing keeps the log-sum-exp for a backward) are rewritten to the backend the
 graph's stored answer names for their site (``search_spaces/attention.py``). A site is its inputs' sizes, strides
 and dtype, its mask, causality, scale and dropout: the sites of a transformer's repeated layers are one site.
-:func:`sites` lists what a graph holds, :func:`patches` turns an answer into Inductor's config.
+:func:`found` lists what a graph holds, :func:`patches` turns an answer into Inductor's config (the kind's adapter,
+``TaskKind.adapter``).
 """
 
 from __future__ import annotations
@@ -190,10 +191,16 @@ class AttentionBackends(_Base):  # type: ignore[misc,valid-type]
         return f"tuner-attention-{VERSION}-{digest(canonical_json(sorted(self.backends.items())))[:16]}"
 
 
-def patches(knobs: dict[str, Any], current: Any) -> dict[str, Any]:
+def found(gm: Any) -> list[dict[str, Any]]:
+    """What the recording keeps of a graph about to be lowered: its attention sites."""
+    return sites(gm)
+
+
+def patches(knobs: dict[str, Any], config: Any) -> dict[str, Any]:
     """``knobs`` as Inductor config patches: a graph's attention answer becomes the post-grad pass. Where this torch
-    has no custom-pass interface, or the user set a post-grad pass of their own (``current``), the answer is dropped
-    with a warning and the sites keep the kernels the dispatcher chose."""
+    has no custom-pass interface, or the user set a post-grad pass of their own (in Inductor's ``config``), the answer
+    is dropped with a warning and the sites keep the kernels the dispatcher chose."""
+    current = config.post_grad_custom_post_pass
     out = dict(knobs)
     backends = {str(k): str(v) for k, v in (out.pop(ANSWER_KNOB, None) or {}).items() if any(v in names for names in BACKENDS.values())}
     if not backends:

@@ -16,7 +16,7 @@ from tuner.backend.context import CompileContext
 from tuner.backend.instrument.recorder import Recorder
 from tuner.core import Forcing, Kind
 from tuner.keys import task_key
-from tuner.kinds import graph_knobs_kind
+from tuner.kinds import GRAPH_HOOK, adapted, graph_knobs_kind
 from tuner.nearest import Nearest
 
 
@@ -125,11 +125,13 @@ class MeasuringContext(CompileContext):
 
     def lowering(self, gm: Any, is_backward: bool) -> None:
         """The graph about to be lowered: the convolutions the space-to-depth rewrite applies to, whether it is
-        compiled frozen, and its attention sites (none in a backward graph: they follow their forward's)."""
-        from tuner.backend.hooks import attention, conv_rewrite, restart
+        compiled frozen, and what each graph-hooked kind's adapter finds in it (a forward-only kind's: in a forward)."""
+        from tuner.backend.hooks import conv_rewrite, restart
 
         if self.recorder is not None:
-            self.recorder.lowering(conv_rewrite.eligible_convs(gm), restart.frozen_now(is_backward), [] if is_backward else attention.sites(gm))
+            found = {k.value: a.found(gm) for k, a in adapted(self.device_type, GRAPH_HOOK)
+                     if hasattr(a, "found") and not (k.forward_only and is_backward)}
+            self.recorder.lowering(conv_rewrite.eligible_convs(gm), restart.frozen_now(is_backward), found)
 
     def fusion_allowed(self, pid: str, score: int) -> bool:
         if self.recorder is not None:

@@ -34,7 +34,7 @@ class GraphRecord:
     unshared: list[str] = field(default_factory=list)  # template epilogues refused for sharing no indexed data
     s2d_convs: int = 0  # convolutions the space-to-depth rewrite applies to (``hooks/conv_rewrite``)
     frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
-    attention: list[dict[str, Any]] = field(default_factory=list)  # its attention sites (``hooks/attention``)
+    found: dict[str, Any] = field(default_factory=dict)  # what it holds for kinds with an adapter (``TaskKind.adapter``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
     shapes: list[list[int]] | None = None  # its inputs' sizes
     keys: dict[str, str] = field(default_factory=dict)  # its task key for each kind a graph of its device looks up
@@ -72,11 +72,11 @@ class Recorder:
         if (g := self._current()) is not None and pid not in g.unshared:
             g.unshared.append(pid)
 
-    def lowering(self, s2d_convs: int, frozen: bool, attention: list[dict[str, Any]]) -> None:
+    def lowering(self, s2d_convs: int, frozen: bool, found: dict[str, Any]) -> None:
         """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to, whether it
-        is compiled frozen, and its attention sites."""
+        is compiled frozen, and what kinds with an adapter found in it."""
         if (g := self._current()) is not None:
-            g.s2d_convs, g.frozen, g.attention = s2d_convs, frozen, attention
+            g.s2d_convs, g.frozen, g.found = s2d_convs, frozen, found
 
 
 __all__ = ["GraphRecord", "Recorder", "SiteRecord"]

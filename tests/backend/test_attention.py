@@ -47,7 +47,7 @@ def _task_space(graph):
 def test_the_recording_lists_a_graphs_attention_sites_once():
     with torch.no_grad():
         (g,) = _recorded(attention().eval(), torch.randn(2, 32, 64))
-    (site,) = g.attention
+    (site,) = g.found[FAMILY]
     assert (site["backend"], site["count"], site["causal"], site["mask"]) == ("flash_cpu", 2, True, False)
     assert site["shape"] == [2, 4, 32, 16, 32]
     space = _task_space(g)
@@ -62,14 +62,14 @@ def test_a_training_forward_has_no_site():
     """Its attention's log-sum-exp feeds the backward, which only its own kernel's form fits."""
     m, x = attention().train(), torch.randn(2, 32, 64)
     (g,) = _recorded(m, x)
-    assert g.attention == [] and descriptor(FAMILY).graph_task(dataclasses.asdict(g), [], {}) is None
+    assert g.found == {FAMILY: []} and descriptor(FAMILY).graph_task(dataclasses.asdict(g), [], {}) is None
 
 
 def test_a_forced_backend_rewrites_the_graph_and_keeps_numerics():
     m, x = attention().eval(), torch.randn(2, 32, 64)
     with torch.no_grad():
         (g,) = _recorded(m, x)
-        site = g.attention[0]["site"]
+        site = g.found[FAMILY][0]["site"]
         forcing = Forcing({FAMILY: {g.keys[FAMILY]: {ANSWER_KNOB: {site: "math"}}}})
         with journal.recording() as decisions:
             y, (code,) = run_and_get_code(_compiled(m, forcing), x)

@@ -38,7 +38,7 @@ def test_each_attention_backend_is_forced_and_keeps_numerics(backend):
         ref = m(x)
         _compiled(m, recorder=rec)(x)
         (g,) = rec.graphs.values()
-        (site,) = g.attention
+        (site,) = g.found[FAMILY]
         assert site["backend"] in OPS and site["count"] == 2
         forcing = Forcing({FAMILY: {g.keys[FAMILY]: {ANSWER_KNOB: {site["site"]: backend}}}})
         with journal.recording() as decisions:

@@ -80,3 +80,26 @@ def test_an_unregistered_kind_is_refused():
     else:
         raise AssertionError("an unregistered kind built a space")
     assert dataclasses.is_dataclass(kinds.descriptor("cpp_graph"))
+
+
+def test_a_graph_kind_with_its_own_adapter_and_phase(monkeypatch):
+    """A graph-hooked kind that no built-in hook point or phase applies (as the attention backends): its adapter's
+    ``found`` is kept with the recorded graph for its ``graph_task``, its ``patches`` turns a forced answer into
+    Inductor's config, and its phase is a graph study of its own in every sweep on its devices."""
+    from tests.helpers import adapter
+    from tuner.sweep.phases import study_phases
+
+    monkeypatch.setitem(kinds._REGISTRY, NEW, kinds.TaskKind(
+        NEW, _space, kinds.GRAPH_HOOK, phase="test splits", cost="graph", group="test", devices=("cpu",), label="splits",
+        answer=lambda key, config, sig: (key, {adapter.KNOB: config[KNOB]}), adapter="tests.helpers.adapter",
+        graph_task=lambda graph, sites, info: {} if graph["found"].get(NEW) else None))
+    assert "test splits" in study_phases("cpu") and "test splits" not in study_phases("cuda")
+    assert study_phases("cpu")[0] == "attention backends"  # registration order
+
+    rec = Recorder()
+    _compile(MeasuringContext(Forcing(), "cpu", rec))
+    (graph,) = rec.graphs.values()
+    assert graph.found[NEW] == adapter.FOUND and kinds.descriptor(NEW).graph_task(dataclasses.asdict(graph), [], {}) == {}
+    adapter.PATCHED.clear()
+    _compile(CompileContext(Forcing({NEW: {graph.keys[NEW]: {adapter.KNOB: False}}}), "cpu"))
+    assert adapter.PATCHED == [{"split_reductions": False}]

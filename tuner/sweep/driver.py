@@ -14,7 +14,10 @@ from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.sweep.estimate import max_autotune_choices, max_autotune_s
 from tuner.measure import CaptureResult, Worker
-from tuner.sweep.phases import AttentionPhase, CudaGraphPhase, FusionPhase, GraphKnobPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases
+from tuner.sweep.phases import (
+    CudaGraphPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases,
+    study_phases,
+)
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.sweep.phases.forecast import forecast, forecast_line
 from tuner.sweep.progress import Progress
@@ -66,7 +69,7 @@ class SweepReport:
 # unused flows to the next): template sites, then on CUDA fusion groupings (their recording compile done, then
 # their trials) and the Triton kernels the winners make, on the CPU the graph knobs and fusion groupings. Without a
 # share, the first phase could take the whole budget.
-PHASE_SHARE = {"sites": 0.4, "graphs": 0.5, "attention": 0.5, "fusion": 0.7}
+PHASE_SHARE = {"sites": 0.4, "graphs": 0.5, "studies": 0.5, "fusion": 0.7}
 # On CUDA the fusion phase is given at least 2.25 compiles while the sweep can afford them (its first grouping's
 # trial compiles the baseline and the grouping, then times both): on resnet50 (H200) a grouping gave ten percent,
 # the kernels' winners a few (bench/results/h200/resnet50-bf16-b32-2026-11-30.jsonl.gz).
@@ -82,24 +85,30 @@ CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker
 def phases(opts: SweepOptions, whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
-    it will run); the attention backends come after the template sites (the decomposed one makes GEMM sites of its own),
-and a fusion grouping decides which kernels exist (an epilogue fused into a template is a kernel
+    it will run); the graph studies of kinds with a phase of their own (the attention backends) come after the template
+sites (a decomposed attention makes GEMM sites of its own), and a fusion grouping decides which kernels exist (an epilogue fused into a template is a kernel
     fewer), so the groupings come before the Triton kernels, which are captured with every winner so far forced."""
     if cuda_graphs is not None:
         yield cuda_graphs
     yield SitePhase(PHASE_SHARE["sites"])
     if opts.spec.device == "cuda":
-        yield AttentionPhase(PHASE_SHARE["attention"])
+        yield from _studies(opts)
         if opts.fusion:
             yield FusionPhase(PHASE_SHARE["fusion"], compiles=FUSION_COMPILES)
         yield KernelPhase("compiling with every winner so far forced")
     else:
         yield GraphKnobPhase(PHASE_SHARE["graphs"] if opts.fusion else 1.0)
-        yield AttentionPhase(PHASE_SHARE["attention"] if opts.fusion else 1.0)
+        yield from _studies(opts)
         if opts.fusion:
             yield FusionPhase()
     yield whole
     yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted) and sweep.can_capture(), after_check=True)
+
+
+def _studies(opts: SweepOptions) -> Iterator[Phase]:
+    """A graph study for each phase a kind names that no built-in phase has (``tuner.kinds``: the attention backends)."""
+    for name in study_phases(opts.spec.device):
+        yield GraphStudyPhase(name, PHASE_SHARE["studies"] if opts.fusion else 1.0)
 
 
 def _end_compiles(spec: WorkloadSpec) -> int:

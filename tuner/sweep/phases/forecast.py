@@ -13,7 +13,8 @@ from tuner.kinds import where
 from tuner.sweep.estimate import expected_s
 from tuner.sweep.phases.base import SweepContext
 from tuner.sweep.phases.cuda_graphs import CudaGraphPhase
-from tuner.sweep.phases.graphs import AttentionPhase, FusionPhase, GraphKnobPhase
+from tuner.sweep.phases import study_phases
+from tuner.sweep.phases.graphs import FusionPhase, GraphKnobPhase
 from tuner.sweep.phases.kernels import KernelPhase
 from tuner.sweep.phases.sites import SitePhase
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES, WholeCheckPhase
@@ -28,13 +29,13 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_g
     CUDA), which says what it costs."""
     costs, dev = sweep.tuning.costs, sweep.device_type
     tasks = sweep.workload.tasks
-    measured_by = lambda phase: [x for x in tasks if x.kind in where(phase=phase.name)]  # noqa: E731
+    measured_by = lambda name: [x for x in tasks if x.kind in where(phase=name)]  # noqa: E731
     out = {
         CudaGraphPhase.name: cuda_graphs.forecast_s(costs) if cuda_graphs else 0.0,
-        SitePhase.name: expected_s(costs, dev, SitePhase.trials(sweep, measured_by(SitePhase))[1]),
+        SitePhase.name: expected_s(costs, dev, SitePhase.trials(sweep, measured_by(SitePhase.name))[1]),
         KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
-        GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(GraphKnobPhase))[1]),
-        AttentionPhase.name: expected_s(costs, dev, AttentionPhase.trials(sweep, measured_by(AttentionPhase))[1]),
+        GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(GraphKnobPhase.name))[1]),
+        **{name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(name))[1]) for name in study_phases(dev)},
     }
     if fusion_graphs:  # one grouping per graph, each with its budget's trials (the groupings are recorded later)
         out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), fusion_graphs * sweep.budget.fusion_target)])

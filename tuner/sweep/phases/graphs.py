@@ -1,6 +1,6 @@
 """The graph-level phases: each trial compiles and times the whole workload with every earlier winner forced.
-CPU codegen knobs per graph; attention backends per forward graph; then fusion groupings per graph (recorded from a
-compile with the winners so far)."""
+CPU codegen knobs per graph; the graph studies of kinds with a phase of their own (the attention backends); then
+fusion groupings per graph (recorded from a compile with the winners so far)."""
 
 from __future__ import annotations
 
@@ -57,11 +57,13 @@ class GraphKnobPhase(Phase):
         _tune(sweep, deadline, self.graphs, sites)
 
 
-class AttentionPhase(GraphKnobPhase):
-    """Each forward graph's attention backends (``search_spaces/attention.py``), measured end to end with every
-    winner so far forced: each backend at every site first, then mixes."""
+class GraphStudyPhase(GraphKnobPhase):
+    """The tasks of the graph-hooked kinds whose ``phase`` is ``name`` (one no built-in phase has: the attention
+    backends, say), each measured end to end with every winner so far forced."""
 
-    name = "attention backends"
+    def __init__(self, name: str, share: float = 1.0):
+        super().__init__(share)
+        self.name = name
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         _tune(sweep, deadline, self.graphs, sweep.winners().forcing(sweep.workload.pairs()))
