@@ -155,7 +155,9 @@ class Session:
         counters.clear()
         recorder = Recorder()
         sink: list[Any] | None = [] if self.kernels is not None else None
+        clock = _Parts()
         done = self.compile({}, recorder, kernel_sink=sink, check=False)
+        clock.done("default compile")
         self._default_kernels = sink  # Inductor's default kernels: a capture with nothing forced needs no compile
         # Recording forces nothing: this is the compile of Inductor's defaults, kept as every later trial's baseline
         # (a training step's too: the optimizer's step is eager, outside what is compiled and timed)
@@ -170,6 +172,11 @@ class Session:
         self.tolerance = widened_by_default(self.tolerance, done.errors)
         breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
         step_ms, busy_ms = self._busy(done.fn) if self.spec.device == "cuda" else (None, None)
+        clock.done("step profile")
+        eager_ms = self.eager_ms()
+        clock.done("eager timing")
+        kernels = self.kernels.register(sink) if sink is not None else []
+        clock.done("kernel timings")
         return CaptureResult(
             graphs=[asdict(g) for g in recorder.graphs.values()],
             sites=[asdict(s) for s in recorder.sites.values()],
@@ -177,11 +184,12 @@ class Session:
             device=asdict(current_device(self.spec.device)),
             environment=asdict(current_environment()),
             compile_s=done.compile_s,
-            eager_ms=self.eager_ms(),
-            kernels=self.kernels.register(sink) if sink is not None else [],
+            eager_ms=eager_ms,
+            kernels=kernels,
             cores=available_cores(),
             step_ms=step_ms,
             busy_ms=busy_ms,
+            costs=clock.parts,
         )
 
     def _busy(self, fn: Any) -> tuple[float, float | None]:
@@ -250,3 +258,17 @@ class Session:
             return KernelResults(tuple(Measurement(Status.RUNTIME_ERROR, error="kernel tasks need a CUDA workload") for _ in job.configs))
         with quiet.timing(device=self._lock):
             return KernelResults(tuple(self.kernels.measure(job.kernel, list(job.configs), job.rounds)))
+
+
+class _Parts:
+    """Seconds per part of a job, each from the end of the one before (a part that did nothing is left out)."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def done(self, name: str) -> None:
+        now = time.perf_counter()
+        if now - self._t >= 0.05:
+            self.parts[name] = round(now - self._t, 2)
+        self._t = now

@@ -7,6 +7,7 @@ the parent stores the trial as ``worker_died`` or ``timeout`` and starts a fresh
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing as mp
 import os
 import signal
@@ -128,6 +129,7 @@ class Worker:
         """Spawn the worker and capture the workload. ``limit_s``: a time budget's limit on the capture, past which the
         worker is stopped and :class:`CaptureOverBudget` raised."""
         self.close()
+        t0 = time.monotonic()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.log_dir / f"worker-{os.getpid()}-{int(time.time() * 1000)}.log"
         ctx = mp.get_context("spawn")
@@ -153,7 +155,8 @@ class Worker:
             self.close()
             raise WorkloadError(payload)
         self.costs.observe("capture", payload.compile_s)  # what a compile of this workload costs, before any other
-        return payload
+        start = max(0.0, time.monotonic() - t0 - sum(payload.costs.values()))  # the interpreter, imports, the model
+        return dataclasses.replace(payload, costs={"start and model build": round(start, 2), **payload.costs})
 
     def _receive(self, timeout: float) -> tuple[str, Any] | None:
         deadline = time.monotonic() + timeout

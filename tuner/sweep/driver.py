@@ -194,6 +194,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         _say_who_measures(opts.spec.device, progress)
         progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
         capture = worker.start(_capture_limit(opts, t0))
+        progress.note(capture.cost_line())
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
         if opts.spec.device == "cpu":
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
