@@ -12,11 +12,12 @@ and dtype, its mask, causality, scale and dropout: the sites of a transformer's 
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
 from tuner.backend.errors import HookUnavailable
-from tuner.keys import canonical_json, digest
+from tuner.keys import digest
 from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS
 
 try:
@@ -31,6 +32,7 @@ VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 log = logging.getLogger(__name__)
 
 
+@functools.cache
 def _ops() -> dict[Any, str]:
     """{ATen overload: backend name} of the fused attention ops a graph may hold (those this torch has)."""
     import torch
@@ -89,8 +91,9 @@ def describe(node: Any) -> dict[str, Any] | None:
             "causal": a["causal"]}
 
 
-def sites(gm: Any) -> list[dict[str, Any]]:
-    """The graph's attention sites, each once, with how many nodes share it (``count``)."""
+def found(gm: Any) -> list[dict[str, Any]]:
+    """What the recording keeps of a graph about to be lowered: its attention sites, each once, with how many nodes
+    share it (``count``)."""
     out: dict[str, dict[str, Any]] = {}
     for node in gm.graph.nodes:
         d = describe(node)
@@ -188,12 +191,7 @@ class AttentionBackends(_Base):  # type: ignore[misc,valid-type]
         graph.lint()
 
     def uuid(self) -> Any:
-        return f"tuner-attention-{VERSION}-{digest(canonical_json(sorted(self.backends.items())))[:16]}"
-
-
-def found(gm: Any) -> list[dict[str, Any]]:
-    """What the recording keeps of a graph about to be lowered: its attention sites."""
-    return sites(gm)
+        return f"tuner-attention-{VERSION}-{digest(sorted(self.backends.items()))[:16]}"
 
 
 def patches(knobs: dict[str, Any], config: Any) -> dict[str, Any]:
