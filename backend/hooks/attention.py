@@ -16,17 +16,9 @@ import functools
 import logging
 from typing import Any
 
-from tuner.backend.errors import HookUnavailable
+from tuner.backend.hooks.custom_pass import Base, placed
 from tuner.keys import digest
 from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS
-
-try:
-    from torch._inductor.custom_graph_pass import CustomGraphPass as _Base
-except ImportError as e:  # pragma: no cover - depends on the torch build
-    _Base = object  # type: ignore[assignment,misc]
-    _IMPORT_ERROR: Exception | None = e
-else:
-    _IMPORT_ERROR = None
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 log = logging.getLogger(__name__)
@@ -169,7 +161,7 @@ def _rewrite(node: Any, backend: str, fake_mode: Any) -> None:
     g.erase_node(node)
 
 
-class AttentionBackends(_Base):  # type: ignore[misc,valid-type]
+class AttentionBackends(Base):  # type: ignore[misc,valid-type]
     """The post-grad pass: each attention node of a site the answer names, rewritten to that site's backend."""
 
     def __init__(self, backends: dict[str, str]):
@@ -198,16 +190,9 @@ def patches(knobs: dict[str, Any], config: Any) -> dict[str, Any]:
     """``knobs`` as Inductor config patches: a graph's attention answer becomes the post-grad pass. Where this torch
     has no custom-pass interface, or the user set a post-grad pass of their own (in Inductor's ``config``), the answer
     is dropped with a warning and the sites keep the kernels the dispatcher chose."""
-    current = config.post_grad_custom_post_pass
     out = dict(knobs)
     backends = {str(k): str(v) for k, v in (out.pop(ANSWER_KNOB, None) or {}).items() if any(v in names for names in BACKENDS.values())}
     if not backends:
         return out
-    if _IMPORT_ERROR is not None:
-        log.warning("tuner: %s", HookUnavailable(f"torch._inductor.custom_graph_pass is unavailable ({_IMPORT_ERROR}); stored attention backends are skipped"))
-        return out
-    if current is not None:
-        log.warning("tuner: a post_grad_custom_post_pass is already set; the stored attention backends are skipped")
-        return out
-    out["post_grad_custom_post_pass"] = AttentionBackends(backends)
-    return out
+    slot = "post_grad_custom_post_pass"
+    return placed(out, slot, getattr(config, slot), lambda: AttentionBackends(backends), "the stored attention backends")

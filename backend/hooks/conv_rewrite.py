@@ -19,16 +19,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tuner.backend.errors import HookUnavailable
+from tuner.backend.hooks.custom_pass import Base, placed
 from tuner.search_spaces.fusion import SPACE_TO_DEPTH
-
-try:
-    from torch._inductor.custom_graph_pass import CustomGraphPass as _Base
-except ImportError as e:  # pragma: no cover - depends on the torch build
-    _Base = object  # type: ignore[assignment,misc]
-    _IMPORT_ERROR: Exception | None = e
-else:
-    _IMPORT_ERROR = None
 
 MAX_CHANNELS = 4  # cuDNN's bf16/fp16 tensor-core kernels want 8: at or below 4, more than half of its K is padding
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
@@ -135,7 +127,7 @@ def _rewrite(gm: Any, conv: Any, fake_mode: Any) -> None:
     g.erase_node(conv)
 
 
-class SpaceToDepth(_Base):  # type: ignore[misc,valid-type]
+class SpaceToDepth(Base):  # type: ignore[misc,valid-type]
     """The post-grad pass: every :func:`_rewritable` convolution of the graph, rewritten."""
 
     def __call__(self, graph: Any) -> None:
@@ -168,11 +160,4 @@ def patches(knobs: dict[str, Any], current: Any) -> dict[str, Any]:
     out = dict(knobs)
     if not out.pop(SPACE_TO_DEPTH, False):
         return out
-    if _IMPORT_ERROR is not None:
-        log.warning("tuner: %s", HookUnavailable(f"torch._inductor.custom_graph_pass is unavailable ({_IMPORT_ERROR}); the space-to-depth rewrite is skipped"))
-        return out
-    if current is not None:
-        log.warning("tuner: a post_grad_custom_pre_pass is already set; the stored space-to-depth rewrite is skipped")
-        return out
-    out["post_grad_custom_pre_pass"] = SpaceToDepth()
-    return out
+    return placed(out, "post_grad_custom_pre_pass", current, SpaceToDepth, "the stored space-to-depth rewrite")

@@ -106,3 +106,16 @@ def test_a_sweep_measures_the_backends_and_stores_its_answer(db_url, cwd_root):
     name = f"site.{site['site']}"
     assert site["backend"] == "flash_cpu" and ({name: "math"}, "ok") in trials  # measured against the default
     assert winner in ({name: "flash_cpu"}, {name: "math"})
+
+
+def test_a_users_own_post_grad_pass_is_kept_and_the_answer_skipped(caplog):
+    import types
+
+    from tuner.backend.hooks import attention as hook
+
+    answer = {ANSWER_KNOB: {"0" * 16: "math"}, "max_fusion_size": 32}
+    mine = object()
+    assert hook.patches(answer, types.SimpleNamespace(post_grad_custom_post_pass=mine)) == {"max_fusion_size": 32}
+    assert "already set" in caplog.text
+    placed = hook.patches(answer, types.SimpleNamespace(post_grad_custom_post_pass=None))
+    assert placed["post_grad_custom_post_pass"].backends == {"0" * 16: "math"} and ANSWER_KNOB not in placed
