@@ -6,7 +6,8 @@ keeps its log-sum-exp for the backward, which only its own kernel reads). One pa
 site's backend. On CUDA: ``flash`` (FlashAttention-2; no mask), ``efficient`` (memory-efficient), ``cudnn`` (cuDNN's
 fused attention) and ``math`` (ATen's composite: two GEMMs and a softmax); on the CPU ``flash_cpu`` and ``math``. The
 default is the dispatcher's pick. The study measures each backend at every site that takes it first
-(:meth:`AttentionSpace.evidence`), then mixes. ``backend/hooks/attention.py`` rewrites the graph as the answer says.
+(:meth:`AttentionSpace.evidence`), then mixes. At other sizes of the same graph, each site takes the answer of the
+first site of its class (dtype, head size, mask, causality: :func:`site_class`). ``backend/hooks/attention.py`` rewrites the graph as the answer says.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.keys import digest
 from tuner.kinds import GRAPH_HOOK, TaskKind
 from tuner.search_spaces.base import Space, choice
 
@@ -23,6 +25,13 @@ ANSWER_KNOB = "tuner.attention_backends"  # not an Inductor flag: the backend tu
 BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math"), "cpu": ("flash_cpu", "math")}
 MAX_SITES = 16
 _SITE_ID = re.compile(r"^[0-9a-f]{16}$")
+_DTYPE = re.compile(r"^[a-z0-9_]{0,24}$")
+
+
+def site_class(dtype: str, head_dim: int, mask: bool, causal: bool) -> str:
+    """What a site is at any sizes (its dtype, head size, mask and causality): the key under which an answer stands in
+    for the same model's sites at other batch sizes and lengths (``tuner.nearest``), as ``class:<id>``."""
+    return "class:" + digest({"dtype": dtype, "head_dim": int(head_dim), "mask": bool(mask), "causal": bool(causal)})[:16]
 
 
 def _options(device: str, site: dict[str, Any]) -> list[str]:
@@ -47,8 +56,11 @@ def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         count = s.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 100_000:
             raise ValueError("an attention site's count is an integer in [1, 100000]")
+        dtype = str(s.get("dtype", ""))
+        if not _DTYPE.match(dtype):
+            raise ValueError("an attention site's dtype is a short name")
         out.append({"site": s["site"], "backend": s["backend"], "mask": bool(s.get("mask")), "count": count,
-                    "shape": [int(d) for d in (s.get("shape") or [])][:5], "causal": bool(s.get("causal"))})
+                    "shape": [int(d) for d in (s.get("shape") or [])][:5], "causal": bool(s.get("causal")), "dtype": dtype})
     return device, out
 
 
@@ -78,7 +90,14 @@ def backends_of(config: dict[str, Any]) -> dict[str, str]:
 
 
 def _answer(key: str, config: dict[str, Any], signature: dict[str, Any]) -> tuple[str, Any]:
-    return key, {ANSWER_KNOB: backends_of(config)}
+    """Each site's backend, and per site class the backend of its first site: what a compile of the same graph at other
+    sizes applies to its own sites, whose ids differ."""
+    backends = backends_of(config)
+    classes: dict[str, str] = {}
+    for s in (signature.get("space") or {}).get("sites") or []:
+        if s.get("site") in backends and len(s.get("shape") or []) >= 4:
+            classes.setdefault(site_class(str(s.get("dtype", "")), s["shape"][3], bool(s.get("mask")), bool(s.get("causal"))), backends[s["site"]])
+    return key, {ANSWER_KNOB: {**backends, **classes}}
 
 
 def _graph_task(graph: dict[str, Any], sites: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from tuner.backend.hooks.custom_pass import Base, placed
 from tuner.keys import digest
-from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS
+from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS, site_class
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def describe(node: Any) -> dict[str, Any] | None:
         return None
     site = {"q": q, "k": k, "v": v, "mask": mask, "causal": a["causal"], "scale": None if a["scale"] is None else float(a["scale"])}
     return {"site": digest(site)[:16], "backend": backend, "shape": [*q[1], k[1][2]], "dtype": q[0], "mask": mask is not None,
-            "causal": a["causal"]}
+            "causal": a["causal"], "class": site_class(q[0], q[1][3], mask is not None, a["causal"])}
 
 
 def found(gm: Any) -> list[dict[str, Any]]:
@@ -170,8 +170,8 @@ class AttentionBackends(Base):  # type: ignore[misc,valid-type]
     def __call__(self, graph: Any) -> None:
         from torch._guards import detect_fake_mode
 
-        todo = [(n, self.backends[d["site"]]) for n in graph.nodes if (d := describe(n)) is not None
-                and self.backends.get(d["site"], d["backend"]) != d["backend"]]
+        todo = [(n, want) for n in graph.nodes if (d := describe(n)) is not None
+                and (want := self.backends.get(d["site"]) or self.backends.get(d["class"], d["backend"])) != d["backend"]]
         if not todo:
             return
         fake_mode = detect_fake_mode([todo[0][0].args[0].meta["val"]])

@@ -119,3 +119,30 @@ def test_a_users_own_post_grad_pass_is_kept_and_the_answer_skipped(caplog):
     assert "already set" in caplog.text
     placed = hook.patches(answer, types.SimpleNamespace(post_grad_custom_post_pass=None))
     assert placed["post_grad_custom_post_pass"].backends == {"0" * 16: "math"} and ANSWER_KNOB not in placed
+
+
+def test_an_answer_stands_in_at_other_sizes_of_the_same_graph():
+    """Stored at batch 2, forced at batch 3 through the nearest stored graph: the sites' ids differ, their class
+    (dtype, head size, mask, causality) does, so the batch-3 site takes the stored site's backend."""
+    from tuner.backend.context import CompileContext
+    from tuner.core import valid_winners
+    from tuner.nearest import Nearest
+
+    m = attention().eval()
+    with torch.no_grad():
+        (g,) = _recorded(m, torch.randn(2, 32, 64))
+        site = g.found[FAMILY][0]["site"]
+        sig = {"backward": False, "lines": g.lines, "space": descriptor(FAMILY).graph_task(dataclasses.asdict(g), [], {}),
+               "family": g.family, "shapes": g.shapes}
+        nearest = Nearest.from_winners(valid_winners({g.keys[FAMILY]: (FAMILY, {f"site.{site}": "math"}, sig)}))
+        x3 = torch.randn(3, 32, 64)
+
+        def backend(gm, ex, **_):
+            return compile_with_context(gm, ex, CompileContext(Forcing(), "cpu", nearest), {"fx_graph_cache": False})
+
+        torch._dynamo.reset()
+        with journal.recording() as decisions:
+            y, (code,) = run_and_get_code(torch.compile(m, backend=backend), x3)
+        torch.testing.assert_close(y, m(x3), rtol=1e-4, atol=1e-5)
+    assert [d.outcome for d in decisions if d.kind == FAMILY] == [journal.TRANSFERRED]
+    assert FLASH_CPU not in code and "bmm" in code
