@@ -7,7 +7,8 @@ site's backend. On CUDA: ``flash`` (FlashAttention-2; no mask), ``efficient`` (m
 fused attention) and ``math`` (ATen's composite: two GEMMs and a softmax); on the CPU ``flash_cpu`` and ``math``. The
 default is the dispatcher's pick. The study measures each backend at every site that takes it first
 (:meth:`AttentionSpace.evidence`), then mixes. At other sizes of the same graph, each site takes the answer of the
-first site of its class (dtype, head size, mask, causality: :func:`site_class`). ``backend/hooks/attention.py`` rewrites the graph as the answer says.
+first site of its class (dtype, head size, mask, causality: :func:`site_class`). ``backend/hooks/attention.py``
+rewrites the graph as the answer says.
 """
 
 from __future__ import annotations

@@ -85,9 +85,10 @@ CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker
 def phases(opts: SweepOptions, whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
-    it will run); the graph studies of kinds with a phase of their own (the attention backends) come after the template
-sites (a decomposed attention makes GEMM sites of its own), and a fusion grouping decides which kernels exist (an epilogue fused into a template is a kernel
-    fewer), so the groupings come before the Triton kernels, which are captured with every winner so far forced."""
+    it will run); the graph studies of kinds with a phase of their own (the attention backends) come after the
+    template sites (a decomposed attention makes GEMM sites of its own); a fusion grouping decides which kernels exist
+    (an epilogue fused into a template is a kernel fewer), so the groupings come before the Triton kernels, which are
+    captured with every winner so far forced."""
     if cuda_graphs is not None:
         yield cuda_graphs
     yield SitePhase(PHASE_SHARE["sites"])
