@@ -107,5 +107,19 @@ def _graph_task(graph: dict[str, Any], sites: list[dict[str, Any]], info: dict[s
     return {"device": graph.get("device", "cpu"), "sites": found[:MAX_SITES]} if found else None
 
 
+def _work(space: dict[str, Any]) -> float:
+    """Multiply-adds per step of a task's attention sites: two GEMMs each (scores, then their product with the
+    values), half of each under a causal mask."""
+    total = 0.0
+    for s in space.get("sites") or []:
+        try:
+            b, h, sq, d, sk = (int(x) for x in s["shape"])
+            total += int(s.get("count", 1)) * 2 * b * h * sq * sk * d / (2 if s.get("causal") else 1)
+        except (KeyError, TypeError, ValueError):
+            continue
+    return total
+
+
 KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="attention backends", cost="graph", group="attention", answer=_answer, beside_base=True,
-                forward_only=True, quiet_miss=True, label="attention", graph_task=_graph_task, adapter="tuner.backend.hooks.attention")
+                forward_only=True, quiet_miss=True, label="attention", graph_task=_graph_task, adapter="tuner.backend.hooks.attention",
+                work=_work)

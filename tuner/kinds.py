@@ -45,7 +45,10 @@ class TaskKind:
     turns the kind's answer among a graph's knobs into Inductor config patches (``config``: Inductor's config, to see
     what the user set), and ``found(gm)``, what a graph about to be lowered holds for the kind (kept with the recorded
     graph under ``found[kind]``, where ``graph_task`` reads it). A kind whose ``phase`` no built-in phase has is measured
-    by a graph study of its own, after the template sites (``tuner.sweep.phases.graphs.GraphStudyPhase``)."""
+    by a graph study of its own (``tuner.sweep.phases.graphs.GraphStudyPhase``). ``work``: the multiply-adds per step
+    of what a task of the kind decides, from its signature's ``space`` entry (an attention site's two GEMMs, say):
+    its share of the step's library time, from which the sweep expects what its phase can gain
+    (``tuner.sweep.gain``); None: the kind claims none."""
 
     value: str
     space: Callable[[dict[str, Any]], Space]
@@ -62,6 +65,7 @@ class TaskKind:
     label: str = ""
     graph_task: Callable[[dict[str, Any], list[dict[str, Any]], dict[str, Any]], dict[str, Any] | None] | None = None
     adapter: str = ""
+    work: Callable[[dict[str, Any]], float] | None = None
 
 
 _REGISTRY: dict[str, TaskKind] = {}

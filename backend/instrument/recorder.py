@@ -19,6 +19,7 @@ class SiteRecord:
     graph: str | None = None  # key of the graph being lowered when the site was met
     scalars: dict[str, Any] | None = None  # e.g. addmm's alpha and beta (not part of the key)
     fp32_precision: str = ""
+    count: int = 1  # the nodes met at this site (a transformer's repeated layers share one)
 
 
 @dataclass
@@ -50,6 +51,9 @@ class Recorder:
 
     def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> None:
         precision = str(payload.get("fp32_precision", ""))
+        if key in self.sites:
+            self.sites[key].count += 1
+            return
         self.sites.setdefault(key, SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision))
 
     def graph(self, key: str, kind: str, payload: dict[str, Any], fusion_key: str = "", device: str = "cpu",

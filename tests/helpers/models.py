@@ -105,3 +105,8 @@ class _Attention(torch.nn.Module):
 def attention() -> torch.nn.Module:
     """A small causal self-attention model, input ``[batch, tokens, 64]``: two attention calls, one attention site."""
     return _Attention()
+
+
+def repeated() -> torch.nn.Module:
+    """Two identical layers (one template site met twice), then a third of another size."""
+    return torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32))

@@ -1,5 +1,7 @@
-"""The sweep driver: capture the workload, store its tasks, then run the phases in order (``tuner.sweep.phases``):
-template sites, Triton kernels (CUDA), CPU codegen knobs, fusion groupings, the whole-workload check."""
+"""The sweep driver: capture the workload, store its tasks, then run the phases (``tuner.sweep.phases``): CUDA graphs
+first where the GPU waits for the host, then the searches (template sites, graph studies, fusion groupings, Triton
+kernels on CUDA; graph knobs on the CPU) by expected gain per second where the capture profiled the step
+(``tuner.sweep.gain``), the whole-workload check last."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from tuner.sweep.phases import (
 )
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.sweep.phases.forecast import forecast, forecast_line
+from tuner.sweep import gain
+from tuner.sweep.gain import Profile
 from tuner.sweep.progress import Progress
 from tuner.ranking import PriorRows, Rankers
 from tuner.ranking.prior import rows_for
@@ -65,11 +69,11 @@ class SweepReport:
         return self.default_ms / self.tuned_ms if self.default_ms and self.tuned_ms else None
 
 
-# With a time budget, each phase gets this share of the time still left when it starts (what a phase leaves
-# unused flows to the next): template sites, then on CUDA fusion groupings (their recording compile done, then
-# their trials) and the Triton kernels the winners make, on the CPU the graph knobs and fusion groupings. Without a
-# share, the first phase could take the whole budget.
-PHASE_SHARE = {"sites": 0.4, "graphs": 0.5, "studies": 0.5, "fusion": 0.7}
+# With a time budget, each phase gets this share of the time still left when it starts (what a phase leaves unused
+# flows to the next); the last before the whole-workload check gets all of it. Without a share, the first phase
+# could take the whole budget. A graph study of a kind's own phase (the attention backends) gets STUDY_SHARE.
+PHASE_SHARE = {SitePhase.name: 0.4, GraphKnobPhase.name: 0.5, FusionPhase.name: 0.7, KernelPhase.name: 0.5}
+STUDY_SHARE = 0.5
 # On CUDA the fusion phase is given at least 2.25 compiles while the sweep can afford them (its first grouping's
 # trial compiles the baseline and the grouping, then times both): on resnet50 (H200) a grouping gave ten percent,
 # the kernels' winners a few (bench/results/h200/resnet50-bf16-b32-2026-11-30.jsonl.gz).
@@ -82,34 +86,53 @@ MAX_END_SHARE = 0.35
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
-def phases(opts: SweepOptions, whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None) -> Iterator[Phase]:
+def phases(opts: SweepOptions, whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None, middle: list[Phase] | None = None) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
-    it will run); the graph studies of kinds with a phase of their own (the attention backends) come after the
-    template sites (a decomposed attention makes GEMM sites of its own); a fusion grouping decides which kernels exist
-    (an epilogue fused into a template is a kernel fewer), so the groupings come before the Triton kernels, which are
-    captured with every winner so far forced."""
+    it will run); then ``middle`` (by default :func:`searches`, in their own order), the whole-workload check, and
+    the kernels of the set the check kept where it dropped a winner."""
     if cuda_graphs is not None:
         yield cuda_graphs
-    yield SitePhase(PHASE_SHARE["sites"])
-    if opts.spec.device == "cuda":
-        yield from _studies(opts)
-        if opts.fusion:
-            yield FusionPhase(PHASE_SHARE["fusion"], compiles=FUSION_COMPILES)
-        yield KernelPhase("compiling with every winner so far forced")
-    else:
-        yield GraphKnobPhase(PHASE_SHARE["graphs"] if opts.fusion else 1.0)
-        yield from _studies(opts)
-        if opts.fusion:
-            yield FusionPhase()
+    yield from with_shares(searches(opts) if middle is None else middle)
     yield whole
     yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted) and sweep.can_capture(), after_check=True)
 
 
-def _studies(opts: SweepOptions) -> Iterator[Phase]:
-    """A graph study for each phase a kind names that no built-in phase has (``tuner.kinds``: the attention backends)."""
-    for name in study_phases(opts.spec.device):
-        yield GraphStudyPhase(name, PHASE_SHARE["studies"] if opts.fusion else 1.0)
+def searches(opts: SweepOptions) -> list[Phase]:
+    """The searches between the CUDA-graph phase and the check, in the order they run where nothing reorders them
+    (``tuner.sweep.gain``): template sites; on CUDA the graph studies of kinds with a phase of their own (the
+    attention backends: a decomposed attention makes GEMM sites of its own), the fusion groupings, then the Triton
+    kernels, captured with every winner so far forced (a grouping decides which kernels exist: an epilogue fused into a
+    template is a kernel fewer); on the CPU the graph knobs, the studies, the fusion groupings."""
+    studies = [GraphStudyPhase(name) for name in study_phases(opts.spec.device)]
+    fusion = [FusionPhase(compiles=FUSION_COMPILES if opts.spec.device == "cuda" else 0.0)] if opts.fusion else []
+    if opts.spec.device == "cuda":
+        return [SitePhase(), *studies, *fusion, KernelPhase("compiling with every winner so far forced")]
+    return [SitePhase(), GraphKnobPhase(), *studies, *fusion]
+
+
+def with_shares(middle: list[Phase]) -> list[Phase]:
+    """The phases, each with its share of the time left when it starts (:data:`PHASE_SHARE`); the last, all of it."""
+    for i, p in enumerate(middle):
+        p.share = 1.0 if i == len(middle) - 1 else PHASE_SHARE.get(p.name, STUDY_SHARE)
+    return middle
+
+
+def by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress) -> list[Phase] | None:
+    """The searches by expected gain per second (``tuner.sweep.gain``), where the capture profiled the step; with a
+    time budget, a phase whose every trial is the whole workload is left out where its expected gain is below what
+    such a trial must win by (``Budget.min_gain``). None: their own order."""
+    if profile is None:
+        return None
+    middle = {p.name: p for p in searches(opts)}
+    order = gain.by_gain(list(middle), profile, cost_s)
+    for name in [n for n in order if middle[n].whole_step and opts.budget.time_budget_s is not None]:
+        if not gain.worth_a_trial(profile, name, opts.budget.min_gain):
+            progress.note(f"{name}: expected gain ~{profile.gain_ms(name):.3g} ms, under the {opts.budget.min_gain:.0%} of the step a "
+                          "whole-workload trial must win by: not measured within this time budget")
+            order.remove(name)
+    progress.note(gain.gains_line(profile, order, cost_s))
+    return [middle[n] for n in order]
 
 
 def _end_compiles(spec: WorkloadSpec) -> int:
@@ -202,9 +225,10 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         opts = _sized(opts, capture, progress)
         sweep = _context(opts, db, worker, capture, progress, t0)
         cuda_graphs = CudaGraphPhase(capture.idle_share) if opts.spec.device == "cuda" else None
-        progress.note(forecast_line(opts.budget, forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0,
-                                                          any(g.get("frozen") for g in capture.graphs), cuda_graphs)))
-        run_phases(sweep, phases(opts, whole, cuda_graphs))
+        parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
+        progress.note(forecast_line(opts.budget, parts))
+        middle = by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress)
+        run_phases(sweep, phases(opts, whole, cuda_graphs, middle))
     except KeyboardInterrupt:
         release_all(db, worker_id())
         if report is None:

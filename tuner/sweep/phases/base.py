@@ -112,6 +112,7 @@ class Phase(abc.ABC):
     share: float = 1.0
     past_budget: bool = False
     compiles: float = 0.0  # the least time worth giving it, in compiles of the workload (see deadline_for)
+    whole_step: bool = False  # each trial times the whole workload against its base (a winner beats the step by min_gain)
 
     @abc.abstractmethod
     def plan(self, sweep: SweepContext) -> Plan:

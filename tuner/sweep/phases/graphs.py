@@ -36,6 +36,7 @@ class GraphKnobPhase(Phase):
     """The CPU codegen knobs of each compiled graph, with the template-site winners forced."""
 
     name = "graph knobs"
+    whole_step = True
 
     def __init__(self, share: float = 1.0):
         self.share = share
@@ -73,6 +74,7 @@ class FusionPhase(Phase):
     """Each graph's fusion grouping, measured end to end with every winner so far forced."""
 
     name = "fusion groupings"
+    whole_step = True
 
     def __init__(self, share: float = 1.0, compiles: float = 0.0):
         self.share = share

@@ -1,0 +1,104 @@
+"""A time budget is spent by expected gain per second: the capture's profile of the default step says what each phase
+acts on, and the searches run in order of expected gain over expected cost."""
+
+from tuner.core import Kind, TaskSpec
+from tuner.measure.result import CaptureResult
+from tuner.search_spaces import space_for
+from tuner.sweep import gain
+from tuner.sweep.budget import make_budget
+from tuner.sweep.driver import SweepOptions, by_gain, searches, with_shares
+from tuner.sweep.gain import CUDA_GRAPHS, FUSION, KERNELS, SITES, Profile
+from tuner.sweep.progress import Progress
+from tuner.workloads.spec import WorkloadSpec
+
+ATTENTION = "attention backends"
+
+
+class Notes(Progress):
+    def __init__(self):
+        self.notes = []
+
+    def note(self, text):
+        self.notes.append(text)
+
+
+def _site(key: str, m: int, k: int, n: int) -> TaskSpec:
+    rows = [["cuda", "bf16", m, k, k, 1, 0], ["cuda", "bf16", k, n, n, 1, 0]]  # (device, dtype, sizes, strides, offset)
+    sig = {"op": "mm", "inputs": rows, "space": {"choices": ["aten::mm"], "default": "aten::mm"}}
+    return TaskSpec(key, Kind.SITE, f"mm {m}x{k}", sig, space_for(Kind.SITE, sig))
+
+
+def _attention(b: int, h: int, s: int, d: int, causal: bool, count: int) -> TaskSpec:
+    site = {"site": "0123456789abcdef", "backend": "cudnn", "shape": [b, h, s, d, s], "dtype": "bfloat16", "mask": False, "causal": causal,
+            "class": "class:0", "count": count}
+    sig = {"backward": False, "lines": 10, "space": {"device": "cuda", "sites": [site]}}
+    return TaskSpec("att", Kind("attention"), "graph 0 attention", sig, space_for("attention", sig))
+
+
+def _capture(step_ms: float, busy_ms: float, kernels_ms: list[float], sites: list[tuple[str, int]]) -> CaptureResult:
+    return CaptureResult(graphs=[], sites=[{"key": k, "count": c} for k, c in sites], graph_breaks={}, device={}, environment={}, compile_s=10.0,
+                         kernels=[{"default_ms": ms, "launches": 2} for ms in kernels_ms], step_ms=step_ms, busy_ms=busy_ms)
+
+
+def test_the_profile_splits_the_step_by_what_each_phase_acts_on():
+    # 4 ms a step, 3.6 busy: 0.4 waiting, 2 x (0.1 + 0.2) = 0.6 in Triton kernels, 3.0 in library calls, shared by
+    # multiply-adds: a site met twice (2 x 4096 x 1024 x 1024) and a causal attention (2 x 8 x 16 x 512 x 512 x 64 / 2, 8 layers)
+    sites, att = [_site("a", 4096, 1024, 1024)], _attention(8, 16, 512, 64, causal=True, count=8)
+    p = Profile.of(_capture(4.0, 3.6, [0.1, 0.2], [("a", 2)]), [*sites, att])
+    assert (p.step_ms, round(p.idle_ms, 9), round(p.triton_ms, 9), round(p.library_ms, 9)) == (4.0, 0.4, 0.6, 3.0)
+    site_macs, att_macs = 2 * 4096 * 1024 * 1024, 8 * 2 * 8 * 16 * 512 * 512 * 64 / 2
+    assert p.site_macs == site_macs and p.study_macs == {ATTENTION: att_macs}
+    assert abs(p.lever_ms(SITES) - 3.0 * site_macs / (site_macs + att_macs)) < 1e-9
+    assert abs(p.lever_ms(SITES) + p.lever_ms(ATTENTION) - 3.0) < 1e-9
+    assert p.lever_ms(CUDA_GRAPHS) == p.idle_ms and p.lever_ms(KERNELS) == p.lever_ms(FUSION) == p.triton_ms
+    assert abs(p.gain_ms(SITES) - gain.RATES[SITES] * p.lever_ms(SITES)) < 1e-12
+
+
+def test_without_the_devices_busy_time_there_is_no_profile():
+    assert Profile.of(_capture(4.0, None, [], []), []) is None
+    assert Profile.of(_capture(None, None, [], []), []) is None
+
+
+def test_the_phase_with_more_gain_per_second_goes_first():
+    library_bound = Profile(step_ms=4.0, idle_ms=0.0, triton_ms=0.2, library_ms=3.8, site_macs=1.0)
+    kernel_bound = Profile(step_ms=4.0, idle_ms=0.0, triton_ms=3.8, library_ms=0.2, site_macs=1.0)
+    cost = {SITES: 40.0, KERNELS: 40.0, FUSION: 100.0}
+    assert gain.by_gain([SITES, FUSION, KERNELS], library_bound, cost) == [SITES, FUSION, KERNELS]
+    assert gain.by_gain([SITES, FUSION, KERNELS], kernel_bound, cost) == [FUSION, KERNELS, SITES]
+    # a phase with no expected cost (nothing known to tune yet) goes last, whatever its share
+    assert gain.by_gain([SITES, KERNELS], kernel_bound, {SITES: 40.0}) == [SITES, KERNELS]
+
+
+def _opts(time_budget_s=None) -> SweepOptions:
+    spec = WorkloadSpec(model="tests.helpers.models:mlp", device="cuda", input_shape=(8, 64))
+    return SweepOptions(spec=spec, budget=make_budget("default", time_budget_s=time_budget_s), db_url="sqlite://")
+
+
+def test_a_whole_workload_phase_expected_to_gain_less_than_a_win_needs_is_left_out_within_a_time_budget():
+    # fusion: 10% of 0.4 ms of Triton kernels is 1% of the 4-ms step, under the 2% a whole-workload winner must beat
+    p = Profile(step_ms=4.0, idle_ms=0.0, triton_ms=0.4, library_ms=3.6, site_macs=1.0)
+    cost = {SITES: 20.0, FUSION: 60.0, KERNELS: 30.0}
+    progress = Notes()
+    kept = [ph.name for ph in by_gain(_opts(100.0), p, cost, progress)]
+    assert FUSION not in kept and kept[0] == SITES and KERNELS in kept
+    assert any(n.startswith(f"{FUSION}: expected gain") for n in progress.notes)
+    assert any(n.startswith("expected gains on the default step's 4 ms") for n in progress.notes)
+    # without a time budget every phase runs, in order of gain per second
+    assert FUSION in [ph.name for ph in by_gain(_opts(), p, cost, Progress())]
+    assert by_gain(_opts(100.0), None, cost, Progress()) is None  # no profile: the phases' own order
+
+
+def test_each_phase_takes_its_share_of_the_time_left_and_the_last_all_of_it():
+    middle = with_shares(searches(_opts()))
+    assert [ph.name for ph in middle][0] == SITES and middle[-1].name == KERNELS
+    assert middle[-1].share == 1.0 and all(0 < ph.share < 1.0 for ph in middle[:-1])
+    reordered = with_shares(list(reversed(middle)))
+    assert reordered[-1].name == SITES and reordered[-1].share == 1.0 and reordered[0].share < 1.0
+
+
+def test_a_site_met_at_every_layer_is_counted_each_time(tmp_path):
+    from tuner.measure.session import Session
+
+    session = Session(WorkloadSpec(model="tests.helpers.models:repeated", device="cpu", input_shape=(16, 64), threads=1))
+    counts = sorted(int(s.get("count", 1)) for s in session.capture().sites)
+    assert counts == [1, 2]

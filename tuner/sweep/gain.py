@@ -1,0 +1,103 @@
+"""What each sweep phase is expected to gain, from the capture's profile of the default step, and the order in which a
+time budget is spent: by expected gain per second of expected cost, largest first.
+
+The profile splits the default step (CUDA: its wall time, and the device's busy time within it) into what each phase
+acts on: the time the device waits for the host (CUDA graphs), the captured Triton kernels' time (their configs and
+their fusion groupings), and the rest of the busy time, the library and template calls, shared between the template
+sites and the kinds that claim multiply-adds of their own (``TaskKind.work``: attention sites) by their multiply-adds.
+A phase's expected gain is its share times a rate: the fraction of that time such a phase has won on our sweeps (below).
+Estimates, shown as such; where the device's busy time is unknown (the CPU, or no profiler) nothing is reordered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from tuner.core import Kind, TaskSpec
+from tuner.kinds import descriptor
+from tuner.measure.result import CaptureResult
+from tuner.sweep.tasks import site_work, step_share_ms
+
+CUDA_GRAPHS, SITES, KERNELS, FUSION = "CUDA graphs", "template sites", "Triton kernels", "fusion groupings"
+# The fraction of its share of the step a phase is expected to win, from our H200 sweeps (bf16): CUDA graphs recover
+# most of the host's wait (resnet50's training step: 17 -> 7.5 ms); the template sites of a Qwen2 prefill won 13.5% of
+# their time (bench/results/h200/sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03.log) and resnet50's a similar share;
+# Triton kernel configs a few percent of theirs; a fusion grouping moved resnet50's step 10%, mostly through its
+# pointwise kernels. A kind with multiply-adds of its own (attention) is given the template sites' rate.
+RATES = {CUDA_GRAPHS: 0.8, SITES: 0.12, KERNELS: 0.03, FUSION: 0.10}
+STUDY_RATE = RATES[SITES]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The default step, split by what each phase acts on (ms)."""
+
+    step_ms: float
+    idle_ms: float
+    triton_ms: float
+    library_ms: float  # the busy time outside the captured Triton kernels: template sites, attention, other calls
+    site_macs: float
+    study_macs: dict[str, float] = field(default_factory=dict)  # {phase: multiply-adds its kinds claim}
+
+    @classmethod
+    def of(cls, capture: CaptureResult, tasks: Iterable[TaskSpec]) -> Profile | None:
+        """The capture's profile; None where the device's busy time was not measured."""
+        if not capture.step_ms or capture.busy_ms is None:
+            return None
+        triton = min(capture.busy_ms, sum(step_share_ms(k) for k in capture.kernels))
+        counts = {s["key"]: int(s.get("count") or 1) for s in capture.sites}
+        sites, studies = 0.0, {}
+        for t in tasks:
+            if t.kind == Kind.SITE:
+                sites += site_work(t) * counts.get(t.key, 1)
+            elif (work := _work(t)) is not None:
+                studies[descriptor(t.kind).phase] = studies.get(descriptor(t.kind).phase, 0.0) + work
+        return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies)
+
+    def lever_ms(self, phase: str) -> float:
+        """The time of the step that ``phase`` acts on."""
+        if phase == CUDA_GRAPHS:
+            return self.idle_ms
+        if phase in (KERNELS, FUSION):
+            return self.triton_ms
+        macs = self.site_macs + sum(self.study_macs.values())
+        if phase == SITES:
+            return self.library_ms * (self.site_macs / macs if macs else 1.0)
+        return self.library_ms * self.study_macs.get(phase, 0.0) / macs if macs else 0.0
+
+    def gain_ms(self, phase: str) -> float:
+        """What ``phase`` is expected to take off the step (ms)."""
+        return self.lever_ms(phase) * RATES.get(phase, STUDY_RATE)
+
+
+def _work(task: TaskSpec) -> float | None:
+    try:
+        work = descriptor(task.kind).work
+    except KeyError:
+        return None
+    return float(work(task.signature.get("space", {}))) if work is not None else None
+
+
+def by_gain(names: list[str], profile: Profile, cost_s: dict[str, float]) -> list[str]:
+    """``names`` by expected gain per second of expected cost, largest first; a phase with no expected cost (no task
+    known yet) last; ties keep their order."""
+    def rate(name: str) -> float:
+        cost = cost_s.get(name, 0.0)
+        return profile.gain_ms(name) / cost if cost > 0 else -1.0
+
+    return sorted(names, key=lambda n: -rate(n))
+
+
+def gains_line(profile: Profile, order: list[str], cost_s: dict[str, float]) -> str:
+    """The order a time budget is spent in, each phase with its expected gain and cost."""
+    parts = [f"{n} ~{profile.gain_ms(n):.2g} ms in ~{cost_s[n]:.0f} s" for n in order if cost_s.get(n, 0.0) > 0]
+    return (f"expected gains on the default step's {profile.step_ms:.3g} ms (estimates; the GPU waits {profile.idle_ms:.3g} ms, "
+            f"Triton kernels {profile.triton_ms:.3g} ms, library and template calls {profile.library_ms:.3g} ms): "
+            + ", ".join(parts) + "; the phases run in that order")
+
+
+def worth_a_trial(profile: Profile, phase: str, min_gain: float) -> bool:
+    """Whether a phase whose every trial is the whole workload against its base can be expected to win one: its
+    expected gain at least the share of the step a winner must beat its base by."""
+    return profile.gain_ms(phase) >= min_gain * profile.step_ms
+
