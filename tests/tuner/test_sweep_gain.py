@@ -6,7 +6,7 @@ from tuner.measure.result import CaptureResult
 from tuner.search_spaces import space_for
 from tuner.sweep import gain
 from tuner.sweep.budget import make_budget
-from tuner.sweep.driver import SweepOptions, by_gain, searches, with_shares
+from tuner.sweep.driver import SweepOptions, searches, searches_by_gain, with_shares
 from tuner.sweep.gain import CUDA_GRAPHS, FUSION, KERNELS, SITES, Profile
 from tuner.sweep.progress import Progress
 from tuner.workloads.spec import WorkloadSpec
@@ -79,13 +79,13 @@ def test_a_whole_workload_phase_expected_to_gain_less_than_a_win_needs_is_left_o
     p = Profile(step_ms=4.0, idle_ms=0.0, triton_ms=0.4, library_ms=3.6, site_macs=1.0)
     cost = {SITES: 20.0, FUSION: 60.0, KERNELS: 30.0}
     progress = Notes()
-    kept = [ph.name for ph in by_gain(_opts(100.0), p, cost, progress)]
+    kept = [ph.name for ph in searches_by_gain(_opts(100.0), p, cost, progress)]
     assert FUSION not in kept and kept[0] == SITES and KERNELS in kept
     assert any(n.startswith(f"{FUSION}: expected gain") for n in progress.notes)
     assert any(n.startswith("expected gains on the default step's 4 ms") for n in progress.notes)
     # without a time budget every phase runs, in order of gain per second
-    assert FUSION in [ph.name for ph in by_gain(_opts(), p, cost, Progress())]
-    assert by_gain(_opts(100.0), None, cost, Progress()) is None  # no profile: the phases' own order
+    assert FUSION in [ph.name for ph in searches_by_gain(_opts(), p, cost, Progress())]
+    assert searches_by_gain(_opts(100.0), None, cost, Progress()) is None  # no profile: the phases' own order
 
 
 def test_each_phase_takes_its_share_of_the_time_left_and_the_last_all_of_it():
@@ -96,7 +96,7 @@ def test_each_phase_takes_its_share_of_the_time_left_and_the_last_all_of_it():
     assert reordered[-1].name == SITES and reordered[-1].share == 1.0 and reordered[0].share < 1.0
 
 
-def test_a_site_met_at_every_layer_is_counted_each_time(tmp_path):
+def test_a_site_met_at_every_layer_is_counted_each_time():
     from tuner.measure.session import Session
 
     session = Session(WorkloadSpec(model="tests.helpers.models:repeated", device="cpu", input_shape=(16, 64), threads=1))

@@ -118,7 +118,7 @@ def with_shares(middle: list[Phase]) -> list[Phase]:
     return middle
 
 
-def by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress) -> list[Phase] | None:
+def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress) -> list[Phase] | None:
     """The searches by expected gain per second (``tuner.sweep.gain``), where the capture profiled the step; with a
     time budget, a phase whose every trial is the whole workload is left out where its expected gain is below what
     such a trial must win by (``Budget.min_gain``). None: their own order."""
@@ -226,8 +226,10 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         sweep = _context(opts, db, worker, capture, progress, t0)
         cuda_graphs = CudaGraphPhase(capture.idle_share) if opts.spec.device == "cuda" else None
         parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
-        progress.note(forecast_line(opts.budget, parts))
-        middle = by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress)
+        middle = searches_by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress)
+        movable = {p.name for p in searches(opts)}
+        left_out = movable - ({p.name for p in middle} if middle is not None else movable)
+        progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
         run_phases(sweep, phases(opts, whole, cuda_graphs, middle))
     except KeyboardInterrupt:
         release_all(db, worker_id())

@@ -51,7 +51,8 @@ class Profile:
             if t.kind == Kind.SITE:
                 sites += site_work(t) * counts.get(t.key, 1)
             elif (work := _work(t)) is not None:
-                studies[descriptor(t.kind).phase] = studies.get(descriptor(t.kind).phase, 0.0) + work
+                phase = descriptor(t.kind).phase
+                studies[phase] = studies.get(phase, 0.0) + work
         return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies)
 
     def lever_ms(self, phase: str) -> float:
