@@ -102,3 +102,11 @@ def test_a_site_met_at_every_layer_is_counted_each_time():
     session = Session(WorkloadSpec(model="tests.helpers.models:repeated", device="cpu", input_shape=(16, 64), threads=1))
     counts = sorted(int(s.get("count", 1)) for s in session.capture().sites)
     assert counts == [1, 2]
+
+
+def test_a_study_whose_kinds_claim_no_work_runs_after_the_known_gains_and_is_never_left_out():
+    p = Profile(step_ms=4.0, idle_ms=0.0, triton_ms=0.4, library_ms=3.6, site_macs=1.0)  # no kind claims work
+    assert p.gain_ms("a new study") is None and gain.worth_a_trial(p, "a new study", 0.02)
+    cost = {SITES: 20.0, "a new study": 10.0, KERNELS: 30.0, FUSION: 0.0}
+    assert gain.by_gain([FUSION, "a new study", KERNELS, SITES], p, cost) == [SITES, KERNELS, "a new study", FUSION]
+    assert "a new study ~? ms in ~10 s" in gain.gains_line(p, [SITES, "a new study"], cost)

@@ -128,7 +128,7 @@ def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[s
     order = gain.by_gain(list(middle), profile, cost_s)
     for name in [n for n in order if middle[n].whole_step and opts.budget.time_budget_s is not None]:
         if not gain.worth_a_trial(profile, name, opts.budget.min_gain):
-            progress.note(f"{name}: expected gain ~{profile.gain_ms(name):.3g} ms, under the {opts.budget.min_gain:.0%} of the step a "
+            progress.note(f"{name}: expected gain ~{profile.gain_ms(name) or 0.0:.3g} ms, under the {opts.budget.min_gain:.0%} of the step a "
                           "whole-workload trial must win by: not measured within this time budget")
             order.remove(name)
     progress.note(gain.gains_line(profile, order, cost_s))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
 from tuner.core import Kind, TaskSpec
 from tuner.kinds import descriptor
 from tuner.measure.result import CaptureResult
@@ -21,7 +22,7 @@ from tuner.sweep.tasks import site_work, step_share_ms
 CUDA_GRAPHS, SITES, KERNELS, FUSION = "CUDA graphs", "template sites", "Triton kernels", "fusion groupings"
 # The fraction of its share of the step a phase is expected to win, from our H200 sweeps (bf16): CUDA graphs recover
 # most of the host's wait (resnet50's training step: 17 -> 7.5 ms); the template sites of a Qwen2 prefill won 13.5% of
-# their time (bench/results/h200/sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03.log) and resnet50's a similar share;
+# their time timed back to back (bench/results/h200/sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03.log) and resnet50's a similar share;
 # Triton kernel configs a few percent of theirs; a fusion grouping moved resnet50's step 10%, mostly through its
 # pointwise kernels. A kind with multiply-adds of its own (attention) is given the template sites' rate.
 RATES = {CUDA_GRAPHS: 0.8, SITES: 0.12, KERNELS: 0.03, FUSION: 0.10}
@@ -55,8 +56,9 @@ class Profile:
                 studies[phase] = studies.get(phase, 0.0) + work
         return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies)
 
-    def lever_ms(self, phase: str) -> float:
-        """The time of the step that ``phase`` acts on."""
+    def lever_ms(self, phase: str) -> float | None:
+        """The time of the step that ``phase`` acts on; None for a graph study whose kinds claim no multiply-adds
+        (``TaskKind.work``): its share is unknown."""
         if phase == CUDA_GRAPHS:
             return self.idle_ms
         if phase in (KERNELS, FUSION):
@@ -64,11 +66,14 @@ class Profile:
         macs = self.site_macs + sum(self.study_macs.values())
         if phase == SITES:
             return self.library_ms * (self.site_macs / macs if macs else 1.0)
-        return self.library_ms * self.study_macs.get(phase, 0.0) / macs if macs else 0.0
+        if phase not in self.study_macs:
+            return None
+        return self.library_ms * self.study_macs[phase] / macs if macs else 0.0
 
-    def gain_ms(self, phase: str) -> float:
-        """What ``phase`` is expected to take off the step (ms)."""
-        return self.lever_ms(phase) * RATES.get(phase, STUDY_RATE)
+    def gain_ms(self, phase: str) -> float | None:
+        """What ``phase`` is expected to take off the step (ms); None where its share is unknown."""
+        lever = self.lever_ms(phase)
+        return None if lever is None else lever * RATES.get(phase, STUDY_RATE)
 
 
 def _work(task: TaskSpec) -> float | None:
@@ -80,25 +85,32 @@ def _work(task: TaskSpec) -> float | None:
 
 
 def by_gain(names: list[str], profile: Profile, cost_s: dict[str, float]) -> list[str]:
-    """``names`` by expected gain per second of expected cost, largest first; a phase with no expected cost (no task
-    known yet) last; ties keep their order."""
+    """``names`` by expected gain per second of expected cost, largest first; a phase of unknown gain after those
+    with one, and a phase with no expected cost (no task known yet) last; ties keep their order."""
     def rate(name: str) -> float:
-        cost = cost_s.get(name, 0.0)
-        return profile.gain_ms(name) / cost if cost > 0 else -1.0
+        cost, ms = cost_s.get(name, 0.0), profile.gain_ms(name)
+        if cost <= 0:
+            return -2.0
+        return -1.0 if ms is None else ms / cost
 
     return sorted(names, key=lambda n: -rate(n))
 
 
 def gains_line(profile: Profile, order: list[str], cost_s: dict[str, float]) -> str:
     """The order a time budget is spent in, each phase with its expected gain and cost."""
-    parts = [f"{n} ~{profile.gain_ms(n):.2g} ms in ~{cost_s[n]:.0f} s" for n in order if cost_s.get(n, 0.0) > 0]
+    parts = [f"{n} ~{_ms(profile.gain_ms(n))} in ~{cost_s[n]:.0f} s" for n in order if cost_s.get(n, 0.0) > 0]
     return (f"expected gains on the default step's {profile.step_ms:.3g} ms (estimates; the GPU waits {profile.idle_ms:.3g} ms, "
             f"Triton kernels {profile.triton_ms:.3g} ms, library and template calls {profile.library_ms:.3g} ms): "
             + ", ".join(parts) + "; the phases run in that order")
 
 
+def _ms(ms: float | None) -> str:
+    return "? ms" if ms is None else f"{ms:.2g} ms"
+
+
 def worth_a_trial(profile: Profile, phase: str, min_gain: float) -> bool:
     """Whether a phase whose every trial is the whole workload against its base can be expected to win one: its
-    expected gain at least the share of the step a winner must beat its base by."""
-    return profile.gain_ms(phase) >= min_gain * profile.step_ms
+    expected gain at least the share of the step a winner must beat its base by (unknown: it may)."""
+    ms = profile.gain_ms(phase)
+    return ms is None or ms >= min_gain * profile.step_ms
 
