@@ -118,12 +118,12 @@ def with_shares(middle: list[Phase]) -> list[Phase]:
     return middle
 
 
-def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress) -> list[Phase] | None:
-    """The searches by expected gain per second (``tuner.sweep.gain``), where the capture profiled the step; with a
-    time budget, a phase whose every trial is the whole workload is left out where its expected gain is below what
-    such a trial must win by (``Budget.min_gain``). None: their own order."""
+def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress) -> list[Phase]:
+    """The searches by expected gain per second (``tuner.sweep.gain``), where the capture profiled the step, else in
+    their own order; with a time budget, a phase whose every trial is the whole workload is left out where its
+    expected gain is below what such a trial must win by (``Budget.min_gain``)."""
     if profile is None:
-        return None
+        return searches(opts)
     middle = {p.name: p for p in searches(opts)}
     order = gain.by_gain(list(middle), profile, cost_s)
     for name in [n for n in order if middle[n].whole_step and opts.budget.time_budget_s is not None]:
@@ -227,8 +227,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         cuda_graphs = CudaGraphPhase(capture.idle_share) if opts.spec.device == "cuda" else None
         parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
         middle = searches_by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress)
-        movable = {p.name for p in searches(opts)}
-        left_out = movable - ({p.name for p in middle} if middle is not None else movable)
+        left_out = {p.name for p in searches(opts)} - {p.name for p in middle}
         progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
         run_phases(sweep, phases(opts, whole, cuda_graphs, middle))
     except KeyboardInterrupt:
