@@ -22,8 +22,8 @@ from tuner.sweep.tasks import site_work, step_share_ms
 CUDA_GRAPHS, SITES, KERNELS, FUSION = "CUDA graphs", "template sites", "Triton kernels", "fusion groupings"
 # The fraction of its share of the step a phase is expected to win, from our H200 sweeps (bf16): CUDA graphs recover
 # most of the host's wait (resnet50's training step: 17 -> 7.5 ms); the template sites of a Qwen2 prefill won 13.5% of
-# their time timed back to back (bench/results/h200/sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03.log) and resnet50's a similar share;
-# Triton kernel configs a few percent of theirs; a fusion grouping moved resnet50's step 10%, mostly through its
+# their time timed back to back (bench/results/h200/sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03.log); Triton
+# kernel configs a few percent of theirs; a fusion grouping moved resnet50's step 10%, mostly through its
 # pointwise kernels. A kind with multiply-adds of its own (attention) is given the template sites' rate.
 RATES = {CUDA_GRAPHS: 0.8, SITES: 0.12, KERNELS: 0.03, FUSION: 0.10}
 STUDY_RATE = RATES[SITES]
