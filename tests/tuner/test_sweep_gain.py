@@ -98,10 +98,20 @@ def test_each_phase_takes_its_share_of_the_time_left_and_the_last_all_of_it():
 
 
 def test_a_site_met_at_every_layer_is_counted_each_time():
+    """(A session configures its process as a measuring one: its thread count, which keys CPU winners, and freezing
+    are put back, or a later test's compile looks up another device.)"""
+    import torch
+    import torch._inductor.config as inductor_config
+
     from tuner.measure.session import Session
 
-    session = Session(WorkloadSpec(model="tests.helpers.models:repeated", device="cpu", input_shape=(16, 64), threads=1))
-    counts = sorted(int(s.get("count", 1)) for s in session.capture().sites)
+    threads, freezing = torch.get_num_threads(), inductor_config.freezing
+    try:
+        session = Session(WorkloadSpec(model="tests.helpers.models:repeated", device="cpu", input_shape=(16, 64), threads=1))
+        counts = sorted(int(s.get("count", 1)) for s in session.capture().sites)
+    finally:
+        torch.set_num_threads(threads)
+        inductor_config.freezing = freezing
     assert counts == [1, 2]
 
 
