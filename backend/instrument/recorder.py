@@ -50,11 +50,11 @@ class Recorder:
     current_graph: str | None = None
 
     def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> None:
-        precision = str(payload.get("fp32_precision", ""))
         if key in self.sites:
             self.sites[key].count += 1
             return
-        self.sites.setdefault(key, SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision))
+        precision = str(payload.get("fp32_precision", ""))
+        self.sites[key] = SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision)
 
     def graph(self, key: str, kind: str, payload: dict[str, Any], fusion_key: str = "", device: str = "cpu",
               keys: dict[str, str] | None = None) -> None:

@@ -86,14 +86,14 @@ MAX_END_SHARE = 0.35
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
-def phases(opts: SweepOptions, whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None, middle: list[Phase] | None = None) -> Iterator[Phase]:
+def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
-    it will run); then ``middle`` (by default :func:`searches`, in their own order), the whole-workload check, and
-    the kernels of the set the check kept where it dropped a winner."""
+    it will run); then the searches ``middle`` (:func:`searches_by_gain`), the whole-workload check, and the kernels
+    of the set the check kept where it dropped a winner."""
     if cuda_graphs is not None:
         yield cuda_graphs
-    yield from with_shares(searches(opts) if middle is None else middle)
+    yield from with_shares(middle)
     yield whole
     yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted) and sweep.can_capture(), after_check=True)
 
@@ -229,7 +229,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         middle = searches_by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress)
         left_out = {p.name for p in searches(opts)} - {p.name for p in middle}
         progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
-        run_phases(sweep, phases(opts, whole, cuda_graphs, middle))
+        run_phases(sweep, phases(middle, whole, cuda_graphs))
     except KeyboardInterrupt:
         release_all(db, worker_id())
         if report is None:
