@@ -6,9 +6,10 @@
 ``TUNER_CACHE_DIR`` where the default database and scratch files live
 ``TUNER_LOCK_DIR``  where every tuner process on this machine takes its per-device measurement locks (default: the
                     system's temporary folder, ``tuner-locks``)
-``TUNER_SITE_TIMING`` how a sweep times template-site choices on CUDA: ``pipelined`` (the default: calls back to
-                    back, host time counted where it exceeds the device's, as in the model), ``launch`` (Inductor's
-                    way) or ``cudagraph`` (replays of a CUDA graph: the device's time alone); ``backend/hooks/site_timing``
+``TUNER_SITE_TIMING`` how a sweep times template-site choices on CUDA: ``auto`` (the default: as the workload runs,
+                    ``cudagraph`` where the sweep keeps CUDA graphs, else ``pipelined``), ``pipelined`` (calls back to
+                    back, host time counted where it exceeds the device's), ``launch`` (Inductor's way) or
+                    ``cudagraph`` (replays of a CUDA graph: the device's time alone); ``backend/instrument/site_timing``
 ``TUNER_SITE_DEFER`` ``0``: a CUDA site batch times each site as Inductor lowers it, its choices compiled only
                     then; ``1`` (the default) lets every site's choices compile in the background while the rest
                     of the graph is lowered, and times them all when Inductor schedules (``hooks/selector``)
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from tuner.errors import TunerError
 
-SITE_TIMINGS = ("pipelined", "launch", "cudagraph")
+SITE_TIMINGS = ("auto", "pipelined", "launch", "cudagraph")
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Settings:
     db_url: str
     log_level: str | None
     shared_db_url: str | None = None
-    site_timing: str = "pipelined"
+    site_timing: str = "auto"
     compile_threads: int = 8
     transfer: bool = True
     prior: bool = True
@@ -52,7 +53,7 @@ class Settings:
         )
         cache_dir = Path(base)
         db_url = env.get("TUNER_DB") or f"sqlite:///{cache_dir / 'tuning.db'}"
-        site_timing = env.get("TUNER_SITE_TIMING") or "pipelined"
+        site_timing = env.get("TUNER_SITE_TIMING") or "auto"
         if site_timing not in SITE_TIMINGS:
             raise TunerError(f"TUNER_SITE_TIMING must be one of {', '.join(SITE_TIMINGS)}, not {site_timing!r}")
         threads = env.get("TUNER_COMPILE_THREADS") or "8"

@@ -24,13 +24,13 @@ def test_only_cuda_site_benchmarks_are_timed_our_way(device, timing, rounds, exp
     assert ctx.retimes_sites == expect
 
 
-def test_site_timing_is_pipelined_unless_set_and_a_bad_value_is_refused():
+def test_site_timing_is_auto_unless_set_and_a_bad_value_is_refused():
     from tuner.errors import TunerError
     from tuner.settings import Settings
 
-    assert Settings.from_env({}).site_timing == "pipelined"
+    assert Settings.from_env({}).site_timing == "auto"
     assert Settings.from_env({"TUNER_SITE_TIMING": "launch"}).site_timing == "launch"
-    with pytest.raises(TunerError, match="TUNER_SITE_TIMING must be one of pipelined, launch, cudagraph"):
+    with pytest.raises(TunerError, match="TUNER_SITE_TIMING must be one of auto, pipelined, launch, cudagraph"):
         Settings.from_env({"TUNER_SITE_TIMING": "graphs"})
 
 

@@ -98,3 +98,26 @@ def test_the_forecast_counts_the_cuda_graph_measurement(db_url):
     assert CudaGraphPhase.name not in forecast(sweep, [], 0, cuda_graphs=CudaGraphPhase(0.01))  # busy: not measured
     assert CudaGraphPhase.name not in forecast(sweep, [], 0)
     db.close()
+
+
+def test_sites_are_timed_as_graph_replays_once_the_sweep_keeps_cuda_graphs(db_url, monkeypatch):
+    """``TUNER_SITE_TIMING=auto`` (the default) times the sites as the workload will run: back to back until the
+    workload's answer is CUDA graphs, then as graph replays; a set value is kept whatever the answer."""
+    from tuner.settings import settings
+    from tuner.sweep.phases.sites import site_timing
+
+    db = Database.open(db_url)
+    sweep = _sweep(db_url, db)
+    CudaGraphPhase(0.62).plan(sweep)  # stores Inductor's own answer, off
+    assert site_timing(sweep) == "pipelined"
+    task = next(r for t, r in sweep.workload.pairs() if t.kind == Kind.CUDA_GRAPH)
+    db.set_winner(task.id, sweep.tuning.device_id, None, on(), 1.0, 2.0)
+    assert site_timing(sweep) == "cudagraph"
+    monkeypatch.setenv("TUNER_SITE_TIMING", "pipelined")
+    settings.cache_clear()
+    try:
+        assert site_timing(sweep) == "pipelined"
+    finally:
+        monkeypatch.delenv("TUNER_SITE_TIMING")
+        settings.cache_clear()
+    db.close()

@@ -139,7 +139,7 @@ def test_unknown_site_timing_is_one_line_and_exit_1(monkeypatch, db_url):
         monkeypatch.delenv("TUNER_SITE_TIMING")
         settings.cache_clear()
     assert result.exit_code == 1, result.output
-    assert "TUNER_SITE_TIMING must be one of pipelined, launch, cudagraph, not 'graphs'" in " ".join(result.output.split())
+    assert "TUNER_SITE_TIMING must be one of auto, pipelined, launch, cudagraph, not 'graphs'" in " ".join(result.output.split())
     assert "Traceback" not in result.output
 
 

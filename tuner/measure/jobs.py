@@ -37,10 +37,12 @@ class GraphTrial:
 @dataclass(frozen=True)
 class SiteBatch:
     """One compile under ``forcing`` in which Inductor's benchmarker times these choice ids side by side at each
-    of these sites ({site key: choice ids}); the graph's numerics are still checked."""
+    of these sites ({site key: choice ids}), the ``timing`` way (``TUNER_SITE_TIMING``'s names; None: the setting's);
+    the graph's numerics are still checked."""
 
     forcing: Forcing
     sites: dict[str, tuple[str, ...]]
+    timing: str | None = None
     capture: ClassVar[bool] = False
 
     def run(self, session: Session) -> SiteTimings:

@@ -82,14 +82,16 @@ class Session:
             return interleaved({"eager": self._step(self.model)}, rounds=rounds, min_sample_ms=20.0, sync=self._sync)["eager"].median_ms
 
     # --- compiling ----------------------------------------------------------------------------
-    def _backend(self, forcing: dict[str, Any], recorder: Any, benchmark: Any, kernel_sink: Any, cuda_graphs: bool) -> Any:
+    def _backend(self, forcing: dict[str, Any], recorder: Any, benchmark: Any, kernel_sink: Any, cuda_graphs: bool,
+                 timing: str | None = None) -> Any:
         from tuner.backend.compiler import compile_with_context
         from tuner.backend.instrument.context import MeasuringContext
         from tuner.core import Forcing
         from tuner.settings import settings
 
-        ctx = MeasuringContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink, settings().site_timing,
-                           site_defer=settings().site_defer, cuda_graphs=cuda_graphs)
+        timing = timing or settings().site_timing
+        ctx = MeasuringContext(Forcing.from_json(forcing), self.spec.device, recorder, benchmark, kernel_sink,
+                               "pipelined" if timing == "auto" else timing, site_defer=settings().site_defer, cuda_graphs=cuda_graphs)
         # Sweep compiles neither read nor fill Inductor's caches: a user's later compile must do its own lowering.
         # Epilogue fusions are not benchmarked: a site's timings are its choices' own (with ``site_defer`` they are
         # still taken at the scheduler, hooks/selector).
@@ -101,10 +103,11 @@ class Session:
         backend.context = ctx  # type: ignore[attr-defined]  # read back by compile() for the site timings
         return backend
 
-    def compile(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None, check: bool = True) -> Compiled:
+    def compile(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None, check: bool = True,
+                timing: str | None = None) -> Compiled:
         """Compile a fresh copy under ``forcing``, run it once and check its numerics (unless ``check`` is off).
         Raises :class:`CompileFailed` when the compile or its first run fails, :class:`Inaccurate` when the
-        numerics are off. With ``benchmark``, the sites' timings come back on the result."""
+        numerics are off. With ``benchmark``, the sites' timings come back on the result, timed the ``timing`` way."""
         from tuner.keys import digest
 
         key = digest(forcing)
@@ -116,7 +119,7 @@ class Session:
             return dataclasses.replace(self._compiled[key], compile_s=0.0)
         # A compile that records, times sites or captures kernels (a fresh one) never runs under CUDA graphs: its
         # kernels are the same, and a graph tree's pool cannot hold the tensors those keep (not tracked as outputs).
-        backend = self._backend(forcing, recorder, benchmark, kernel_sink, cuda_graphs=not fresh)
+        backend = self._backend(forcing, recorder, benchmark, kernel_sink, cuda_graphs=not fresh, timing=timing)
         fn = self.torch.compile(copy.deepcopy(self.model), backend=backend)
         window = quiet.timing if benchmark is not None else quiet.compiling  # a site batch times while it compiles
         t0 = time.perf_counter()
@@ -247,7 +250,7 @@ class Session:
         """Kernel level: while one compile lowers the graph, Inductor's benchmarker times the requested
         choices side by side at every requested site."""
         try:
-            done = self.compile(job.forcing, benchmark=dict(job.sites))
+            done = self.compile(job.forcing, benchmark=dict(job.sites), timing=job.timing)
         except Exception as e:  # noqa: BLE001
             return SiteTimings(classify(e), error=describe(e))
         pruned = {k: sorted(v) for k, v in done.pruned.items()}

@@ -10,7 +10,9 @@ from tuner.kinds import where
 from tuner.measure import SiteBatch, SiteTimings
 from tuner.sweep import clock
 from tuner.sweep.clock import fits
+from tuner.search_spaces.cuda_graph import runs_under
 from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
+from tuner.sweep.phases.cuda_graphs import CudaGraphPhase
 from tuner.sweep.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
 from tuner.sweep.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL
@@ -18,6 +20,21 @@ from tuner.sweep.site_batches import Request, choices_that_fit, site_target
 from tuner.sweep.tasks import site_work
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
+TIMING_SAID = {"cudagraph": "as CUDA-graph replays, the device's time alone, as the workload runs under CUDA graphs",
+               "pipelined": "as calls back to back, the host's time counted where it exceeds the device's",
+               "launch": "as Inductor times them (TUNER_SITE_TIMING=launch)"}
+
+
+def site_timing(sweep: SweepContext) -> str:
+    """How the sites' choices are timed: ``TUNER_SITE_TIMING``, or with ``auto`` as the workload will run: as
+    CUDA-graph replays where the sweep keeps CUDA graphs (the host's time is then gone from the step), else back to
+    back. Timed back to back, host time the graphs remove decides: an LLM prefill's Triton GEMM templates won so and
+    lost under CUDA graphs."""
+    how = settings().site_timing
+    if how != "auto":
+        return how
+    graphs = sweep.winners().forcing(sweep.workload.pairs(where(phase=CudaGraphPhase.name)))
+    return "cudagraph" if runs_under(graphs) else "pipelined"
 
 
 class SitePhase(Phase):
@@ -51,12 +68,13 @@ class SitePhase(Phase):
             left = max(0.0, (deadline or 0.0) - clock.now())  # its time flows to the next phase
             sweep.progress.note(f"template sites skipped: a site batch is a compile (~{compile_s:.0f} s) and its choices, more than the {left:.0f} s this phase has")
             return
-        if sweep.device_type == "cuda" and settings().site_timing == "cudagraph":
-            sweep.progress.note("template-site choices are timed as CUDA-graph replays, the device's time alone (TUNER_SITE_TIMING=cudagraph)")
+        timing = site_timing(sweep)
+        if sweep.device_type == "cuda":
+            sweep.progress.note(f"template-site choices are timed {TIMING_SAID[timing]}")
         base = sweep.winners().forcing(self.sites).to_json()
 
         def measure(request: Request) -> SiteTimings:
-            return sweep.worker.run(SiteBatch(base, request))
+            return sweep.worker.run(SiteBatch(base, request, timing))
 
         got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress)
         sweep.add(list(got.values()))
