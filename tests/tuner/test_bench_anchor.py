@@ -20,7 +20,8 @@ def test_the_strongest_mode_is_freezing_plus_max_autotune_with_cuda_graphs_on_a_
 
 
 def test_every_record_says_what_it_ran_and_tuned_is_set_against_the_best_inductor_mode(tmp_path):
-    doc = run_bench(MLP, ["eager", "default", "freezing", "tuned", "tuned-without-fusion-grouping"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3)
+    modes = ["eager", "default", "freezing", "tuned", "tuned-without-fusion-grouping", "tuned-no-cuda-graphs"]
+    doc = run_bench(MLP, modes, f"sqlite:///{tmp_path / 'none.db'}", rounds=3)
     r = doc["results"]
     for name in r:
         assert {"backend", "inductor_mode", "freezing", "cuda_graphs"} <= set(r[name]), name
@@ -30,6 +31,7 @@ def test_every_record_says_what_it_ran_and_tuned_is_set_against_the_best_inducto
     assert r["tuned"]["vs_best_inductor"] == round(r["tuned"]["median_ms"] / r[best]["median_ms"], 3)
     assert "vs_best_inductor" not in r["default"] and "vs_best_inductor" not in r["eager"]
     assert "vs_best_inductor" in r["tuned-without-fusion-grouping"]  # an ablated mode is a tuned mode
+    assert r["tuned-no-cuda-graphs"]["cuda_graphs"] is False  # what it ran, not merely the option it was given
     assert r["tuned-without-fusion-grouping"]["vs_tuned"] == round(r["tuned-without-fusion-grouping"]["median_ms"] / r["tuned"]["median_ms"], 3)
 
 

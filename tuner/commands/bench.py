@@ -201,8 +201,8 @@ def _compiled(spec: WorkloadSpec, m: Mode, name: str, model: Any, example: Any, 
     after = counters.stats()
     if m.backend == "tuned":
         options = dict(m.options)
-        record.update(db=options.get("db"), **{k: v for k, v in options.items() if k in SWITCHES and v is False},
-                      lookups={k: after[k] - before[k] for k in ("hits", "transferred", "misses")},
+        record.update({k: v for k, v in options.items() if k in SWITCHES and v is False})  # the options it turned off
+        record.update(db=options.get("db"), lookups={k: after[k] - before[k] for k in ("hits", "transferred", "misses")},
                       cuda_graphs=spec.device == "cuda" and counters.count("cuda_graph_compiles") > graphs_before)
     errors = tensor_errors(out, ref)
     err = max(errors, default=0.0)
