@@ -44,6 +44,7 @@ class ImportPlan:
     workloads: list[dict[str, Any]] = field(default_factory=list)
     trials: list[dict[str, Any]] = field(default_factory=list)
     winners: list[dict[str, Any]] = field(default_factory=list)
+    defaults: list[dict[str, Any]] = field(default_factory=list)  # winners that are their task's default, no trial needed
     unbacked: int = 0  # winners with no measured trial of theirs in the file: never applied
 
 
@@ -203,12 +204,17 @@ class _Reader:
 
     def winner(self, rec: dict[str, Any], n: int) -> None:
         """A winner stands on its own trial in the file (measured, of this task, device and config) and takes that
-        trial's times; a claim with none is counted and never applied."""
+        trial's times; a claim with none is counted and never applied. A task's default (Inductor's own choice, as
+        its space says) needs no trial: a sweep stores it as the answer of a task it did not measure, and a compile
+        that finds it neither counts a miss nor falls back to Inductor's runtime autotuning."""
         row = self.measured(rec, n, "winner")
         uid = _need(rec, n, "trial", str, optional=True, limit=36)
         trial = self.trials.get(uid) if uid else None
         if trial is None or speedup_of(trial) is None or any(trial[k] != row[k] for k in ("task", "device", "config")):
-            self.plan.unbacked += 1
+            if row["config"] == self.space(row["task"], n).default:
+                self.plan.defaults.append({**row, "median_ms": None, "baseline_ms": None})
+            else:
+                self.plan.unbacked += 1
             return
         row.update(trial=uid, median_ms=trial["median_ms"], baseline_ms=trial["baseline_ms"])
         self.plan.winners.append(row)
@@ -254,7 +260,7 @@ def apply_import(db: Database, plan: ImportPlan) -> dict[str, int]:
     with db.session() as s:
         dev_id = {fp: _ensure(s, Device, "fingerprint", fp, d, added, "devices") for fp, d in plan.devices.items()}
         env_id = {fp: _ensure(s, Environment, "fingerprint", fp, e, added, "environments") for fp, e in plan.environments.items()}
-        keys = set(plan.tasks) | {t["task"] for t in plan.trials} | {w["task"] for w in plan.winners} | {w["task"] for w in plan.workloads}
+        keys = set(plan.tasks) | {t["task"] for t in plan.trials} | {w["task"] for w in [*plan.winners, *plan.defaults, *plan.workloads]}
         task_id = {key: _ensure(s, Task, "key", key, plan.tasks.get(key, {}), added, "tasks") for key in keys}
         for w in plan.workloads:
             exists = s.scalar(select(WorkloadTask.id).where(WorkloadTask.workload == w["workload"], WorkloadTask.task_id == task_id[w["task"]]))
@@ -271,7 +277,18 @@ def apply_import(db: Database, plan: ImportPlan) -> dict[str, int]:
                 s.add(cur)
             cur.trial_id, cur.config, cur.median_ms, cur.baseline_ms = trial_id[w["trial"]], w["config"], w["median_ms"], w["baseline_ms"]
             added["winners"] += 1
+        _add_defaults(s, plan, task_id, dev_id, added)
     return added
+
+
+def _add_defaults(s: Any, plan: ImportPlan, task_id: dict[str, int], dev_id: dict[str, int], added: dict[str, int]) -> None:
+    """Each task's default as its answer where the database has no winner for it: never in place of one."""
+    for w in plan.defaults:
+        tid, did = task_id[w["task"]], dev_id[w["device"]]
+        if s.scalar(select(Winner.id).where(Winner.task_id == tid, Winner.device_id == did)) is None:
+            s.add(Winner(task_id=tid, device_id=did, trial_id=None, config=w["config"]))
+            s.flush()
+            added["winners"] += 1
 
 
 def _add_trials(s: Any, plan: ImportPlan, task_id: dict[str, int], dev_id: dict[str, int], env_id: dict[str, int],

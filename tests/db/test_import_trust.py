@@ -90,14 +90,14 @@ def test_a_crafted_signature_is_refused_and_changes_nothing(tmp_path, case, any_
     assert _forced(url) == before
 
 
-def test_a_winner_with_no_trial_behind_it_never_replaces_a_measured_one(tmp_path, any_db_url):
+def test_a_winner_with_no_trial_behind_it_is_ignored(tmp_path, any_db_url):
     url = any_db_url
     fill(url).close()
     before = _forced(url)
-    f = _file(tmp_path / "claim.jsonl", None, SITE_KEY, {"choice": "aten:_mkl_linear"})  # no trial at all
+    f = _file(tmp_path / "claim.jsonl", _fusion_task({"max_fusion_size": 64}), NEW_KEY, {"max_fusion_size": 8})  # no trial at all
     r = runner.invoke(app, ["db", "import", str(f), "--db", url])
     assert r.exit_code == 0 and "ignored 1 winner(s) with no measured trial" in " ".join(r.output.split()), r.output
-    assert _forced(url) == before and before["template_choice"][SITE_KEY] == "cpp:CppMicroGemmFP32Vec"
+    assert _forced(url) == before
 
 
 def test_a_winner_whose_trial_is_of_another_config_is_no_winner(tmp_path):
@@ -147,3 +147,25 @@ def test_a_refused_import_into_a_new_path_leaves_no_database(tmp_path):
 def test_a_hand_edited_signature_naming_a_flag_is_ignored_at_compile_time():
     sig = _fusion_sig({"max_fusion_size": 64, "trace.enabled": False})
     assert valid_winners({NEW_KEY: ("fusion_graph", {"max_fusion_size": 64, "trace.enabled": True}, sig)}) == {}
+
+
+def test_a_tasks_default_is_its_answer_without_a_trial_and_never_replaces_a_measured_winner(tmp_path, any_db_url):
+    """A sweep stores Inductor's own choice as the answer of each task it did not measure: an import keeps it (a
+    compile then neither misses nor autotunes there), and it never displaces a winner measured here."""
+    url = any_db_url
+    fill(url).close()
+    before = _forced(url)
+    default = {"max_fusion_size": 64}
+    new = _file(tmp_path / "default.jsonl", _fusion_task(default), NEW_KEY, default)  # no trial
+    r = runner.invoke(app, ["db", "import", str(new), "--db", url])
+    assert r.exit_code == 0 and "ignored" not in r.output, r.output
+    db = Database.open(url, create=False)
+    try:
+        assert valid_winners(db.winners_for_device(DEV.fingerprint))[NEW_KEY][1] == default
+    finally:
+        db.close()
+    site_default = SITE_SIG["space"]["default"]
+    assert site_default != before["template_choice"][SITE_KEY]
+    claim = _file(tmp_path / "site-default.jsonl", None, SITE_KEY, {"choice": site_default})
+    assert runner.invoke(app, ["db", "import", str(claim), "--db", url]).exit_code == 0
+    assert _forced(url)["template_choice"][SITE_KEY] == before["template_choice"][SITE_KEY]
