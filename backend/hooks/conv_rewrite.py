@@ -9,7 +9,7 @@ compiled the same way; ``bench/device/conv_as_mm.py``). A patchify stem (kernel 
 4x4/4) becomes a 1x1 convolution over its patches, a GEMM: as a gather and a GEMM vit_b_16's took 0.117 ms against
 0.331 ms as a convolution, both compiled with max-autotune. A frozen weight is rewritten once, as a constant; another
 (a training step's) in the graph. Only where the fusion study turns the knob on (``search_spaces/fusion.py``):
-:func:`eligible_convs` counts where it could apply, :func:`patches` turns the knob into Inductor's config.
+:func:`eligible_shapes` lists where it could apply, :func:`patches` turns the knob into Inductor's config.
 """
 
 from __future__ import annotations
@@ -50,9 +50,13 @@ def _rewritable(node: Any) -> bool:
     )
 
 
-def eligible_convs(gm: Any) -> int:
-    """How many convolutions of this (post-AOT) graph the rewrite would change."""
-    return sum(1 for n in gm.graph.nodes if _rewritable(n))
+def eligible_shapes(gm: Any) -> list[list[list[int]]]:
+    """The input and weight shapes of each convolution of this (post-AOT) graph the rewrite would change (a
+    dynamic size as -1): what the capture's profile finds them by, to weigh the rewrite by their time."""
+    def sizes(node: Any) -> list[int]:
+        return [d if isinstance(d, int) else -1 for d in node.meta["val"].shape]
+
+    return [[sizes(n.args[0]), sizes(n.args[1])] for n in gm.graph.nodes if _rewritable(n)]
 
 
 def _weight_steps(op: Callable[..., Any], w: Any, shape: Sequence[int], s: int) -> Any:

@@ -131,7 +131,7 @@ class MeasuringContext(CompileContext):
         if self.recorder is not None:
             found = {k.value: a.found(gm) for k, a in adapted(self.device_type, GRAPH_HOOK)
                      if hasattr(a, "found") and not (k.forward_only and is_backward)}
-            self.recorder.lowering(conv_rewrite.eligible_convs(gm), restart.frozen_now(is_backward), found)
+            self.recorder.lowering(conv_rewrite.eligible_shapes(gm), restart.frozen_now(is_backward), found)
 
     def fusion_allowed(self, pid: str, score: int) -> bool:
         if self.recorder is not None:

@@ -34,6 +34,7 @@ class GraphRecord:
     pairs: dict[str, int] = field(default_factory=dict)  # fusions Inductor made or considered: pair id -> score
     unshared: list[str] = field(default_factory=list)  # template epilogues refused for sharing no indexed data
     s2d_convs: int = 0  # convolutions the space-to-depth rewrite applies to (``hooks/conv_rewrite``)
+    s2d_shapes: list[list[list[int]]] = field(default_factory=list)  # ... each one's input and weight shapes
     frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
     found: dict[str, Any] = field(default_factory=dict)  # what it holds for kinds with an adapter (``TaskKind.adapter``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
@@ -76,11 +77,11 @@ class Recorder:
         if (g := self._current()) is not None and pid not in g.unshared:
             g.unshared.append(pid)
 
-    def lowering(self, s2d_convs: int, frozen: bool, found: dict[str, Any]) -> None:
-        """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to, whether it
-        is compiled frozen, and what kinds with an adapter found in it."""
+    def lowering(self, s2d_shapes: list[list[list[int]]], frozen: bool, found: dict[str, Any]) -> None:
+        """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to (their input
+        and weight shapes), whether it is compiled frozen, and what kinds with an adapter found in it."""
         if (g := self._current()) is not None:
-            g.s2d_convs, g.frozen, g.found = s2d_convs, frozen, found
+            g.s2d_convs, g.s2d_shapes, g.frozen, g.found = len(s2d_shapes), s2d_shapes, frozen, found
 
 
 __all__ = ["GraphRecord", "Recorder", "SiteRecord"]

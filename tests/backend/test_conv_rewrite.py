@@ -75,6 +75,29 @@ def test_the_recording_counts_the_stem_and_its_grouping_measures_the_rewrite_fir
     assert g8.s2d_convs == 0 and SPACE_TO_DEPTH not in task8.space.default and task8.space.evidence() == []
 
 
+def test_the_profile_weighs_the_rewrite_by_the_time_of_the_convolutions_it_applies_to():
+    """The recording lists the stem's shapes; the capture's profile of the compiled step finds its library call by
+    them, so the fusion study's expected gain holds the stem's time (here the host's: a CPU has no device time)."""
+    from tuner.measure.busy import library_ops
+    from tuner.measure.result import CaptureResult
+    from tuner.sweep.gain import FUSION, RATES, S2D_RATE, Profile
+
+    model, x = stem(), _input()
+    rec = Recorder()
+    with _inference():
+        fn = _compiled(model, recorder=rec)
+        fn(x)
+        ops = library_ops(lambda i: fn(x), lambda: None, device=False)
+    (g,) = rec.graphs.values()
+    assert g.s2d_shapes == [[[2, 3, 33, 33], [8, 3, 7, 7]]]
+    stem_ms = [op["ms"] for op in ops if op["op"] == "convolution" and op["shapes"] == g.s2d_shapes[0]]
+    assert len(stem_ms) == 1 and stem_ms[0] > 0 and len([op for op in ops if op["op"] == "convolution"]) == 2, ops
+    cap = CaptureResult([dataclasses.asdict(g)], [], {}, {}, {}, 1.0, step_ms=5.0, busy_ms=4.0, library=ops)
+    p = Profile.of(cap, [])
+    assert p.s2d_ms == stem_ms[0]
+    assert abs(p.gain_ms(FUSION) - (p.triton_ms * RATES[FUSION] + stem_ms[0] * S2D_RATE)) < 1e-12
+
+
 def test_the_forced_rewrite_replaces_the_stem_and_keeps_eager_numerics():
     model, x = stem(), _input()
     g, task = _grouping(model, x)

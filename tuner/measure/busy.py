@@ -32,3 +32,51 @@ def device_ms(step: Callable[[int], Any], sync: Callable[[], None], steps: int =
         return None
     us = sum(e.device_time_total for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
     return us / 1e3 / steps if us > 0 else None
+
+
+# The library calls a compiled graph makes (ATen ops outside Inductor's Triton kernels) whose time the sweep weighs
+# levers by; each counted at its outermost call, its nested ops' device time included.
+LIBRARY_OPS = ("aten::convolution", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm")
+
+
+def library_ops(step: Callable[[int], Any], sync: Callable[[], None], steps: int = 5, device: bool = True) -> list[dict[str, Any]]:
+    """Each library call of the step (:data:`LIBRARY_OPS`), by op and the shapes of its first two inputs, with its
+    time per step (ms): the device's (``device``) or, on a CPU, the host's. Empty where the profiler cannot say
+    (a warning): the sweep then weighs its levers without it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if device else [])]
+    for i in range(2):  # warm
+        step(i)
+    sync()
+    try:
+        with profile(activities=activities, record_shapes=True) as prof:
+            for i in range(steps):
+                step(i)
+            sync()
+        return _by_op(prof.events(), steps, "device_time_total" if device else "cpu_time_total")
+    except Exception as e:  # noqa: BLE001 - a profiler this build lacks is no reason to fail the capture
+        log.warning("cannot profile the step's library calls (%s): the sweep weighs its levers without them", e)
+        return []
+
+
+def _by_op(events: Any, steps: int, total: str) -> list[dict[str, Any]]:
+    us: dict[tuple[str, str], float] = {}
+    shapes: dict[tuple[str, str], list[list[int]]] = {}
+    for e in events:
+        if e.name not in LIBRARY_OPS or _inside_library_op(e):
+            continue
+        first = [list(s) for s in (e.input_shapes or [])[:2]]
+        key = (e.name, repr(first))
+        us[key] = us.get(key, 0.0) + float(getattr(e, total))
+        shapes[key] = first
+    return [{"op": op.removeprefix("aten::"), "shapes": shapes[(op, s)], "ms": t / 1e3 / steps} for (op, s), t in us.items()]
+
+
+def _inside_library_op(event: Any) -> bool:
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name in LIBRARY_OPS:
+            return True
+        parent = parent.cpu_parent
+    return False

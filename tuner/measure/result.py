@@ -99,6 +99,7 @@ class CaptureResult:
     cores: list[int] = field(default_factory=list)  # the CPU cores the measuring process may run on
     step_ms: float | None = None  # the default compile's step, wall time (CUDA)
     busy_ms: float | None = None  # ... and the device's busy time in it (``measure/busy``); None: unknown
+    library: list[dict[str, Any]] = field(default_factory=list)  # its library calls: op, input shapes, device ms
     costs: dict[str, float] = field(default_factory=dict)  # seconds each part of the capture took, in order
 
     def cost_line(self) -> str:

@@ -174,7 +174,7 @@ class Session:
         self.default_error = done.error
         self.tolerance = widened_by_default(self.tolerance, done.errors)
         breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
-        step_ms, busy_ms = self._busy(done.fn) if self.spec.device == "cuda" else (None, None)
+        step_ms, busy_ms, library = self._busy(done.fn) if self.spec.device == "cuda" else (None, None, [])
         clock.done("step profile")
         eager_ms = self.eager_ms()
         clock.done("eager timing")
@@ -192,16 +192,17 @@ class Session:
             cores=available_cores(),
             step_ms=step_ms,
             busy_ms=busy_ms,
+            library=library,
             costs=clock.parts,
         )
 
-    def _busy(self, fn: Any) -> tuple[float, float | None]:
-        """The compiled step's wall time and the device's busy time in it (ms)."""
-        from tuner.measure.busy import device_ms
+    def _busy(self, fn: Any) -> tuple[float, float | None, list[dict[str, Any]]]:
+        """The compiled step's wall time, the device's busy time in it (ms) and its library calls' device times."""
+        from tuner.measure.busy import device_ms, library_ops
 
         step = self._step(fn)
         wall = interleaved({"step": step}, rounds=5, min_sample_ms=20.0, sync=self._sync)["step"].median_ms
-        return wall, device_ms(step, self._sync)
+        return wall, device_ms(step, self._sync), library_ops(step, self._sync)
 
     def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
         """Compile under ``forcing`` (the template winners), run once, and register every Triton kernel

@@ -5,6 +5,7 @@ The profile splits the default step (CUDA: its wall time, and the device's busy 
 acts on: the time the device waits for the host (CUDA graphs), the captured Triton kernels' time (their configs and
 their fusion groupings), and the rest of the busy time, the library and template calls, shared between the template
 sites and the kinds that claim multiply-adds of their own (``TaskKind.work``: attention sites) by their multiply-adds.
+The fusion study's rewrite of few-channel strided convolutions is weighed by those convolutions' profiled time.
 A phase's expected gain is its share times a rate: the fraction of that time such a phase has won on our sweeps (below).
 Estimates, shown as such; where the device's busy time is unknown (the CPU, or no profiler) nothing is reordered.
 """
@@ -27,6 +28,10 @@ CUDA_GRAPHS, SITES, KERNELS, FUSION = "CUDA graphs", "template sites", "Triton k
 # pointwise kernels. A kind with multiply-adds of its own (attention) is given the template sites' rate.
 RATES = {CUDA_GRAPHS: 0.8, SITES: 0.12, KERNELS: 0.03, FUSION: 0.10}
 STUDY_RATE = RATES[SITES]
+# The fusion study also holds the space-to-depth rewrite (``backend/hooks/conv_rewrite``): it took resnet50's 7x7/2 stem
+# from 0.330 to 0.177 ms and vit_b_16's patchify convolution from 0.331 to 0.117 ms (H200, bf16). It is weighed by
+# the time the profile finds at those convolutions; cuDNN spent 0.43 ms of vit_b_32's 1.5-ms step at its one.
+S2D_RATE = 0.45
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,7 @@ class Profile:
     library_ms: float  # the busy time outside the captured Triton kernels: template sites, attention, other calls
     site_macs: float
     study_macs: dict[str, float] = field(default_factory=dict)  # {phase: multiply-adds its kinds claim}
+    s2d_ms: float = 0.0  # the library time of the convolutions the space-to-depth rewrite applies to
 
     @classmethod
     def of(cls, capture: CaptureResult, tasks: Iterable[TaskSpec]) -> Profile | None:
@@ -54,7 +60,8 @@ class Profile:
             elif (work := _work(t)) is not None:
                 phase = descriptor(t.kind).phase
                 studies[phase] = studies.get(phase, 0.0) + work
-        return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies)
+        return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies,
+                   _s2d_ms(capture))
 
     def lever_ms(self, phase: str) -> float | None:
         """The time of the step that ``phase`` acts on; None for a graph study whose kinds claim no multiply-adds
@@ -73,7 +80,15 @@ class Profile:
     def gain_ms(self, phase: str) -> float | None:
         """What ``phase`` is expected to take off the step (ms); None where its share is unknown."""
         lever = self.lever_ms(phase)
-        return None if lever is None else lever * RATES.get(phase, STUDY_RATE)
+        if lever is None:
+            return None
+        return lever * RATES.get(phase, STUDY_RATE) + (self.s2d_ms * S2D_RATE if phase == FUSION else 0.0)
+
+
+def _s2d_ms(capture: CaptureResult) -> float:
+    """The profiled time of the convolutions whose input and weight shapes the space-to-depth rewrite applies to."""
+    eligible = {repr(shapes) for g in capture.graphs for shapes in g.get("s2d_shapes") or []}
+    return sum(op["ms"] for op in capture.library if op["op"] == "convolution" and repr(op["shapes"]) in eligible)
 
 
 def _work(task: TaskSpec) -> float | None:
