@@ -121,3 +121,29 @@ def test_sites_are_timed_as_graph_replays_once_the_sweep_keeps_cuda_graphs(db_ur
         monkeypatch.delenv("TUNER_SITE_TIMING")
         settings.cache_clear()
     db.close()
+
+
+def test_the_whole_workload_check_times_the_winners_against_the_defaults_under_cuda_graphs_once_kept(db_url):
+    """Against the defaults alone, CUDA graphs' own gain hides a winner that slows the workload under them: once the
+    sweep keeps CUDA graphs, they are the check's base, and the winners it may drop are the others."""
+    from tuner.core import Forcing
+    from tuner.sweep.phases.whole import base_and_parts
+
+    from tuner.core import TaskSpec
+    from tuner.search_spaces import space_for
+
+    db = Database.open(db_url)
+    sweep = _sweep(db_url, db)
+    rows = [["cuda", "bf16", 64, 64, 64, 1, 0], ["cuda", "bf16", 64, 64, 64, 1, 0]]
+    sig = {"op": "mm", "inputs": rows, "space": {"choices": ["aten::mm:{}", "triton::mm:{}"], "default": "aten::mm:{}"}}
+    (site,) = sweep.workload.register([TaskSpec("s" * 64, Kind.SITE, "mm 64x64", sig, space_for(Kind.SITE, sig))])
+    db.set_winner(site.id, sweep.tuning.device_id, None, {"choice": "triton::mm:{}"}, 1.0, 2.0)
+    CudaGraphPhase(0.62).plan(sweep)  # Inductor's own answer, off
+    base, parts = base_and_parts(sweep)
+    assert base == Forcing() and parts["template-site"].keys() == {site.id}
+    (graph_task, rec) = next((t, r) for t, r in sweep.workload.pairs() if t.kind == Kind.CUDA_GRAPH)
+    db.set_winner(rec.id, sweep.tuning.device_id, None, on(), 1.0, 2.0)
+    base, parts = base_and_parts(sweep)
+    assert base == graph_task.forcing(on()) and all(rec.id not in tasks for tasks in parts.values())
+    assert parts["template-site"].keys() == {site.id}
+    db.close()

@@ -129,7 +129,7 @@ def print_report(console: Console, report: SweepReport, defaults: dict[str, dict
     console.print(t)
     if report.speedup:
         console.print(
-            f"whole workload: {_ms(report.default_ms)} ms with Inductor's defaults → {_ms(report.tuned_ms)} ms tuned "
+            f"whole workload: {_ms(report.default_ms)} ms with {report.baseline} → {_ms(report.tuned_ms)} ms tuned "
             f"([bold]{report.speedup:.3f}x[/]); eager {_ms(report.eager_ms)} ms"
         )
     if report.unfrozen_ratio:

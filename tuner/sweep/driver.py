@@ -63,6 +63,7 @@ class SweepReport:
     trials_measured: int = 0
     whole_checked: bool = False  # this worker measured all winners together (the last worker to finish does)
     unfrozen_ratio: float | None = None  # where the workload won unfrozen: its time over the winners' frozen
+    baseline: str = "Inductor's defaults"  # what ``default_ms`` timed
 
     @property
     def speedup(self) -> float | None:
@@ -267,3 +268,4 @@ def _finish(report: SweepReport, sweep: SweepContext | None, whole: WholeCheckPh
     report.trials_measured = sum(n for status, n in sweep.tuning.stored.items() if status != Status.INVALID.value)
     report.whole_checked = whole.checked
     report.default_ms, report.tuned_ms, report.unfrozen_ratio = whole.default_ms, whole.tuned_ms, whole.unfrozen_ratio
+    report.baseline = whole.baseline

@@ -1,4 +1,5 @@
-"""The whole-workload check: every winner together against Inductor's defaults, end to end.
+"""The whole-workload check: every winner together against the workload without them (Inductor's defaults, under CUDA
+graphs where the sweep keeps them), end to end.
 
 Winners are verified one task at a time; together they can still lose (on the H200, vit_b_16's template-site
 winners were each faster at their site and made the whole model 1.2x slower). When the whole is slower than
@@ -40,7 +41,7 @@ def check_whole(
     whole = measure(_kinds(parts))
     if whole is None or not whole.ok or not whole.slower_than_default(min_gain):  # slower only inside the noise: kept
         return whole, []
-    note(f"all winners together are {whole.ratio:.2f}x Inductor's time: measuring without each kind of winner")
+    note(f"all winners together are {whole.ratio:.2f}x the time without them: measuring without each kind of winner")
     best, blamed = whole, None
     for name in parts:
         m = refine(_kinds(parts, skip=name))
