@@ -103,7 +103,7 @@ class CaptureResult:
     costs: dict[str, float] = field(default_factory=dict)  # seconds each part of the capture took, in order
 
     def cost_line(self) -> str:
-        """The capture's cost, item by item: ``capture: 40 s (start and model build 8.1 s, default compile …)``."""
+        """The capture's cost, item by item: ``capture: 40 s (start 6.0 s, model build 2.1 s, default compile …)``."""
         items = ", ".join(f"{name} {s:.1f} s" for name, s in self.costs.items() if s >= 0.05)
         return f"capture: {sum(self.costs.values()):.0f} s ({items})" if self.costs else ""
 

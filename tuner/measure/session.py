@@ -45,19 +45,24 @@ class Session:
         import torch
 
         self.spec = spec
+        clock = _Parts()
         check_device(spec)
         from tuner.backend.process import configure_measuring
 
         configure_measuring(spec.threads, spec.uses_freezing, sweep=True)  # see _backend: sweeps leave no cache entries
+        clock.done("Inductor setup")
         self.torch = torch
         self.model = build_model(spec)
         self.inputs = make_inputs(spec)
+        clock.done("model build")
         self._sync = synchronizer(spec.device)
         # Timing windows exclude every other tuner process's timing on this device and, on the CPU, its compiles too.
         self._lock = quiet.device_lock(spec.device, torch.cuda.current_device() if spec.device == "cuda" else 0)
         self.reference = self._run(self.model, 0, grads=True)
         self.eager_errors = eager_errors(spec.mode, self.model, self.inputs[0], self.reference)
         self.eager_error = max(self.eager_errors, default=0.0)
+        clock.done("eager reference")
+        self.start_costs = clock.parts  # what building this session cost, item by item (the capture's cost line)
         self.tolerance = tolerance_for(spec.dtype, self.eager_errors)  # per tensor
         self.default_error = float("nan")  # set by capture()
         self._compiled: collections.OrderedDict[str, Any] = collections.OrderedDict()
@@ -193,7 +198,7 @@ class Session:
             step_ms=step_ms,
             busy_ms=busy_ms,
             library=library,
-            costs=clock.parts,
+            costs={**self.start_costs, **clock.parts},
         )
 
     def _busy(self, fn: Any) -> tuple[float, float | None, list[dict[str, Any]]]:

@@ -155,8 +155,8 @@ class Worker:
             self.close()
             raise WorkloadError(payload)
         self.costs.observe("capture", payload.compile_s)  # what a compile of this workload costs, before any other
-        start = max(0.0, time.monotonic() - t0 - sum(payload.costs.values()))  # the interpreter, imports, the model
-        return dataclasses.replace(payload, costs={"start and model build": round(start, 2), **payload.costs})
+        start = max(0.0, time.monotonic() - t0 - sum(payload.costs.values()))  # the interpreter and its imports
+        return dataclasses.replace(payload, costs={"start": round(start, 2), **payload.costs})
 
     def _receive(self, timeout: float) -> tuple[str, Any] | None:
         deadline = time.monotonic() + timeout
