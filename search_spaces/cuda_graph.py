@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.kinds import GRAPH_HOOK, TaskKind
-from tuner.core import Forcing, Kind
+from tuner.core import Kind
 from tuner.search_spaces.base import Bool, Space
 
 FAMILY = Kind.CUDA_GRAPH
@@ -26,11 +26,6 @@ def space(context: dict[str, Any]) -> Space:
 def on() -> dict[str, Any]:
     """The config that runs the graph under CUDA graphs."""
     return {CUDA_GRAPHS: True}
-
-
-def runs_under(forcing: Forcing) -> bool:
-    """Whether ``forcing`` runs some graph under CUDA graphs."""
-    return any(answer.get(CUDA_GRAPHS) for answer in forcing.answers.get(str(FAMILY), {}).values())
 
 
 # Off is Inductor's own choice, not a miss; measured once, where the step leaves the device idle.

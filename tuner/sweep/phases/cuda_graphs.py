@@ -31,6 +31,11 @@ def _store_defaults(sweep: SweepContext, pairs: list) -> None:
             sweep.db.set_winner(r.id, sweep.tuning.device_id, None, t.space.default, None, None)
 
 
+def kept(sweep: SweepContext) -> dict[int, Forcing]:
+    """{task id: what it forces} of the forward graphs the sweep runs under CUDA graphs (their answer is on)."""
+    return sweep.winners().parts(sweep.workload.pairs(where(phase=CudaGraphPhase.name)), defaults=False)
+
+
 def worth_measuring(idle_share: float | None) -> bool:
     """Whether the default step leaves the device idle enough for CUDA graphs to matter (unknown: measure)."""
     return idle_share is None or idle_share >= LEAST_IDLE

@@ -10,9 +10,8 @@ from tuner.kinds import where
 from tuner.measure import SiteBatch, SiteTimings
 from tuner.sweep import clock
 from tuner.sweep.clock import fits
-from tuner.search_spaces.cuda_graph import runs_under
 from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
-from tuner.sweep.phases.cuda_graphs import CudaGraphPhase
+from tuner.sweep.phases import cuda_graphs
 from tuner.sweep.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
 from tuner.sweep.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL
@@ -33,8 +32,7 @@ def site_timing(sweep: SweepContext) -> str:
     how = settings().site_timing
     if how != "auto":
         return how
-    graphs = sweep.winners().forcing(sweep.workload.pairs(where(phase=CudaGraphPhase.name)))
-    return "cudagraph" if runs_under(graphs) else "pipelined"
+    return "cudagraph" if cuda_graphs.kept(sweep) else "pipelined"
 
 
 class SitePhase(Phase):

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tuner.core import Forcing, Kind, TaskOutcome, TaskSpec
-from tuner.kinds import groups, where
+from tuner.kinds import groups
 from tuner.db import TaskRecord
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.sweep.phases.base import Phase, Plan, SweepContext
-from tuner.sweep.phases.cuda_graphs import CudaGraphPhase
+from tuner.sweep.phases import cuda_graphs
 from tuner.study.context import record
 from tuner.sweep.winners import revert_to_defaults, stored_outcome
 from tuner.sweep.workload_check import check_whole
@@ -145,8 +145,7 @@ def base_and_parts(sweep: SweepContext) -> tuple[Forcing, dict[str, dict[int, Fo
     reduce-overhead mode runs, so a winner that is faster at its site but slower in the workload is found there.
     Against the defaults alone, CUDA graphs' own gain (3.4x on vit_b_32, H200) hides any such loss."""
     winners = sweep.winners()
-    graphs = sweep.workload.pairs(where(phase=CudaGraphPhase.name))
-    base = winners.parts(graphs, defaults=False)
+    base = cuda_graphs.kept(sweep)
     parts = {name: {tid: f for tid, f in winners.parts(sweep.workload.pairs(kinds), defaults=False).items() if tid not in base}
              for name, kinds in groups().items()}
     return Forcing.union(base.values()), parts
