@@ -12,6 +12,7 @@ from tuner.kinds import where
 from tuner.measure import GraphTrial
 from tuner.sweep.phases.base import Phase, Plan, SweepContext
 from tuner.study.context import record
+from tuner.sweep.winners import Winners
 from tuner.search_spaces.cuda_graph import on
 
 # The least idle share worth a measurement: CUDA graphs gain at most the share of the step the device waits, and one
@@ -31,9 +32,10 @@ def _store_defaults(sweep: SweepContext, pairs: list) -> None:
             sweep.db.set_winner(r.id, sweep.tuning.device_id, None, t.space.default, None, None)
 
 
-def kept(sweep: SweepContext) -> dict[int, Forcing]:
-    """{task id: what it forces} of the forward graphs the sweep runs under CUDA graphs (their answer is on)."""
-    return sweep.winners().parts(sweep.workload.pairs(where(phase=CudaGraphPhase.name)), defaults=False)
+def kept(sweep: SweepContext, winners: Winners | None = None) -> dict[int, Forcing]:
+    """{task id: what it forces} of the forward graphs the sweep runs under CUDA graphs (their answer is on), from
+    ``winners`` where the caller has read them already."""
+    return (winners or sweep.winners()).parts(sweep.workload.pairs(where(phase=CudaGraphPhase.name)), defaults=False)
 
 
 def worth_measuring(idle_share: float | None) -> bool:

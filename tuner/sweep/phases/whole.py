@@ -145,7 +145,7 @@ def base_and_parts(sweep: SweepContext) -> tuple[Forcing, dict[str, dict[int, Fo
     reduce-overhead mode runs, so a winner that is faster at its site but slower in the workload is found there.
     Against the defaults alone, CUDA graphs' own gain (3.4x on vit_b_32, H200) hides any such loss."""
     winners = sweep.winners()
-    base = cuda_graphs.kept(sweep)
+    base = cuda_graphs.kept(sweep, winners)
     parts = {name: {tid: f for tid, f in winners.parts(sweep.workload.pairs(kinds), defaults=False).items() if tid not in base}
              for name, kinds in groups().items()}
     return Forcing.union(base.values()), parts
