@@ -131,3 +131,17 @@ def test_a_rewrite_of_slow_convolutions_keeps_the_fusion_study_in():
     with_s2d = Profile(step_ms=3.61, idle_ms=2.16, triton_ms=0.616, library_ms=0.835, site_macs=1.0, s2d_ms=0.43)
     assert not gain.worth_a_trial(without, FUSION, 0.02) and gain.worth_a_trial(with_s2d, FUSION, 0.02)
     assert with_s2d.gain_ms(SITES) == without.gain_ms(SITES) and with_s2d.gain_ms(KERNELS) == without.gain_ms(KERNELS)
+
+
+def test_a_rewrite_measured_first_puts_the_fusion_study_before_cheaper_searches():
+    """vit_b_32's default step on the H200 (bench/results/h200/sweep-vit_b_32-bf16-b32-default-2026-12-04.log): the
+    sites expected ~0.096 ms in ~16 s, the fusion study ~0.25 ms in ~125 s, so by its whole cost the study came after
+    the sites and found no time. Its first trial is the rewrite of the 0.43-ms patchify convolution (~0.19 ms of
+    that gain) and costs one trial, ~20 s: at that rate the study goes first."""
+    p = Profile(step_ms=2.87, idle_ms=1.47, triton_ms=0.59, library_ms=0.806, site_macs=1.0, s2d_ms=0.43)
+    cost = {SITES: 16.0, FUSION: 125.0, KERNELS: 43.0}
+    assert gain.by_gain([SITES, FUSION, KERNELS], p, cost) == [SITES, FUSION, KERNELS]
+    assert gain.by_gain([SITES, FUSION, KERNELS], p, cost, {FUSION: 20.0}) == [FUSION, SITES, KERNELS]
+    assert p.front_ms(FUSION) == 0.43 * gain.S2D_RATE and p.front_ms(SITES) == 0.0
+    without = Profile(step_ms=2.87, idle_ms=1.47, triton_ms=0.59, library_ms=0.806, site_macs=1.0)
+    assert gain.by_gain([SITES, FUSION, KERNELS], without, cost, {FUSION: 20.0}) == [SITES, FUSION, KERNELS]

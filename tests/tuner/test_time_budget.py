@@ -247,3 +247,35 @@ def test_a_capture_that_outlasts_the_budget_is_stopped_and_the_promise_kept(tmp_
     wall = time.monotonic() - t0
     assert wall <= promised_end_s(budget), f"a {budget}-s budget took {wall:.0f} s"
     assert result.exit_code == 1 and "did not end within the time budget" in " ".join(result.output.split()), result.output
+
+
+def test_the_fusion_study_searches_the_captures_recording_while_no_winner_changes_the_lowering(db_url):
+    """No worker here: a recording compile would fail. With no winner but CUDA graphs, the fusions the capture recorded
+    hold, so the study plans from them (vit_b_32 on the H200 left the study out, with no time for that compile); a
+    template-site winner changes which kernels exist, so the study records again."""
+    from tests.helpers.replay import _context
+    from tuner.core import Kind
+    from tuner.measure.result import CaptureResult
+    from tuner.search_spaces.cuda_graph import on
+    from tuner.sweep.phases import FusionPhase, SweepContext, Workload
+    from tuner.sweep.phases.graphs import lowers_as_captured
+    from tuner.sweep.progress import Progress
+    from tuner.sweep.tasks import tasks_from_capture
+
+    graph = {"kind": "cuda_graph", "device": "cuda", "lines": 40, "index": 0, "family": "f", "shapes": [[2, 3]], "backward": False,
+             "key": "fw", "keys": {"cuda_graph": "fw"}, "fusion_key": "fw-fusion", "pairs": {"a|b": 3.0}, "s2d_convs": 1, "frozen": True}
+    site = {"key": "s", "op": "mm", "inputs": [["cuda", "bf16", 64, 64, 64, 1, 0], ["cuda", "bf16", 64, 64, 64, 1, 0]],
+            "choices": ["aten::mm", "triton::mm a"], "default": "aten::mm", "count": 1}
+    capture = CaptureResult([graph], [site], {}, {"info": {}}, {}, 1.0)
+    db = Database.open(db_url)
+    tuning = _context(db_url, db, trials=4)
+    workload = Workload(db, "replay")
+    records = dict(zip((t.kind for t in tasks_from_capture(capture, "m")), workload.register(tasks_from_capture(capture, "m"))))
+    sweep = SweepContext(tuning, worker=None, progress=Progress(), workload=workload, device_type="cuda", model="m", recorded=[graph])
+    db.set_winner(records[Kind.CUDA_GRAPH].id, tuning.device_id, None, on(), None, None)
+    assert lowers_as_captured(sweep, sweep.winners())
+    plan = FusionPhase().plan(sweep)
+    assert [t.key for t in plan.tasks] == ["fw-fusion"] and plan.tasks[0].space.context["s2d_convs"] == 1
+    db.set_winner(records[Kind.SITE].id, tuning.device_id, None, {"choice": "triton::mm a"}, None, None)
+    assert not lowers_as_captured(sweep, sweep.winners())
+    db.close()

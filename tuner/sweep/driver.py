@@ -21,7 +21,7 @@ from tuner.sweep.phases import (
     study_phases,
 )
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
-from tuner.sweep.phases.forecast import forecast, forecast_line
+from tuner.sweep.phases.forecast import first_trials, forecast, forecast_line
 from tuner.sweep import gain
 from tuner.sweep.gain import Profile
 from tuner.sweep.progress import Progress
@@ -119,14 +119,16 @@ def with_shares(middle: list[Phase]) -> list[Phase]:
     return middle
 
 
-def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress) -> list[Phase]:
-    """The searches by expected gain per second (``tuner.sweep.gain``), where the capture profiled the step, else in
-    their own order; with a time budget, a phase whose every trial is the whole workload is left out where its
-    expected gain is below what such a trial must win by (``Budget.min_gain``)."""
+def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress,
+                     first_s: dict[str, float] | None = None) -> list[Phase]:
+    """The searches by expected gain per second (``tuner.sweep.gain``; ``first_s``: the cost of a phase's first trial,
+    where that trial holds a gain of its own), where the capture profiled the step, else in their own order; with a
+    time budget, a phase whose every trial is the whole workload is left out where its expected gain is below what
+    such a trial must win by (``Budget.min_gain``)."""
     if profile is None:
         return searches(opts)
     middle = {p.name: p for p in searches(opts)}
-    order = gain.by_gain(list(middle), profile, cost_s)
+    order = gain.by_gain(list(middle), profile, cost_s, first_s)
     for name in [n for n in order if middle[n].whole_step and opts.budget.time_budget_s is not None]:
         if not gain.worth_a_trial(profile, name, opts.budget.min_gain):
             progress.note(f"{name}: expected gain ~{profile.gain_ms(name) or 0.0:.3g} ms, under the {opts.budget.min_gain:.0%} of the step a "
@@ -179,7 +181,7 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks_from_capture(capture, opts.spec.model))
-    return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers)
+    return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers, recorded=capture.graphs)
 
 
 CLOSING_S = 5.0  # what the end of a sweep cut short takes: the worker's exit, the closing writes and tables
@@ -227,7 +229,8 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         sweep = _context(opts, db, worker, capture, progress, t0)
         cuda_graphs = CudaGraphPhase(capture.idle_share) if opts.spec.device == "cuda" else None
         parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
-        middle = searches_by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress)
+        first = first_trials(sweep, len(capture.graphs) if opts.fusion else 0)
+        middle = searches_by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress, first)
         left_out = {p.name for p in searches(opts)} - {p.name for p in middle}
         progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
         run_phases(sweep, phases(middle, whole, cuda_graphs))

@@ -82,7 +82,12 @@ class Profile:
         lever = self.lever_ms(phase)
         if lever is None:
             return None
-        return lever * RATES.get(phase, STUDY_RATE) + (self.s2d_ms * S2D_RATE if phase == FUSION else 0.0)
+        return lever * RATES.get(phase, STUDY_RATE) + self.front_ms(phase)
+
+    def front_ms(self, phase: str) -> float:
+        """The part of ``phase``'s expected gain that its first trial holds: the fusion study measures the
+        space-to-depth rewrite first, so the rewrite's gain comes at the price of one trial, not of the study."""
+        return self.s2d_ms * S2D_RATE if phase == FUSION else 0.0
 
 
 def _s2d_ms(capture: CaptureResult) -> float:
@@ -99,14 +104,19 @@ def _work(task: TaskSpec) -> float | None:
     return float(work(task.signature.get("space", {}))) if work is not None else None
 
 
-def by_gain(names: list[str], profile: Profile, cost_s: dict[str, float]) -> list[str]:
+def by_gain(names: list[str], profile: Profile, cost_s: dict[str, float], first_s: dict[str, float] | None = None) -> list[str]:
     """``names`` by expected gain per second of expected cost, largest first; a phase of unknown gain after those
-    with one, and a phase with no expected cost (no task known yet) last; ties keep their order."""
+    with one, and a phase with no expected cost (no task known yet) last; ties keep their order. ``first_s``: {phase:
+    the expected cost of its first trial}, where the part of its gain that trial holds (:meth:`Profile.front_ms`) may
+    come at a better rate than the whole phase's."""
     def rate(name: str) -> float:
         cost, ms = cost_s.get(name, 0.0), profile.gain_ms(name)
         if cost <= 0:
             return -2.0
-        return -1.0 if ms is None else ms / cost
+        if ms is None:
+            return -1.0
+        first, front = (first_s or {}).get(name, 0.0), profile.front_ms(name)
+        return max(ms / cost, front / first if first > 0 else 0.0)
 
     return sorted(names, key=lambda n: -rate(n))
 

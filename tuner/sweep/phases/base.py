@@ -57,6 +57,7 @@ class SweepContext:
     model: str
     workers: int = 1  # local workers sharing the sweep
     outcomes: dict[int, TaskOutcome] = field(default_factory=dict)
+    recorded: list[dict[str, Any]] = field(default_factory=list)  # the graphs as the capture recorded them (Inductor's defaults)
 
     @property
     def db(self) -> Database:

@@ -43,6 +43,14 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_g
     return {name: s for name, s in out.items() if s > 0}
 
 
+def first_trials(sweep: SweepContext, fusion_graphs: int) -> dict[str, float]:
+    """{phase: the expected seconds of its first trial} for the phases whose first trial holds a gain of its own
+    (``tuner.sweep.gain.Profile.front_ms``): the fusion study's, which measures the space-to-depth rewrite."""
+    if not fusion_graphs:
+        return {}
+    return {FusionPhase.name: expected_s(sweep.tuning.costs, sweep.device_type, [(str(Kind.FUSION), 1)])}
+
+
 def forecast_line(budget: Any, parts: dict[str, float]) -> str:
     total = sum(parts.values())
     shown = ", ".join(f"{name} ~{s:.0f} s" for name, s in parts.items())

@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.core import Forcing, Kind, TaskSpec
-from tuner.kinds import where
+from tuner.kinds import KERNEL_HOOK, where
 from tuner.measure import CaptureGraphs, GraphTrial
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.scheduler import tune_tasks
 from tuner.study.context import Measure
 from tuner.sweep.tasks import fusion_tasks
+from tuner.sweep.winners import Winners
 
 
 def graph_trial(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float) -> GraphTrial:
@@ -70,6 +71,14 @@ class GraphStudyPhase(GraphKnobPhase):
         _tune(sweep, deadline, self.graphs, sweep.winners().forcing(sweep.workload.pairs()))
 
 
+def lowers_as_captured(sweep: SweepContext, winners: Winners) -> bool:
+    """Whether the stored winners leave every graph's lowering as the capture recorded it: none but CUDA graphs and
+    Triton kernel configs (which launch or tune the kernels a lowering made, not which ones) differs from its default."""
+    neutral, pairs = {str(Kind.CUDA_GRAPH), *where(hook=KERNEL_HOOK)}, sweep.workload.pairs()
+    changed = winners.parts(pairs, defaults=False)
+    return all(str(t.kind) in neutral for t, r in pairs if r.id in changed)
+
+
 class FusionPhase(Phase):
     """Each graph's fusion grouping, measured end to end with every winner so far forced."""
 
@@ -82,12 +91,17 @@ class FusionPhase(Phase):
         self.pairs: list[Any] = []  # planned (task, record) pairs; none when the phase did not run
 
     def plan(self, sweep: SweepContext) -> Plan:
-        if not sweep.can_capture(keep_end=True):
+        winners = sweep.winners()
+        self.everything = winners.forcing(sweep.workload.pairs())
+        if sweep.recorded and lowers_as_captured(sweep, winners):
+            sweep.progress.note("no winner so far changes how the graphs lower: the fusions the capture recorded are searched")
+            groupings = fusion_tasks(sweep.recorded, sweep.model)
+        elif not sweep.can_capture(keep_end=True):
             sweep.progress.note("no time left to record the fusions with the winners so far forced: fusion groupings are not searched")
             return Plan([], 0)
-        self.everything = sweep.winners().forcing(sweep.workload.pairs())
-        sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
-        groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model)
+        else:
+            sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
+            groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model)
         for g in groupings:
             if g.space.context.get("unshared_epilogues") and g.space.evidence():
                 sweep.progress.note(f"{g.name}: Inductor kept {g.space.context['unshared_epilogues']} template epilogue(s) apart for sharing "
