@@ -127,7 +127,7 @@ def test_the_whole_workload_check_times_the_winners_against_the_defaults_under_c
     """Against the defaults alone, CUDA graphs' own gain hides a winner that slows the workload under them: once the
     sweep keeps CUDA graphs, they are the check's base, and the winners it may drop are the others."""
     from tuner.core import Forcing
-    from tuner.sweep.phases.whole import base_and_parts
+    from tuner.sweep.phases.whole import _measurer, base_and_parts
 
     from tuner.core import TaskSpec
     from tuner.search_spaces import space_for
@@ -146,4 +146,22 @@ def test_the_whole_workload_check_times_the_winners_against_the_defaults_under_c
     base, parts = base_and_parts(sweep)
     assert base == graph_task.forcing(on()) and all(rec.id not in tasks for tasks in parts.values())
     assert parts["template-site"].keys() == {site.id}
+    sweep.worker = Jobs()
+    _measurer(sweep, base)(Forcing.union(parts["template-site"].values()))
+    (job,) = sweep.worker.jobs
+    assert job.baseline == base.to_json(), "the base alone"
+    assert job.candidate == Forcing.union([base, *parts["template-site"].values()]).to_json(), "the winners run under the base's CUDA graphs"
     db.close()
+
+
+class Jobs:
+    """Stands in for the worker process (which compiles on the GPU): keeps the jobs it is sent."""
+
+    alive = True
+
+    def __init__(self):
+        self.jobs = []
+
+    def run(self, job):
+        self.jobs.append(job)
+        return None
