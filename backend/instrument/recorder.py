@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.backend.defaults import fusion_defaults
 from tuner.backend.hooks import graph as graph_hook
 
 
@@ -40,6 +41,7 @@ class GraphRecord:
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
     shapes: list[list[int]] | None = None  # its inputs' sizes
     keys: dict[str, str] = field(default_factory=dict)  # its task key for each kind a graph of its device looks up
+    fusion_defaults: dict[str, Any] = field(default_factory=dict)  # this Inductor's fusion knobs (``backend/defaults``)
 
 
 @dataclass
@@ -49,6 +51,9 @@ class Recorder:
     sites: dict[str, SiteRecord] = field(default_factory=dict)
     graphs: dict[str, GraphRecord] = field(default_factory=dict)
     current_graph: str | None = None
+    # Inductor's fusion knobs by device, read before the compile patches any: the sweep's process then builds the
+    # fusion tasks without importing Inductor itself (7 s on the H200's host, inside a 100-s budget).
+    defaults: dict[str, dict[str, Any]] = field(default_factory=lambda: {d: fusion_defaults(d) for d in ("cpu", "cuda")})
 
     def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> None:
         if key in self.sites:
@@ -64,7 +69,7 @@ class Recorder:
         lines = payload["code"].count("\n")
         family, shapes = graph_hook.graph_family(payload), graph_hook.graph_shapes(payload)
         self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, lines, fusion_key, device, family=family, shapes=shapes,
-                                                keys=dict(keys or {})))
+                                                keys=dict(keys or {}), fusion_defaults=dict(self.defaults.get(device, {}))))
 
     def _current(self) -> GraphRecord | None:
         return self.graphs.get(self.current_graph or "")

@@ -134,7 +134,7 @@ def test_a_rewrite_of_slow_convolutions_keeps_the_fusion_study_in():
 
 
 def test_a_rewrite_measured_first_puts_the_fusion_study_before_cheaper_searches():
-    """vit_b_32's default step on the H200 (bench/results/h200/sweep-vit_b_32-bf16-b32-default-2026-12-04.log): the
+    """vit_b_32's default step on the H200 (bench/results/h200/sweep-vit_b_32-bf16-b32-ablation-default-2026-12-04.log): the
     sites expected ~0.096 ms in ~16 s, the fusion study ~0.25 ms in ~125 s, so by its whole cost the study came after
     the sites and found no time. Its first trial is the rewrite of the 0.43-ms patchify convolution (~0.19 ms of
     that gain) and costs one trial, ~20 s: at that rate the study goes first."""

@@ -279,3 +279,28 @@ def test_the_fusion_study_searches_the_captures_recording_while_no_winner_change
     db.set_winner(records[Kind.SITE].id, tuning.device_id, None, {"choice": "triton::mm a"}, None, None)
     assert not lowers_as_captured(sweep, sweep.winners())
     db.close()
+
+
+def test_the_recording_carries_inductors_fusion_defaults_so_the_sweep_never_imports_inductor_for_them():
+    """The sweep's own process builds the fusion tasks from a recording: reading Inductor's defaults itself would import
+    Inductor there (7 s on the H200's host, inside a 100-s budget)."""
+    import subprocess
+    import sys
+
+    from tuner.backend.defaults import fusion_defaults
+    from tuner.backend.instrument.recorder import Recorder
+
+    rec = Recorder()
+    inputs = [{"dtype": "torch.bfloat16", "shape": [2, 3], "device": "cuda"}]
+    rec.graph("fw", "cuda_graph", {"backward": False, "code": "a\nb\n", "inputs": inputs}, "fw-fusion", "cuda")
+    assert rec.graphs["fw"].fusion_defaults == fusion_defaults("cuda") and rec.defaults["cpu"] == fusion_defaults("cpu")
+    code = ("import sys, json; from tuner.sweep.tasks import fusion_tasks; "
+            "g = json.loads(sys.argv[1]); t = fusion_tasks([g], 'm'); "
+            "assert t[0].space.default['max_fusion_size'] == g['fusion_defaults']['max_fusion_size']; "
+            "assert 'torch' not in sys.modules, 'imported torch'")
+    import dataclasses
+    import json
+
+    graph = {**dataclasses.asdict(rec.graphs["fw"]), "pairs": {"a|b": 3}}
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(graph)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -87,9 +87,15 @@ def site_work(task: TaskSpec) -> int:
     return math.prod(a) * b[-1]
 
 
+def _fusion_defaults(device: str) -> dict[str, Any]:
+    from tuner.backend.defaults import fusion_defaults  # imports Inductor
+
+    return fusion_defaults(device)
+
+
 def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
-    """One fusion-grouping task per recorded graph: knobs plus vetoes of its highest-scoring fusions."""
-    from tuner.backend.defaults import fusion_defaults
+    """One fusion-grouping task per recorded graph: knobs plus vetoes of its highest-scoring fusions, defaulting to
+    Inductor's values as the recording read them (as this process reads them for a recording that has none)."""
     from tuner.search_spaces.fusion import MAX_PAIRS
 
     out = []
@@ -97,7 +103,7 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
         if not g.get("fusion_key"):
             continue
         pairs = [p for p, _ in sorted(g.get("pairs", {}).items(), key=lambda kv: (-kv[1], kv[0]))][:MAX_PAIRS]
-        space = {"device": g.get("device", "cpu"), "defaults": fusion_defaults(g.get("device", "cpu")), "pairs": pairs}
+        space = {"device": g.get("device", "cpu"), "defaults": g.get("fusion_defaults") or _fusion_defaults(g.get("device", "cpu")), "pairs": pairs}
         if g.get("unshared"):
             space["unshared_epilogues"] = len(g["unshared"])
         if g.get("s2d_convs"):
