@@ -1,0 +1,122 @@
+"""Do the library flags that Inductor leaves at torch's defaults make a frozen compiled step faster on the device?
+
+cuDNN's benchmark mode (``torch.backends.cudnn.benchmark``: each convolution shape times cuDNN's algorithms at its
+first call instead of taking cuDNN's heuristic pick) and cuBLASLt as the preferred BLAS library
+(``torch.backends.cuda.preferred_blas_library``) act when a compiled graph's library calls run, not when Inductor
+compiles it; freezing + max-autotune never sets either. Each model is compiled once (freezing, Inductor's default
+mode); for each flag setting the compiled step is warmed under it and captured as a CUDA graph (the workload's own
+launch path once CUDA graphs are kept), and the graphs' replays are timed interleaved with CUDA events (medians of
+rounds), their outputs checked against the heuristic graph's.
+
+    python bench/device/library_flags.py --models "resnet50;vit_b_32" --dtype bf16 --batch 32 --out $OUT/flags.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import statistics
+from typing import Any
+
+import torch
+
+from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
+
+SETTINGS = ("heuristic", "cudnn-benchmark", "cublaslt", "both")
+
+
+@contextlib.contextmanager
+def flags(setting: str):
+    old_bench, old_blas = torch.backends.cudnn.benchmark, torch.backends.cuda.preferred_blas_library()
+    torch.backends.cudnn.benchmark = setting in ("cudnn-benchmark", "both")
+    torch.backends.cuda.preferred_blas_library("cublaslt" if setting in ("cublaslt", "both") else "cublas")
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark = old_bench
+        torch.backends.cuda.preferred_blas_library(old_blas)
+
+
+def captured(fn: Any, x: Any, setting: str) -> tuple[torch.cuda.CUDAGraph, Any]:
+    with flags(setting):
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                fn(x)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = fn(x)
+    return g, out
+
+
+def replay_ms(g: torch.cuda.CUDAGraph, n: int) -> float:
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        g.replay()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / n
+
+
+def first(out: Any) -> Any:
+    return out if isinstance(out, torch.Tensor) else getattr(out, "logits", None) if not isinstance(out, (tuple, list)) else out[0]
+
+
+def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
+    cl = not model.startswith("hf:")
+    spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, seq_len=args.seq_len, channels_last=cl)
+    m, x = build_model(spec).eval(), make_inputs(spec, 1)[0]
+    torch._dynamo.reset()
+    fn = torch.compile(m)
+    graphs, outs = {}, {}
+    with torch.no_grad():
+        for s in SETTINGS:
+            graphs[s], outs[s] = captured(fn, x, s)
+    ref = first(outs["heuristic"]).float()
+    samples: dict[str, list[float]] = {s: [] for s in SETTINGS}
+    for r in range(args.rounds):
+        for s in (SETTINGS if r % 2 == 0 else SETTINGS[::-1]):
+            samples[s].append(replay_ms(graphs[s], args.replays))
+    row = {"model": model, "channels_last": cl}
+    for s in SETTINGS:
+        err = (first(outs[s]).float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-9)
+        row[s] = {"median_ms": statistics.median(samples[s]), "min_ms": min(samples[s]), "max_rel_err": err}
+    print(model, {s: round(row[s]["median_ms"], 4) for s in SETTINGS}, flush=True)
+    return row
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default="resnet50;vit_b_32", help="models separated by ;")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--seq-len", type=int, default=512)
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--replays", type=int, default=20)
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    import torch._inductor.config as cfg
+
+    cfg.freezing = True
+    rows = []
+    for model in args.models.split(";"):
+        try:
+            rows.append(one_model(model, args))
+        except Exception as e:  # one model failing leaves the others' figures
+            print(model, "failed:", type(e).__name__, str(e)[:300], flush=True)
+            rows.append({"model": model, "error": f"{type(e).__name__}: {e}"[:500]})
+    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+            "date": datetime.date.today().isoformat(), "command": "python bench/device/library_flags.py " + " ".join(
+                f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"), "rows": rows}
+    with open(args.out, "w") as f:
+        json.dump(meta, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
