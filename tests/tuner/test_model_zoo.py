@@ -85,3 +85,19 @@ def test_a_language_models_training_step_is_tuned_backward_as_forward():
     assert any(s["graph"] in backward for s in cap.sites) and any(s["graph"] not in backward for s in cap.sites)
     names = [t.name for t in tasks_from_capture(cap, "gpt2") if t.kind == Kind.CPP_GRAPH]
     assert names == ["gpt2 forward graph 0", "gpt2 backward graph 0"]
+
+
+def test_weights_initialised_to_zeros_are_drawn_so_outputs_depend_on_inputs():
+    """torchvision's vit_b_32 zeroes its head: its outputs were all zero, and no numerics check could fail."""
+    import torch
+
+    from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
+
+    spec = WorkloadSpec("vit_b_32")
+    model = build_model(spec).eval()
+    assert model.heads.head.weight.abs().max() > 0 and model.heads.head.bias.abs().max() == 0, "weights drawn, biases kept"
+    a, b = make_inputs(spec, 2)
+    with torch.no_grad():
+        ya, yb = model(a), model(b)
+    assert ya.abs().max() > 0 and not torch.allclose(ya, yb)
+    assert torch.equal(build_model(spec).heads.head.weight, model.heads.head.weight), "seeded: every process builds the same model"

@@ -116,10 +116,24 @@ def build_model(spec: WorkloadSpec) -> Any:
         model = model_zoo.load(spec.model)
     if not isinstance(model, torch.nn.Module):
         raise WorkloadError(f"{spec.model!r} did not give a torch.nn.Module")
+    _drawn_where_zero(model, spec.seed)
     model = model.to(device=spec.device, dtype=torch_dtype(spec))
     if spec.channels_last:
         model = model.to(memory_format=torch.channels_last)
     return model.train(spec.mode == "train")
+
+
+def _drawn_where_zero(model: Any, seed: int) -> None:
+    """Weights that the model initialises to zeros, drawn at random like the rest (N(0, 0.02)). torchvision's ViT
+    zeroes its head: every output was then zero whatever the input, and a numerics check against eager could not
+    fail. Biases and norms (one dimension) keep theirs; a zero weight is not faster to multiply by."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed + 2)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and p.is_floating_point() and not p.any():
+                p.copy_((torch.randn(p.shape, generator=gen) * 0.02).to(p.dtype))
 
 
 def make_inputs(spec: WorkloadSpec, sets: int = 3) -> list[Any]:
