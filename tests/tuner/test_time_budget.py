@@ -1,6 +1,7 @@
 """A time budget is a promise: the whole command, capture, verification and the whole-workload check
 included, ends within 1.1 x the budget + 20 s, and what it stored compiles with nothing benchmarked."""
 
+import dataclasses
 import time
 
 import torch
@@ -89,6 +90,8 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_two_com
     assert tuning.settles("whole workload", fallback=None, compiles=1)
     assert not tuning.settles("whole workload", fallback=None, compiles=2)
     assert not tuning.fits(Kind.CPP_GRAPH) and not tuning.fits(Kind.FUSION)
+    held = dataclasses.replace(tuning, base_held=True)  # the worker holds the baseline's compile: one compile, which fits
+    assert held.fits(Kind.FUSION) and held.fits(Kind.CPP_GRAPH)
     tuning.deadline = time.monotonic() + 70
     assert tuning.fits(Kind.CPP_GRAPH) and tuning.fits(Kind.FUSION)
     tuning.settle_by = time.monotonic() + 45  # one compile fits, but not with a second one's time kept after it

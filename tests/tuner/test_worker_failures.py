@@ -2,6 +2,7 @@
 
 import dataclasses
 
+from tuner.core import Forcing
 from tuner.sweep.budget import make_budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import GraphTrial, Status, Worker
@@ -48,7 +49,14 @@ def test_compile_errors_are_stored_and_never_retried(db_url, tmp_path, cwd_root)
     assert statuses[None].status == "ok"
     assert statuses["1,1,3"].status == "compile_error" and "AssertionError" in statuses["1,1,3"].error
     assert run_study(ctx, task, space, measure) == 0 and len(calls) == 2  # nothing measured twice
+    # What the worker holds compiled for the next trial (its first trial's cost: one compile, not two).
+    baseline = Forcing({"template_choice": {site["key"]: cpp_choice}})
+    assert not worker.holds(baseline), "the last trial failed to compile: nothing is known to be held"
+    assert measure({"cpp.gemm_thread_factors": None}, 3).ok
+    candidate = baseline.merged(Forcing({"cpp_graph": {graph: {"cpp.gemm_thread_factors": None}}}))
+    assert worker.holds(baseline) and worker.holds(candidate) and not worker.holds(Forcing())
     worker.close()
+    assert not worker.holds(baseline), "a worker that starts again holds nothing"
 
 
 def test_a_worker_killed_by_generated_code_is_a_stored_trial_not_a_dead_sweep(db_url, tmp_path, cwd_root, monkeypatch):

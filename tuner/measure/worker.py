@@ -19,7 +19,8 @@ from typing import Any, Iterator
 from tuner.sweep.clock import Costs
 from tuner.errors import TunerError, WorkloadError
 from tuner.measure.classify import breaks_context
-from tuner.measure.jobs import CaptureKernels, Job
+from tuner.core import Forcing
+from tuner.measure.jobs import CaptureKernels, GraphTrial, Job
 from tuner.measure.result import CaptureResult, Status
 from tuner.workloads.spec import WorkloadSpec
 
@@ -74,6 +75,14 @@ def _tail(path: Path, lines: int = 8) -> str:
     return " | ".join(text[-lines:])[-1500:]
 
 
+def _left_compiled(job: Job, result: Any) -> frozenset[str]:
+    """The forcings a job left compiled in the worker, as far as the parent can tell: a whole-workload trial that
+    measured compiled its baseline and its candidate; any other job, or one that failed, may have evicted them."""
+    if not isinstance(job, GraphTrial) or not getattr(result, "ok", False):
+        return frozenset()
+    return frozenset({Forcing(job.baseline).digest, Forcing(job.candidate).digest})
+
+
 def _death(proc: Any) -> str:
     code = proc.exitcode
     if code is not None and code < 0:
@@ -109,6 +118,7 @@ class Worker:
         self._kernel_capture: CaptureKernels | None = None  # replayed into a restarted worker
         self.costs = Costs()  # seconds each kind of job took lately (captures as "capture")
         self._held = False  # no recycling (``held``)
+        self._compiled: frozenset[str] = frozenset()  # digests of the forcings its last job left compiled (``holds``)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -137,7 +147,7 @@ class Worker:
         self._proc = ctx.Process(target=_child, args=(child, asdict(self.spec), str(self.log_path)), daemon=True)
         self._proc.start()
         child.close()
-        self._conn, self._served = parent, 0
+        self._conn, self._served, self._compiled = parent, 0, frozenset()
         self.restarts += 1
         reply = self._receive(min(self.start_timeout_s, limit_s or self.start_timeout_s))
         if reply is None and limit_s is not None and limit_s < self.start_timeout_s and self._proc.is_alive():
@@ -193,12 +203,19 @@ class Worker:
         if reply is not None and reply[0] == "error":
             self.close()
             raise WorkloadError(f"{reply[1]}; log: {self.log_path}: {_tail(self.log_path) if self.log_path else ''}")
+        self._compiled = _left_compiled(job, reply[1] if reply is not None else None)
         if reply is not None:
             if breaks_context(getattr(reply[1], "errors", [])):
                 self.close()  # the child exits on its own; make sure the next job starts a fresh one
             return reply[1]
         status, why = self._lost(started, self.start_timeout_s if job.capture else self.trial_timeout_s)
         return job.lost(status, why)
+
+    def holds(self, forcing: Forcing) -> bool:
+        """Whether the next job finds ``forcing``'s compile in the worker (``Session`` keeps its last compiles): the last
+        job was a whole-workload trial that compiled it, and the worker is not about to start again."""
+        fresh = not self.alive or (self._served >= self.recycle_after and not self._held)
+        return not fresh and forcing.digest in self._compiled
 
     def _lost(self, started: float, timeout: float) -> tuple[Status, str]:
         """Why no answer came, with the worker's log; the worker is closed."""

@@ -42,6 +42,7 @@ class StudyContext:
     rankers: Any = None  # tuner.ranking.Rankers: the learned ranking (None: off)
     prior: Any = None  # tuner.ranking.PriorRows: shipped winners of this device model, seeds when the database has none
     stored: Counter[str] = field(default_factory=Counter)  # trials this sweep stored (context.record), by status
+    base_held: bool = False  # the worker holds the compile of the whole-workload trials' base (``Worker.holds``)
 
     def time_left(self) -> bool:
         return fits(self.deadline, 0.0)
@@ -50,7 +51,8 @@ class StudyContext:
         """Whether one more measurement of ``kind`` (its recent cost) ends before the deadline. Until it has been
         timed, a trial that compiles the workload (graph knobs, fusion groupings) is expected to cost two compiles:
         the first one compiles its baseline too (a resnet50 grouping's on the H200: 37 s against a 19.7-s compile;
-        taken as one compile, regnet_y_400mf's ran 18 s past its phase's deadline)."""
+        taken as one compile, regnet_y_400mf's ran 18 s past its phase's deadline), or one where the worker holds
+        that baseline's compile (``base_held``: the CUDA-graph trial's candidate is the fusion study's base)."""
         return fits(self.deadline, self.costs.expect(kind) or self._compile_floor(kind))
 
     def settles(self, kind: str, fallback: str | None, compiles: int = 0, reserve_s: float = 0.0) -> bool:
@@ -63,7 +65,8 @@ class StudyContext:
         return self.costs.expect(kind, fallback=fallback, scale=scale) or compiles * self.costs.expect(CAPTURE)
 
     def _compile_floor(self, kind: str) -> float:
-        return FIRST_GRAPH_TRIAL_COMPILES * self.costs.expect(CAPTURE) if beside_base(kind) else 0.0
+        compiles = 1 if self.base_held else FIRST_GRAPH_TRIAL_COMPILES
+        return compiles * self.costs.expect(CAPTURE) if beside_base(kind) else 0.0
 
     def target(self, kind: str, unranked: int) -> int:
         """Distinct configs a task of ``kind`` measures: fewer when a learned ranking picks them."""

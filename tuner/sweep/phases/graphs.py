@@ -4,6 +4,7 @@ fusion groupings per graph (recorded from a compile with the winners so far)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from tuner.core import Forcing, Kind, TaskSpec
@@ -29,7 +30,8 @@ def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: 
         return lambda config, rounds: sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms))
 
     tasks, records = [t for t, _ in pairs], [r for _, r in pairs]
-    got, _ = tune_tasks(sweep.until(deadline), tasks, records, measure_for, sweep.winners(), sweep.progress, target=target, join=True)
+    tuning = dataclasses.replace(sweep.until(deadline), base_held=sweep.worker.holds(under))
+    got, _ = tune_tasks(tuning, tasks, records, measure_for, sweep.winners(), sweep.progress, target=target, join=True)
     sweep.add(got)
 
 
