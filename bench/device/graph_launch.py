@@ -14,8 +14,6 @@ replays alone. Each call's host time (no sync) is reported beside it, and the ou
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import statistics
 import time
 from typing import Any
@@ -25,19 +23,13 @@ import torch
 from tuner.measure.timing import interleaved
 from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
+from per_model import captured, first, frozen_rows, parser, write  # bench/device/per_model.py, beside this script
+
 
 def by_hand(fn: Any, xs: list[Any]) -> tuple[Any, Any]:
     """``fn`` captured as one CUDA graph over a static input: (call(i) copying input i in, replay-only call)."""
     static = xs[0].clone()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn(static)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = fn(static)
+    g, out = captured(fn, static)
 
     def call(i: int) -> Any:
         static.copy_(xs[i % len(xs)])
@@ -57,9 +49,6 @@ def host_us(fn: Any, n: int = 50) -> float:
         torch.cuda.synchronize()
     return statistics.median(ts) * 1e6
 
-
-def first(out: Any) -> Any:
-    return out if isinstance(out, torch.Tensor) else out[0]
 
 
 def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -85,29 +74,9 @@ def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="resnet50;vit_b_32", help="models separated by ;")
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=20)
-    p.add_argument("--out", required=True)
+    p = parser(__doc__)
     args = p.parse_args()
-    import torch._inductor.config as cfg
-
-    cfg.freezing = True
-    rows = []
-    for model in args.models.split(";"):
-        try:
-            rows.append(one_model(model, args))
-        except Exception as e:  # one model failing leaves the others' figures
-            print(model, "failed:", type(e).__name__, str(e)[:300], flush=True)
-            rows.append({"model": model, "error": f"{type(e).__name__}: {e}"[:500]})
-        torch._dynamo.reset()
-    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": datetime.date.today().isoformat(),
-            "command": f"python bench/device/graph_launch.py --models {args.models!r} --dtype {args.dtype} --batch {args.batch} "
-                       f"--rounds {args.rounds}", "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(meta, f, indent=1)
+    write(args, "graph_launch.py", frozen_rows(args, one_model))
 
 
 if __name__ == "__main__":

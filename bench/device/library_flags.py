@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
-import json
 import statistics
 from typing import Any
 
 import torch
 
 from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
+
+from per_model import captured, first, frozen_rows, parser, write  # bench/device/per_model.py, beside this script
 
 SETTINGS = ("heuristic", "cudnn-benchmark", "cublaslt", "both")
 
@@ -39,21 +39,6 @@ def flags(setting: str):
         torch.backends.cuda.preferred_blas_library(old_blas)
 
 
-def captured(fn: Any, x: Any, setting: str) -> tuple[torch.cuda.CUDAGraph, Any]:
-    with flags(setting):
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                fn(x)
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            out = fn(x)
-    return g, out
-
-
 def replay_ms(g: torch.cuda.CUDAGraph, n: int) -> float:
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record()
@@ -63,9 +48,6 @@ def replay_ms(g: torch.cuda.CUDAGraph, n: int) -> float:
     b.synchronize()
     return a.elapsed_time(b) / n
 
-
-def first(out: Any) -> Any:
-    return out if isinstance(out, torch.Tensor) else getattr(out, "logits", None) if not isinstance(out, (tuple, list)) else out[0]
 
 
 def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -77,7 +59,8 @@ def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
     graphs, outs = {}, {}
     with torch.no_grad():
         for s in SETTINGS:
-            graphs[s], outs[s] = captured(fn, x, s)
+            with flags(s):
+                graphs[s], outs[s] = captured(fn, x)
     ref = first(outs["heuristic"]).float()
     samples: dict[str, list[float]] = {s: [] for s in SETTINGS}
     for r in range(args.rounds):
@@ -92,30 +75,11 @@ def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="resnet50;vit_b_32", help="models separated by ;")
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--batch", type=int, default=32)
+    p = parser(__doc__)
     p.add_argument("--seq-len", type=int, default=512)
-    p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--replays", type=int, default=20)
-    p.add_argument("--out", required=True)
     args = p.parse_args()
-    import torch._inductor.config as cfg
-
-    cfg.freezing = True
-    rows = []
-    for model in args.models.split(";"):
-        try:
-            rows.append(one_model(model, args))
-        except Exception as e:  # one model failing leaves the others' figures
-            print(model, "failed:", type(e).__name__, str(e)[:300], flush=True)
-            rows.append({"model": model, "error": f"{type(e).__name__}: {e}"[:500]})
-    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
-            "date": datetime.date.today().isoformat(), "command": "python bench/device/library_flags.py " + " ".join(
-                f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"), "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(meta, f, indent=1)
+    write(args, "library_flags.py", frozen_rows(args, one_model), cudnn=torch.backends.cudnn.version())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,71 @@
+"""What the device scripts that time one model after another share: Inductor's freezing on, the models of ``--models``
+(separated by ``;``: an ``hf:`` model's options hold commas), one model's failure kept beside the others' figures, and
+the JSON they write with the device, versions, command and date."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+def first(out: Any) -> Any:
+    """A model's first output tensor (a Hugging Face output's logits)."""
+    if isinstance(out, torch.Tensor):
+        return out
+    return out[0] if isinstance(out, (tuple, list)) else out.logits
+
+
+def frozen_rows(args: argparse.Namespace, one_model: Callable[[str, argparse.Namespace], dict[str, Any]]) -> list[dict[str, Any]]:
+    """``one_model(model, args)`` for each model of ``args.models``, compiled frozen; a failure is its row's error."""
+    import torch._inductor.config as cfg
+
+    cfg.freezing = True
+    rows = []
+    for model in args.models.split(";"):
+        try:
+            rows.append(one_model(model, args))
+        except Exception as e:  # one model failing leaves the others' figures
+            print(model, "failed:", type(e).__name__, str(e)[:300], flush=True)
+            rows.append({"model": model, "error": f"{type(e).__name__}: {e}"[:500]})
+        torch._dynamo.reset()
+    return rows
+
+
+def write(args: argparse.Namespace, script: str, rows: list[dict[str, Any]], **extra: Any) -> None:
+    """The rows to ``args.out``, with the device, versions, date and the command that made them."""
+    flags = " ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in vars(args).items() if k != "out")
+    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, **extra,
+            "date": datetime.date.today().isoformat(), "command": f"python bench/device/{script} {flags}", "rows": rows}
+    with open(args.out, "w") as f:
+        json.dump(meta, f, indent=1)
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The options every such script takes (its docstring's first paragraph as the description)."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--models", default="resnet50;vit_b_32", help="models separated by ;")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--out", required=True)
+    return p
+
+
+def captured(fn: Callable[[Any], Any], x: Any) -> tuple[Any, Any]:
+    """``fn(x)`` warmed on a side stream, then captured as one ``torch.cuda.CUDAGraph``: (the graph, its output)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn(x)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn(x)
+    return g, out
