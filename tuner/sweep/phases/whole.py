@@ -155,8 +155,9 @@ def _measurer(sweep: SweepContext, base: Forcing = Forcing()) -> Callable[..., M
     """One whole-workload measurement: ``candidate`` on top of ``base`` timed against ``baseline`` (``base`` unless
     given), or None when the sweep has no time left for it (``compiles``: what it costs before it is timed, by default
     the candidate's and a base's other than the defaults, whose compile the worker keeps; ``reserve_s``: time that
-    must be left after it; ``kind``: whose recent cost it is expected to take). The check's candidates are winners
-    without the base: timed without it, vit_b_32's winners ran without CUDA graphs, "2.12x" the base, and were dropped."""
+    must be left after it; ``kind``: whose recent cost it is expected to take). The check's candidates are the winners
+    alone: timed without the base, a workload kept under CUDA graphs would run its winners without them (vit_b_32 on
+    the H200: "2.12x" the base) and drop every one."""
     tuning = sweep.tuning
 
     def measure(candidate: Forcing, baseline: Forcing = base, compiles: int = WHOLE_COMPILES + (base != Forcing()), reserve_s: float = 0.0,
