@@ -50,7 +50,6 @@ def host_us(fn: Any, n: int = 50) -> float:
     return statistics.median(ts) * 1e6
 
 
-
 def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
     spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, channels_last=True)
     m, xs = build_model(spec).eval(), make_inputs(spec, 3)

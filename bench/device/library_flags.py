@@ -49,12 +49,10 @@ def replay_ms(g: torch.cuda.CUDAGraph, n: int) -> float:
     return a.elapsed_time(b) / n
 
 
-
 def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
     cl = not model.startswith("hf:")
     spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, seq_len=args.seq_len, channels_last=cl)
     m, x = build_model(spec).eval(), make_inputs(spec, 1)[0]
-    torch._dynamo.reset()
     fn = torch.compile(m)
     graphs, outs = {}, {}
     with torch.no_grad():

@@ -214,8 +214,12 @@ class Worker:
     def holds(self, forcing: Forcing) -> bool:
         """Whether the next job finds ``forcing``'s compile in the worker (``Session`` keeps its last compiles): the last
         job was a whole-workload trial that compiled it, and the worker is not about to start again."""
-        fresh = not self.alive or (self._served >= self.recycle_after and not self._held)
-        return not fresh and forcing.digest in self._compiled
+        return not self._starts_again and forcing.digest in self._compiled
+
+    @property
+    def _starts_again(self) -> bool:
+        """Whether the next job starts a fresh worker: this one is gone, or has served its jobs and is not held."""
+        return not self.alive or (self._served >= self.recycle_after and not self._held)
 
     def _lost(self, started: float, timeout: float) -> tuple[Status, str]:
         """Why no answer came, with the worker's log; the worker is closed."""
@@ -231,7 +235,7 @@ class Worker:
         return Status.WORKER_DIED, f"{why}; log {self.log_path}: {tail}"[:2000]
 
     def _ensure(self) -> None:
-        if not self.alive or (self._served >= self.recycle_after and not self._held):
+        if self._starts_again:
             self.start()
             if self._kernel_capture is not None:  # the kernel registry lives in the worker: rebuild it
                 self._conn.send(("job", self._kernel_capture))
