@@ -9,7 +9,7 @@ from typing import Any
 from tuner.backend import counters, process
 from tuner.backend.context import CompileContext
 from tuner.backend.hooks import choices as choices_hook
-from tuner.backend.hooks import conv_rewrite
+from tuner.backend.hooks import conv_lowering, conv_rewrite
 from tuner.backend.hooks import fusion as fusion_hook
 from tuner.backend.hooks import graph as graph_hook
 from tuner.backend.hooks import kernels as kernel_hook
@@ -55,7 +55,7 @@ def _cache_tag(tag: str) -> Iterator[None]:
     if cfg is None or not hasattr(cfg, "cache_key_tag"):
         yield
         return
-    with cfg.patch(cache_key_tag=f"{cfg.cache_key_tag}|tuner-{tag}"):
+    with cfg.patch(cache_key_tag=f"{cfg.cache_key_tag}|tuner-{tag}|{conv_lowering.CACHE_TAG}"):
         yield
 
 
@@ -64,6 +64,7 @@ def install_hooks(device_type: str = "cpu") -> None:
     graph_hook.check()
     fusion_hook.check()
     selector_hook.install()
+    conv_lowering.install()
     if device_type == "cuda":
         kernel_hook.check()
         kernel_hook.count_runtime_autotuning()
@@ -86,6 +87,7 @@ def compile_with_context(
     import torch._inductor.config as inductor_config
 
     install_hooks(ctx.device_type)
+    ambient = conv_lowering.flags_now()  # the lowering's 1x1 decision reads these, not base_patches' (hooks/conv_lowering)
     patches = {**base_patches(ctx.device_type), **(extra_patches or {}), **kernel_hook.lookup_table_patch(ctx.kernel_table)}
     tag = ctx.answers_digest
     if ctx.fresh_kernels:
@@ -101,7 +103,7 @@ def compile_with_context(
             ctx.lowering(gm_, is_backward)
             mark = kernel_hook.modules_mark()
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()
-            with inductor_config.patch(knobs), hook:
+            with inductor_config.patch(knobs), hook, conv_lowering.as_before(ambient):
                 yield
             if ctx.device_type == "cuda":
                 kernels = kernel_hook.kernels_since(mark)

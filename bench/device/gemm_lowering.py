@@ -1,0 +1,71 @@
+"""Does lowering with ``max_autotune_gemm`` on, but Inductor's own (ATen) choice at every site, change a frozen step
+under CUDA graphs?
+
+Every compile ``tuned`` makes sets ``max_autotune_gemm`` so that template choices exist at the selection sites. That
+flag changes more than the choices: a channels-last 1x1 convolution becomes a matrix multiply
+(``kernel/conv.py``), GEMM outputs get fixed layouts, and the scheduler fuses around templates differently. Each model is
+compiled frozen under CUDA graphs three ways: Inductor's defaults; ``max_autotune_gemm`` with ATen as the only backend
+(the lowering ``tuned`` starts from, with no template chosen); and ``conv_1x1_as_mm`` alone (only the 1x1 rewrite).
+Calls are timed interleaved with CUDA events (medians of rounds), outputs checked against the defaults'.
+
+    python bench/device/gemm_lowering.py --models "resnet50" --dtype bf16 --batch 32 --out $OUT/gemm-lowering.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from typing import Any
+
+import torch
+
+from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
+
+from per_model import first, frozen_rows, parser, write  # bench/device/per_model.py, beside this script
+
+VARIANTS = {
+    "default": {},
+    "max-autotune-gemm-aten": {"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"},
+    "conv-1x1-as-mm": {"conv_1x1_as_mm": True},
+}
+
+
+def calls_ms(fn: Any, x: Any, n: int) -> float:
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        fn(x)
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / n
+
+
+def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
+    spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, channels_last=True)
+    m, x = build_model(spec).eval(), make_inputs(spec, 1)[0]
+    fns, outs = {}, {}
+    with torch.no_grad():
+        for name, opts in VARIANTS.items():
+            torch._dynamo.reset()
+            fns[name] = torch.compile(m, options={"triton.cudagraphs": True, **opts})
+            for _ in range(5):
+                outs[name] = first(fns[name](x)).float().clone()
+        times: dict[str, list[float]] = {n: [] for n in VARIANTS}
+        for r in range(args.rounds):
+            for name in VARIANTS if r % 2 == 0 else reversed(list(VARIANTS)):
+                times[name].append(calls_ms(fns[name], x, 50))
+    base = statistics.median(times["default"])
+    row = {"model": model, "ms": {n: statistics.median(t) for n, t in times.items()}}
+    row["over_default"] = {n: ms / base for n, ms in row["ms"].items()}
+    row["max_abs_diff"] = {n: float((o - outs["default"]).abs().max()) for n, o in outs.items()}
+    print(row, flush=True)
+    return row
+
+
+def main() -> None:
+    args = parser(__doc__).parse_args()
+    write(args, "gemm_lowering.py", frozen_rows(args, one_model))
+
+
+if __name__ == "__main__":
+    main()
