@@ -115,3 +115,46 @@ def test_the_search_for_winners_to_drop_measures_through_refine():
     assert len(seen) == len(refined) + 1 and refined and sorted(dropped) == [2]
     cut, _ = check_whole(measure, PARTS, 0.02, lambda s: None, refine=lambda f: None)
     assert cut.median_ms == cut.baseline_ms  # cut before any refinement: nothing blamed, Inductor's defaults stay
+
+
+FUSED = {**PARTS, "fusion-grouping": {4: Forcing({Kind.FUSION: {"g": {"space_to_depth": True}}})}}
+
+
+def _measure_fused(times):
+    seen = []
+
+    def measure(f: Forcing) -> Measurement:
+        kept = frozenset(tid for tasks in FUSED.values() for tid, p in tasks.items()
+                         if all(f.of(k).items() >= p.of(k).items() for k in (Kind.SITE, Kind.TRITON_POINTWISE, Kind.FUSION)))
+        seen.append(kept)
+        return Measurement(Status.OK, times[kept], times[kept], 0.0, 1.0)
+
+    return measure, seen
+
+
+def test_a_whole_slower_than_a_kind_measured_alone_keeps_that_kind_and_adds_back_what_helps():
+    times = {
+        frozenset({1, 2, 3, 4}): 0.93,  # faster than the defaults, slower than the grouping alone was (0.90)
+        frozenset({4}): 0.90,  # the grouping alone, in this run
+        frozenset({1, 2, 4}): 0.92,  # the sites added back: slower
+        frozenset({1, 4}): 0.91,  # site 1 alone added back: inside the noise of 0.90
+        frozenset({2, 4}): 0.93,
+        frozenset({3, 4}): 0.85,  # the kernel winner added back helps
+    }
+    measure, seen = _measure_fused(times)
+    notes = []
+    m, dropped = check_whole(measure, FUSED, 0.02, notes.append, measured={"fusion-grouping": 0.90})
+    assert m.ratio == 0.85 and sorted(dropped) == [1, 2]
+    assert seen[:2] == [frozenset({1, 2, 3, 4}), frozenset({4})] and len(notes) == 1
+
+
+def test_a_whole_as_fast_as_a_kind_measured_alone_is_kept_after_one_measurement():
+    measure, seen = _measure_fused({frozenset({1, 2, 3, 4}): 0.91})
+    m, dropped = check_whole(measure, FUSED, 0.02, lambda s: None, measured={"fusion-grouping": 0.90})
+    assert m.ratio == 0.91 and dropped == [] and len(seen) == 1
+
+
+def test_a_kind_alone_that_is_not_faster_in_this_run_leaves_every_winner():
+    measure, seen = _measure_fused({frozenset({1, 2, 3, 4}): 0.95, frozenset({4}): 0.96})
+    m, dropped = check_whole(measure, FUSED, 0.02, lambda s: None, measured={"fusion-grouping": 0.90})
+    assert m.ratio == 0.95 and dropped == [] and len(seen) == 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tuner.core import Forcing, Kind, TaskOutcome, TaskSpec
-from tuner.kinds import groups
+from tuner.kinds import beside_base, groups
 from tuner.db import TaskRecord
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
@@ -87,7 +87,8 @@ class WholeCheckPhase(Phase):
 
     def _check(self, sweep: SweepContext, measure: Callable[..., Measurement | None], parts: dict) -> tuple[Measurement | None, list[int]]:
         sweep.progress.note(f"measuring the whole workload: all winners vs {self.baseline}")
-        m, dropped = check_whole(measure, parts, sweep.budget.min_gain, sweep.progress.note, _keeping_unfrozen(sweep, measure))
+        m, dropped = check_whole(measure, parts, sweep.budget.min_gain, sweep.progress.note, _keeping_unfrozen(sweep, measure),
+                                 measured_alone(sweep, parts))
         self.checked = m is not None
         if m is None:
             sweep.progress.note("the time budget left no room to measure the whole workload: the winners stay as verified one by one")
@@ -137,6 +138,19 @@ def _keeping_unfrozen(sweep: SweepContext, measure: Callable[..., Measurement | 
         return measure
     tuning = sweep.tuning
     return lambda f: measure(f, reserve_s=tuning.expected(UNFROZEN, None, UNFROZEN_COMPILES))
+
+
+def measured_alone(sweep: SweepContext, parts: dict[str, dict[int, Forcing]]) -> dict[str, float]:
+    """{kind of winner: the best ratio to its base that one of its winners among ``parts`` gave the whole workload},
+    for the kinds whose trials time the whole workload beside its base (a fusion grouping): what the check's whole
+    must not fall behind."""
+    out: dict[str, float] = {}
+    for group, tasks in parts.items():
+        ratios = [o.best_ms / o.default_ms for tid in tasks if (o := sweep.outcomes.get(tid)) is not None
+                  and not o.is_default and o.default_ms and o.best_ms and beside_base(o.task.kind)]
+        if ratios:
+            out[group] = min(ratios)
+    return out
 
 
 def base_and_parts(sweep: SweepContext) -> tuple[Forcing, dict[str, dict[int, Forcing]]]:
