@@ -8,6 +8,7 @@ import torch
 from typer.testing import CliRunner
 
 import tuner
+import tuner.backend  # reset_stats and stats: a test run alone has not imported it yet
 from tests.helpers.models import mlp
 from tuner.cli import app
 
