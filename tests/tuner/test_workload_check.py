@@ -158,3 +158,9 @@ def test_a_kind_alone_that_is_not_faster_in_this_run_leaves_every_winner():
     measure, seen = _measure_fused({frozenset({1, 2, 3, 4}): 0.95, frozenset({4}): 0.96})
     m, dropped = check_whole(measure, FUSED, 0.02, lambda s: None, measured={"fusion-grouping": 0.90})
     assert m.ratio == 0.95 and dropped == [] and len(seen) == 2
+
+
+def test_a_kind_alone_faster_only_inside_the_noise_leaves_every_winner():
+    measure, seen = _measure_fused({frozenset({1, 2, 3, 4}): 0.95, frozenset({4}): 0.94})
+    m, dropped = check_whole(measure, FUSED, 0.02, lambda s: None, measured={"fusion-grouping": 0.90})
+    assert m.ratio == 0.95 and dropped == [] and len(seen) == 2
