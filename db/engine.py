@@ -7,7 +7,7 @@ import fcntl
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect, text
@@ -123,40 +123,29 @@ def schema_lock(engine: Engine, url: str) -> Iterator[None]:
 
 
 def check_schema(engine: Engine, url: str, *, create: bool) -> None:
-    """Create a new database, or refuse one at another revision with the exact fix. A SQLite file opened to write
-    is checked, and created, one process at a time: its first connection switches it to WAL, a write, and two
-    processes switching at once can fail at once with "database is locked" whatever the busy timeout (SQLite returns
-    busy without waiting where waiting could deadlock)."""
+    """Create a new database, or refuse one at another revision with the exact fix."""
     try:
-        if create and engine.dialect.name == "sqlite":
+        current = migrate.current_revision(engine)
+        head = migrate.head_revision()
+        if current == head:
+            return
+        if current is None and create:
             with schema_lock(engine, url):
-                _check(engine, url, create, contextlib.nullcontext)
-        else:
-            _check(engine, url, create, lambda: schema_lock(engine, url))
+                _create(engine, url, head)
+            return
+        if current is None:
+            _refuse_foreign(engine, url)
+            raise SchemaError(f"database {_safe(url)} holds no tuning data yet")
+        if current in migrate.known_revisions():
+            raise SchemaError(
+                f"database {_safe(url)} is at schema revision {current}, this tuner needs {head}: "
+                f"run `tuner db upgrade --db {_safe(url)}`"
+            )
+        raise SchemaError(
+            f"database {_safe(url)} is at schema revision {current}, written by a newer tuner; upgrade tuner to use it"
+        )
     except SQLAlchemyError as e:
         raise StorageError(f"cannot open database {_safe(url)}: {_first_line(e)}") from e
-
-
-def _check(engine: Engine, url: str, create: bool, lock: Callable[[], contextlib.AbstractContextManager[None]]) -> None:
-    current = migrate.current_revision(engine)
-    head = migrate.head_revision()
-    if current == head:
-        return
-    if current is None and create:
-        with lock():
-            _create(engine, url, head)
-        return
-    if current is None:
-        _refuse_foreign(engine, url)
-        raise SchemaError(f"database {_safe(url)} holds no tuning data yet")
-    if current in migrate.known_revisions():
-        raise SchemaError(
-            f"database {_safe(url)} is at schema revision {current}, this tuner needs {head}: "
-            f"run `tuner db upgrade --db {_safe(url)}`"
-        )
-    raise SchemaError(
-        f"database {_safe(url)} is at schema revision {current}, written by a newer tuner; upgrade tuner to use it"
-    )
 
 
 def _create(engine: Engine, url: str, head: str) -> None:
