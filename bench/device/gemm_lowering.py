@@ -21,23 +21,13 @@ import torch
 
 from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
-from per_model import first, frozen_rows, parser, write  # bench/device/per_model.py, beside this script
+from per_model import first, frozen_rows, interleaved_ms, parser, write  # bench/device/per_model.py, beside this script
 
 VARIANTS = {
     "default": {},
     "max-autotune-gemm-aten": {"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"},
     "conv-1x1-as-mm": {"conv_1x1_as_mm": True},
 }
-
-
-def calls_ms(fn: Any, x: Any, n: int) -> float:
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(n):
-        fn(x)
-    b.record()
-    b.synchronize()
-    return a.elapsed_time(b) / n
 
 
 def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -50,10 +40,7 @@ def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
             fns[name] = torch.compile(m, options={"triton.cudagraphs": True, **opts})
             for _ in range(5):
                 outs[name] = first(fns[name](x)).float().clone()
-        times: dict[str, list[float]] = {n: [] for n in VARIANTS}
-        for r in range(args.rounds):
-            for name in VARIANTS if r % 2 == 0 else reversed(list(VARIANTS)):
-                times[name].append(calls_ms(fns[name], x, 50))
+        times = interleaved_ms({name: (lambda f=fns[name]: f(x)) for name in VARIANTS}, args.rounds, 50)
     base = statistics.median(times["default"])
     row = {"model": model, "ms": {n: statistics.median(t) for n, t in times.items()}}
     row["over_default"] = {n: ms / base for n, ms in row["ms"].items()}

@@ -22,7 +22,7 @@ import torch
 
 from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
-from per_model import captured, first, frozen_rows, parser, write  # bench/device/per_model.py, beside this script
+from per_model import captured, first, frozen_rows, interleaved_ms, parser, write  # bench/device/per_model.py, beside this script
 
 SETTINGS = ("heuristic", "cudnn-benchmark", "cublaslt", "both")
 
@@ -39,16 +39,6 @@ def flags(setting: str):
         torch.backends.cuda.preferred_blas_library(old_blas)
 
 
-def replay_ms(g: torch.cuda.CUDAGraph, n: int) -> float:
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(n):
-        g.replay()
-    b.record()
-    b.synchronize()
-    return a.elapsed_time(b) / n
-
-
 def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
     cl = not model.startswith("hf:")
     spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, seq_len=args.seq_len, channels_last=cl)
@@ -60,10 +50,7 @@ def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
             with flags(s):
                 graphs[s], outs[s] = captured(fn, x)
     ref = first(outs["heuristic"]).float()
-    samples: dict[str, list[float]] = {s: [] for s in SETTINGS}
-    for r in range(args.rounds):
-        for s in (SETTINGS if r % 2 == 0 else SETTINGS[::-1]):
-            samples[s].append(replay_ms(graphs[s], args.replays))
+    samples = interleaved_ms({s: graphs[s].replay for s in SETTINGS}, args.rounds, args.replays)
     row = {"model": model, "channels_last": cl}
     for s in SETTINGS:
         err = (first(outs[s]).float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-9)

@@ -69,3 +69,24 @@ def captured(fn: Callable[[Any], Any], x: Any) -> tuple[Any, Any]:
     with torch.cuda.graph(g):
         out = fn(x)
     return g, out
+
+
+def events_ms(call: Callable[[], Any], n: int) -> float:
+    """The device time of ``call()`` per call over ``n`` calls back to back, between two CUDA events."""
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        call()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / n
+
+
+def interleaved_ms(calls: dict[str, Callable[[], Any]], rounds: int, n: int) -> dict[str, list[float]]:
+    """Per name, one :func:`events_ms` sample a round; the rounds alternate the order so drift favours no one."""
+    names = list(calls)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            samples[name].append(events_ms(calls[name], n))
+    return samples
