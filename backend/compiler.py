@@ -9,7 +9,7 @@ from typing import Any
 from tuner.backend import counters, process
 from tuner.backend.context import CompileContext
 from tuner.backend.hooks import choices as choices_hook
-from tuner.backend.hooks import conv_lowering, conv_rewrite
+from tuner.backend.hooks import conv_epilogue, conv_lowering, conv_rewrite
 from tuner.backend.hooks import fusion as fusion_hook
 from tuner.backend.hooks import graph as graph_hook
 from tuner.backend.hooks import kernels as kernel_hook
@@ -68,6 +68,7 @@ def install_hooks(device_type: str = "cpu") -> None:
     if device_type == "cuda":
         kernel_hook.check()
         kernel_hook.count_runtime_autotuning()
+        conv_epilogue.ops()  # code compiled with the rewrite, loaded from Inductor's cache, calls them
     for _, adapter in adapted(device_type):  # the adapters of kinds that no hook point above applies
         if hasattr(adapter, "install"):
             adapter.install(device_type)

@@ -19,8 +19,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tuner.backend.hooks import conv_epilogue
 from tuner.backend.hooks.custom_pass import Base, placed
-from tuner.search_spaces.fusion import SPACE_TO_DEPTH
+from tuner.search_spaces.fusion import CONV_EPILOGUE, SPACE_TO_DEPTH
 
 MAX_CHANNELS = 4  # cuDNN's bf16/fp16 tensor-core kernels want 8: at or below 4, more than half of its K is padding
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
@@ -157,11 +158,32 @@ class SpaceToDepth(Base):  # type: ignore[misc,valid-type]
         return f"tuner-space-to-depth-{VERSION}"
 
 
+class Rewrites(Base):  # type: ignore[misc,valid-type]
+    """Several rewrites in Inductor's one pre-pass slot, run in order."""
+
+    def __init__(self, passes: list[Any]) -> None:
+        self.passes = passes
+
+    def __call__(self, graph: Any) -> None:
+        for p in self.passes:
+            p(graph)
+
+    def uuid(self) -> Any:
+        return "+".join(p.uuid() for p in self.passes)
+
+
+# Each knob of the fusion space that is a rewrite here, with its pass, in the order they run: the stem rewritten first,
+# so that its new convolution's ReLU is fused into cuDNN's epilogue too.
+REWRITES = {SPACE_TO_DEPTH: SpaceToDepth, CONV_EPILOGUE: conv_epilogue.FuseEpilogues}
+
+
 def patches(knobs: dict[str, Any], current: Any) -> dict[str, Any]:
-    """``knobs`` as Inductor config patches: the knob, where on, becomes the post-grad pass. Where this torch has no
-    custom-pass interface, or the user set a post-grad pass of their own (``current``), the knob is dropped with a
-    warning and Inductor compiles the convolutions as they are."""
+    """``knobs`` as Inductor config patches: each rewrite knob (:data:`REWRITES`) that is on becomes the post-grad
+    pre-pass. Where this torch has no custom-pass interface, or the user set a post-grad pass of their own
+    (``current``), the knobs are dropped with a warning and Inductor compiles the convolutions as they are."""
     out = dict(knobs)
-    if not out.pop(SPACE_TO_DEPTH, False):
+    on = [make for knob, make in REWRITES.items() if out.pop(knob, False)]
+    if not on:
         return out
-    return placed(out, "post_grad_custom_pre_pass", current, SpaceToDepth, "the stored space-to-depth rewrite")
+    make = on[0] if len(on) == 1 else (lambda: Rewrites([m() for m in on]))
+    return placed(out, "post_grad_custom_pre_pass", current, make, "the stored convolution rewrites")

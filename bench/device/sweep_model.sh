@@ -7,6 +7,8 @@
 # a decode step under CUDA graphs:
 #   MODES=reduce-overhead,max-autotune,tuned-reduce-overhead bash bench/device/sweep_model.sh hf:gpt2 150 --mode decode \
 #     --dtype bf16 --batch 8 --seq-len 512
+# A sweep and its bench share the call's 600 s: where max-autotune's compile is long (resnet50 b32: the bench ran past
+# 330 s twice), run BENCH=0 here, then bench/device/bench_db.sh on the export in a call of its own.
 # Results in $OUT (MODEL with :,= as _): sweep-MODEL.log (with the sweep's wall time), bench-MODEL.json/.png,
 # MODEL.jsonl.gz (the database).
 set -uo pipefail

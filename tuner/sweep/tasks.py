@@ -106,8 +106,9 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
         space = {"device": g.get("device", "cpu"), "defaults": g.get("fusion_defaults") or _fusion_defaults(g.get("device", "cpu")), "pairs": pairs}
         if g.get("unshared"):
             space["unshared_epilogues"] = len(g["unshared"])
-        if g.get("s2d_convs"):
-            space["s2d_convs"] = int(g["s2d_convs"])
+        for seen in ("s2d_convs", "epilogue_convs"):
+            if g.get(seen):
+                space[seen] = int(g[seen])
         if g.get("frozen"):
             space["frozen"] = 1
         sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}

@@ -111,6 +111,9 @@ class FusionPhase(Phase):
             if g.space.context.get("s2d_convs"):
                 sweep.progress.note(f"{g.name}: {g.space.context['s2d_convs']} strided convolution(s) read at most 4 channels; the rewrite "
                                     "over their input's space-to-depth form is measured first")
+            if g.space.context.get("epilogue_convs") and g.space.context.get("device") == "cuda":
+                sweep.progress.note(f"{g.name}: {g.space.context['epilogue_convs']} convolution(s) end in a ReLU; the grouping with "
+                                    "cuDNN running it (and the bias and residual add before it) is measured first")
         self.pairs = list(zip(groupings, sweep.workload.register(groupings)))
         trials = planned(sweep.budget.fusion_target, groupings)
         return Plan(groupings, trials, cost=[(str(Kind.FUSION), trials)])
