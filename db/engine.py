@@ -91,8 +91,9 @@ SCHEMA_LOCK = 0x7475_6E65_7273_6368  # "tunersch": the PostgreSQL advisory lock 
 @contextlib.contextmanager
 def schema_lock(engine: Engine, url: str) -> Iterator[None]:
     """Serialize schema creation and upgrades between processes: a PostgreSQL advisory lock (the session's, held on
-    its own connection), an ``flock`` on the SQLite file. Two processes opening an empty database at once then create
-    it once; the second finds it made."""
+    its own connection), an ``flock`` on a file beside a SQLite database (``<file>.lock``). Two processes opening an
+    empty database at once then create it once; the second finds it made. Not on the database file itself: closing
+    any descriptor of that file drops every POSIX lock this process holds on it, SQLite's own included."""
     if engine.dialect.name == "postgresql":
         try:
             conn = engine.connect()
@@ -112,9 +113,9 @@ def schema_lock(engine: Engine, url: str) -> Iterator[None]:
         yield
         return
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # flock and SQLite's own (POSIX) locks do not meet
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
-        raise StorageError(f"cannot open {path}: {e.strerror}") from None
+        raise StorageError(f"cannot open {path}.lock: {e.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -122,15 +123,29 @@ def schema_lock(engine: Engine, url: str) -> Iterator[None]:
         os.close(fd)
 
 
+def _new_sqlite(url: str) -> bool:
+    """A SQLite database not made yet (no file, or an empty one)."""
+    path = sqlite_path(url)
+    return path is not None and (not path.exists() or path.stat().st_size == 0)
+
+
 def check_schema(engine: Engine, url: str, *, create: bool) -> None:
-    """Create a new database, or refuse one at another revision with the exact fix."""
+    """Create a new database, or refuse one at another revision with the exact fix. A new SQLite database is checked
+    and created entirely under the schema lock: its first connection turns on WAL, a write that SQLite refuses at once
+    ("database is locked", whatever the busy timeout) while another process's first connection does the same."""
+    first = create and _new_sqlite(url)
+    with schema_lock(engine, url) if first else contextlib.nullcontext():
+        _check(engine, url, create=create, locked=first)
+
+
+def _check(engine: Engine, url: str, *, create: bool, locked: bool) -> None:
     try:
         current = migrate.current_revision(engine)
         head = migrate.head_revision()
         if current == head:
             return
         if current is None and create:
-            with schema_lock(engine, url):
+            with contextlib.nullcontext() if locked else schema_lock(engine, url):
                 _create(engine, url, head)
             return
         if current is None:

@@ -66,3 +66,30 @@ def _fresh_pg(request, r: int) -> str:
 
     request.addfinalizer(drop)
     return make_url(admin).set(database=name).render_as_string(hide_password=False)
+
+
+def test_a_new_sqlite_database_is_made_under_the_lock_beside_it_and_an_existing_one_opens_without_it(tmp_path):
+    """The lock is a file beside the database: the database's own file never gets a descriptor that, closed, would
+    drop SQLite's locks. A process holding it (here a thread, on its own descriptor) keeps a new database waiting;
+    a made one opens at once."""
+    import fcntl
+    import os
+    import threading
+
+    from tuner.db import Database
+
+    made, new = tmp_path / "made.db", tmp_path / "new.db"
+    Database.open(f"sqlite:///{made}").close()
+    fd = os.open(f"{new}.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    done = threading.Event()
+    opener = threading.Thread(target=lambda: (Database.open(f"sqlite:///{new}").close(), done.set()))
+    try:
+        opener.start()
+        t0 = time.monotonic()
+        Database.open(f"sqlite:///{made}").close()
+        assert time.monotonic() - t0 < 5 and not done.wait(1.5)  # the new one waits for the lock
+    finally:
+        os.close(fd)
+    opener.join(30)
+    assert done.is_set()
