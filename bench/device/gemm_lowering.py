@@ -14,14 +14,9 @@ Calls are timed interleaved with CUDA events (medians of rounds), outputs checke
 from __future__ import annotations
 
 import argparse
-import statistics
 from typing import Any
 
-import torch
-
-from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
-
-from per_model import first, frozen_rows, interleaved_ms, parser, write  # bench/device/per_model.py, beside this script
+from per_model import frozen_rows, parser, variants_row, write  # bench/device/per_model.py, beside this script
 
 VARIANTS = {
     "default": {},
@@ -31,19 +26,7 @@ VARIANTS = {
 
 
 def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
-    spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, channels_last=True)
-    m, x = build_model(spec).eval(), make_inputs(spec, 1)[0]
-    fns, outs = {}, {}
-    with torch.no_grad():
-        for name, opts in VARIANTS.items():
-            torch._dynamo.reset()
-            fns[name] = torch.compile(m, options={"triton.cudagraphs": True, **opts})
-            for _ in range(5):
-                outs[name] = first(fns[name](x)).float().clone()
-        times = interleaved_ms({name: (lambda f=fns[name]: f(x)) for name in VARIANTS}, args.rounds, 50)
-    base = statistics.median(times["default"])
-    row = {"model": model, "ms": {n: statistics.median(t) for n, t in times.items()}}
-    row["over_default"] = {n: ms / base for n, ms in row["ms"].items()}
+    row, outs, _ = variants_row(model, args, VARIANTS)
     row["max_abs_diff"] = {n: float((o - outs["default"]).abs().max()) for n, o in outs.items()}
     print(row, flush=True)
     return row

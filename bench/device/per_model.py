@@ -90,3 +90,29 @@ def interleaved_ms(calls: dict[str, Callable[[], Any]], rounds: int, n: int) -> 
         for name in names if r % 2 == 0 else names[::-1]:
             samples[name].append(events_ms(calls[name], n))
     return samples
+
+
+def variants_row(model: str, args: argparse.Namespace, variants: dict[str, dict[str, Any]],
+                 before_compile: Callable[[str], None] = lambda name: None) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """``model`` (channels-last) compiled under CUDA graphs once per variant (Inductor options), called five times
+    each, then timed interleaved: (its row: the medians and each over the first variant's, each variant's last
+    output as float, eager's output). ``before_compile(name)`` runs before each variant's compile."""
+    import statistics
+
+    from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
+
+    spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, channels_last=True)
+    m, x = build_model(spec).eval(), make_inputs(spec, 1)[0]
+    fns, outs = {}, {}
+    with torch.no_grad():
+        eager = first(m(x)).float()
+        for name, opts in variants.items():
+            torch._dynamo.reset()
+            before_compile(name)
+            fns[name] = torch.compile(m, options={"triton.cudagraphs": True, **opts})
+            for _ in range(5):
+                outs[name] = first(fns[name](x)).float().clone()
+        times = interleaved_ms({name: (lambda f=fns[name]: f(x)) for name in variants}, args.rounds, 50)
+    ms = {n: statistics.median(t) for n, t in times.items()}
+    base = ms[next(iter(variants))]
+    return {"model": model, "ms": ms, "over_default": {n: v / base for n, v in ms.items()}}, outs, eager
