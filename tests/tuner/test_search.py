@@ -186,3 +186,36 @@ def test_with_no_time_to_verify_a_graph_trial_timed_beside_the_default_wins_only
         assert out.is_default is (1 - ratio < UNVERIFIED_GAIN)
         assert db.winner_config(rec.id, tuning.device_id) == (spec.space.default if out.is_default else config)
     db.close()
+
+
+@pytest.mark.parametrize("left_s", [35.0, 1000.0])
+def test_a_study_stops_exploring_in_time_to_verify_a_trial_that_beat_the_default(db_url, monkeypatch, left_s):
+    """Trials cost 10 s on a simulated clock, and a verification twice that (the budget's rounds). The first trial
+    runs 0.95x its base, past the budget's gain but under the gain a trial wins on unverified: with 35 s to the
+    deadline the study measures nothing more after it (10 s more and the 20-s verification would end past the
+    deadline), verifies it and stores it. With the time, it explores to its target and still verifies."""
+    import dataclasses
+
+    from tests.helpers.replay import _context, tasks
+    from tuner.study.study import run_study
+    from tuner.study.settle import UNVERIFIED_GAIN
+
+    clock = type("Clock", (), {"t": 1000.0})()
+    monkeypatch.setattr("tuner.sweep.clock.now", lambda: clock.t)
+    db = Database.open(db_url)
+    task = tasks()[0]
+    rec = db.upsert_task(task.key, task.kind, task.name, task.signature, task.space.fingerprint())
+    tuning = dataclasses.replace(_context(db_url, db, trials=4), deadline=clock.t + left_s, settle_by=clock.t + left_s)
+    first = {}
+
+    def measure(config, rounds):
+        clock.t += 10.0 * rounds / tuning.budget.rounds
+        ratio = 0.95 if first.setdefault("hash", config_hash(config)) == config_hash(config) else 1.05
+        return Measurement(Status.OK, ratio, ratio, 0.001, 1.0)
+
+    assert 1 - 0.95 < UNVERIFIED_GAIN
+    measured = run_study(tuning, rec, task.space, measure)
+    assert measured == (1 if left_s < 100 else 4)
+    out = choose_winner(tuning, rec, task.space, measure)
+    assert not out.is_default and out.best_ms == 0.95 and clock.t <= tuning.deadline
+    db.close()

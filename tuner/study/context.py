@@ -47,13 +47,13 @@ class StudyContext:
     def time_left(self) -> bool:
         return fits(self.deadline, 0.0)
 
-    def fits(self, kind: str) -> bool:
-        """Whether one more measurement of ``kind`` (its recent cost) ends before the deadline. Until it has been
+    def fits(self, kind: str, reserve_s: float = 0.0) -> bool:
+        """Whether one more measurement of ``kind`` (its recent cost) ends ``reserve_s`` before the deadline. Until it has been
         timed, a trial that compiles the workload (graph knobs, fusion groupings) is expected to cost two compiles:
         the first one compiles its baseline too (a resnet50 grouping's on the H200: 37 s against a 19.7-s compile;
         taken as one compile, regnet_y_400mf's ran 18 s past its phase's deadline), or one where the worker holds
         that baseline's compile (``base_held``: the CUDA-graph trial's candidate is the fusion study's base)."""
-        return fits(self.deadline, self.costs.expect(kind) or self._compile_floor(kind))
+        return fits(self.deadline, (self.costs.expect(kind) or self._compile_floor(kind)) + reserve_s)
 
     def settles(self, kind: str, fallback: str | None, compiles: int = 0, reserve_s: float = 0.0) -> bool:
         """Whether one verification-length measurement of ``kind`` ends by ``settle_by``, ``reserve_s`` before it."""

@@ -27,7 +27,7 @@ from tuner.study.names import study_name
 from tuner.search_spaces import InvalidConfig, Space
 
 from tuner.study.context import Measure, MeasureMany, StudyContext, one_by_one, record
-from tuner.study.settle import choose_winner
+from tuner.study.settle import choose_winner, keep_for_verifying
 
 
 def first_to_measure(tuning: StudyContext, task: TaskRecord, space: Space, seen: set[str]) -> list[dict[str, Any]]:
@@ -214,7 +214,7 @@ def run_study(
     asker.study = open_study(tuning, task, space, join=join)
     asker.queue = [] if join else first_to_measure(tuning, task, space, seen)
     measured = 0
-    while asker.open() and tuning.fits(space.family):
+    while asker.open() and tuning.fits(space.family, reserve_s=keep_for_verifying(tuning, task, space)):
         pending = asker.ask_batch(batch)
         if not pending:
             continue
