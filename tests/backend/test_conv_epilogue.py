@@ -109,3 +109,37 @@ def test_on_the_gpu_the_fused_ops_match_convolution_bias_add_relu(groups):
     for out, want in ((ops.conv_relu(x, w, b, *conv), ref.relu()), (ops.conv_add_relu(x, w, z, b, *conv), (ref + z.float()).relu())):
         assert out.is_contiguous(memory_format=CL)
         torch.testing.assert_close(out.float(), want, rtol=0.02, atol=0.05)
+
+
+class _Residual(torch.nn.Module):
+    """Two convolution + batch norm + ReLU layers, the second with a residual add (frozen: the norms fold in)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.a, self.b = torch.nn.Conv2d(16, 16, 3, 1, 1), torch.nn.Conv2d(16, 16, 1)
+        self.na, self.nb = torch.nn.BatchNorm2d(16), torch.nn.BatchNorm2d(16)
+
+    def forward(self, x):
+        y = torch.relu(self.na(self.a(x)))
+        return torch.relu(self.nb(self.b(y)) + x)
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_recording_counts_the_epilogues_and_the_forced_knob_compiles_them_into_cudnn():
+    from torch._inductor.utils import run_and_get_code
+
+    from tests.backend.test_conv_rewrite import _compiled, _grouping, _inference
+    from tuner.core import Forcing, Kind
+    from tuner.search_spaces.fusion import to_patches
+
+    model = _Residual().eval().cuda().to(torch.bfloat16)
+    x = torch.randn(4, 16, 20, 20, device="cuda", dtype=torch.bfloat16).to(memory_format=CL)
+    g, task = _grouping(model, x, device="cuda", freezing=True)
+    assert g.epilogue_convs == 2 and task.space.evidence()[0] == {**task.space.default, CONV_EPILOGUE: True}
+    forcing = Forcing({Kind.FUSION: {g.fusion_key: to_patches({**task.space.default, CONV_EPILOGUE: True})}})
+    with _inference(freezing=True):
+        y, (code,) = run_and_get_code(_compiled(model, forcing, device="cuda"), x)
+        ref = model.float()(x.float())
+    assert "tuner.conv_relu" in code and "tuner.conv_add_relu" in code
+    assert (y.float() - ref).abs().max() <= 0.02 * ref.abs().max()

@@ -145,3 +145,15 @@ def test_a_rewrite_measured_first_puts_the_fusion_study_before_cheaper_searches(
     assert p.front_ms(FUSION) == 0.43 * gain.S2D_RATE and p.front_ms(SITES) == 0.0
     without = Profile(step_ms=2.87, idle_ms=1.47, triton_ms=0.59, library_ms=0.806, site_macs=1.0)
     assert gain.by_gain([SITES, FUSION, KERNELS], without, cost, {FUSION: 20.0}) == [SITES, FUSION, KERNELS]
+
+
+def test_convolutions_ending_in_a_relu_put_the_fusion_study_first_by_its_first_trial():
+    """resnext50_32x4d-like: the sites' expected gain per second beats the fusion study's by its whole cost, but its
+    first trial is cuDNN's fused epilogue, weighed by the Triton kernels' time (the pointwise kernels it removes)."""
+    kw = dict(step_ms=1.8, idle_ms=0.05, triton_ms=0.7, library_ms=1.0, site_macs=1.0)
+    p, plain = Profile(**kw, epilogues=True), Profile(**kw)
+    assert p.front_ms(FUSION) == 0.7 * gain.EPILOGUE_RATE and plain.front_ms(FUSION) == 0.0
+    assert p.gain_ms(FUSION) == plain.gain_ms(FUSION) + 0.7 * gain.EPILOGUE_RATE
+    cost = {SITES: 60.0, FUSION: 125.0, KERNELS: 60.0}
+    assert gain.by_gain([SITES, FUSION, KERNELS], plain, cost, {FUSION: 20.0}) == [SITES, FUSION, KERNELS]
+    assert gain.by_gain([SITES, FUSION, KERNELS], p, cost, {FUSION: 20.0}) == [FUSION, SITES, KERNELS]

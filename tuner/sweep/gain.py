@@ -5,7 +5,8 @@ The profile splits the default step (CUDA: its wall time, and the device's busy 
 acts on: the time the device waits for the host (CUDA graphs), the captured Triton kernels' time (their configs and
 their fusion groupings), and the rest of the busy time, the library and template calls, shared between the template
 sites and the kinds that claim multiply-adds of their own (``TaskKind.work``: attention sites) by their multiply-adds.
-The fusion study's rewrite of few-channel strided convolutions is weighed by those convolutions' profiled time.
+The fusion study's rewrite of few-channel strided convolutions is weighed by those convolutions' profiled time, and
+cuDNN's fused convolution epilogue, where the recording saw one apply, by the Triton kernels' time.
 A phase's expected gain is its share times a rate: the fraction of that time such a phase has won on our sweeps (below).
 Estimates, shown as such; where the device's busy time is unknown (the CPU, or no profiler) nothing is reordered.
 """
@@ -32,6 +33,11 @@ STUDY_RATE = RATES[SITES]
 # from 0.330 to 0.177 ms and vit_b_16's patchify convolution from 0.331 to 0.117 ms (H200, bf16). It is weighed by
 # the time the profile finds at those convolutions; cuDNN spent 0.43 ms of vit_b_32's 1.5-ms step at its one.
 S2D_RATE = 0.45
+# ... and cuDNN's fused epilogue (``backend/hooks/conv_epilogue``), measured first where the recording saw convolutions
+# end in a ReLU: it took 0.19 ms off resnet50's 1.45-ms step, whose Triton kernels ran 0.69 ms, and 0.22 ms off
+# resnext50_32x4d's (H200, bf16, frozen under CUDA graphs; bench/results/h200/conv-epilogue-bf16-b32-2026-12-04.json),
+# though it cost regnet_y_1_6gf 23%. It is weighed by the Triton kernels' time, the pointwise kernels it removes.
+EPILOGUE_RATE = 0.25
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class Profile:
     site_macs: float
     study_macs: dict[str, float] = field(default_factory=dict)  # {phase: multiply-adds its kinds claim}
     s2d_ms: float = 0.0  # the library time of the convolutions the space-to-depth rewrite applies to
+    epilogues: bool = False  # whether the recording saw convolutions whose ReLU cuDNN's epilogue could run
 
     @classmethod
     def of(cls, capture: CaptureResult, tasks: Iterable[TaskSpec]) -> Profile | None:
@@ -61,7 +68,7 @@ class Profile:
                 phase = descriptor(t.kind).phase
                 studies[phase] = studies.get(phase, 0.0) + work
         return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies,
-                   _s2d_ms(capture))
+                   _s2d_ms(capture), any(g.get("epilogue_convs") for g in capture.graphs))
 
     def lever_ms(self, phase: str) -> float | None:
         """The time of the step that ``phase`` acts on; None for a graph study whose kinds claim no multiply-adds
@@ -86,8 +93,11 @@ class Profile:
 
     def front_ms(self, phase: str) -> float:
         """The part of ``phase``'s expected gain that its first trial holds: the fusion study measures the
-        space-to-depth rewrite first, so the rewrite's gain comes at the price of one trial, not of the study."""
-        return self.s2d_ms * S2D_RATE if phase == FUSION else 0.0
+        space-to-depth rewrite and cuDNN's epilogue first, so their gain comes at the price of one trial, not of the
+        study."""
+        if phase != FUSION:
+            return 0.0
+        return self.s2d_ms * S2D_RATE + (self.triton_ms * EPILOGUE_RATE if self.epilogues else 0.0)
 
 
 def _s2d_ms(capture: CaptureResult) -> float:
