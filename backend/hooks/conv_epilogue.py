@@ -19,13 +19,10 @@ from tuner.backend.hooks.custom_pass import Base
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 DTYPES = ("float16", "bfloat16", "float32")
-
-
-SCHEMAS = {
-    "conv_relu": "conv_relu(Tensor x, Tensor w, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor",
-    "conv_add_relu": "conv_add_relu(Tensor x, Tensor w, Tensor z, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, "
-                     "SymInt groups) -> Tensor",
-}
+SCHEMAS = (
+    "conv_relu(Tensor x, Tensor w, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor",
+    "conv_add_relu(Tensor x, Tensor w, Tensor z, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor",
+)
 
 
 @functools.cache
@@ -35,7 +32,7 @@ def ops() -> Any:
     import torch
 
     lib = torch.library.Library("tuner", "FRAGMENT")
-    for schema in SCHEMAS.values():
+    for schema in SCHEMAS:
         lib.define(schema)
     lib.impl("conv_relu", _conv_relu, "CUDA")
     lib.impl("conv_add_relu", _conv_add_relu, "CUDA")
