@@ -122,8 +122,8 @@ def _match(conv: Any) -> tuple[Any, Any] | None:
     nxt = _only_user(conv)
     if _relu(nxt):
         return nxt, None
-    if (z := _residual(nxt, conv)) is not None and _relu(_only_user(nxt)):
-        return _only_user(nxt), z
+    if (z := _residual(nxt, conv)) is not None and _relu(end := _only_user(nxt)):
+        return end, z
     return None
 
 
@@ -161,7 +161,7 @@ def fuse(graph: Any) -> int:
 
 
 class FuseEpilogues(Base):  # type: ignore[misc,valid-type]
-    """The post-grad pass: every :func:`matches` of the graph, rewritten."""
+    """The post-grad pass: :func:`fuse` on the graph."""
 
     def __call__(self, graph: Any) -> None:
         fuse(graph)

@@ -83,11 +83,12 @@ def _beaten_by(whole: Measurement, parts: Parts, measured: dict[str, float], min
 def _from_alone(refine: MeasureForcing, parts: Parts, alone: str, whole: Measurement, min_gain: float) -> tuple[Measurement, list[int]]:
     """``alone``'s winners measured by themselves in this run; where they beat the whole by the minimum gain, the other
     winners are added back to them by halves (:func:`add_back`), else every winner stays."""
-    m = refine(_kinds({alone: parts[alone]}))
+    kept = _kinds({alone: parts[alone]})
+    m = refine(kept)
     if m is None or not _better(m, whole, by=min_gain):
         return whole, []
     others = [(tid, f) for name, tasks in parts.items() if name != alone for tid, f in tasks.items()]
-    return add_back(refine, _kinds({alone: parts[alone]}), m, others, min_gain)
+    return add_back(refine, kept, m, others, min_gain)
 
 
 def add_back(
