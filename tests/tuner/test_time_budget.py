@@ -284,6 +284,44 @@ def test_the_fusion_study_searches_the_captures_recording_while_no_winner_change
     db.close()
 
 
+def test_kernels_are_not_tuned_from_a_compile_the_winners_replaced_and_are_captured_after_the_check(db_url):
+    """No worker here: a capture compile would fail. With a winner that changes the lowering (cuDNN's epilogue on
+    resnet50 replaced its ReLU kernels) and no time to compile it, the kernel search tunes nothing rather than the
+    default compile's kernels; the phase after the check is then due, and so it is where the check dropped winners."""
+    from tests.helpers.replay import _context
+    from tuner.core import Kind
+    from tuner.db import Database
+    from tuner.measure.result import CaptureResult
+    from tuner.sweep.clock import CAPTURE, now
+    from tuner.sweep.driver import phases
+    from tuner.sweep.phases import KernelPhase, SweepContext, WholeCheckPhase, Workload
+    from tuner.sweep.phases.graphs import lowering
+    from tuner.sweep.progress import Progress
+    from tuner.sweep.tasks import tasks_from_capture
+    from tuner.sweep.winners import revert_to_defaults
+
+    site = {"key": "s", "op": "mm", "inputs": [["cuda", "bf16", 64, 64, 64, 1, 0], ["cuda", "bf16", 64, 64, 64, 1, 0]],
+            "choices": ["aten::mm", "triton::mm a"], "default": "aten::mm", "count": 1}
+    db = Database.open(db_url)
+    tuning = dataclasses.replace(_context(db_url, db, trials=4), deadline=now() + 5.0, settle_by=now() + 5.0)
+    tuning.costs.observe(CAPTURE, 60.0)  # a compile takes longer than the time left
+    workload = Workload(db, "replay")
+    specs = tasks_from_capture(CaptureResult([], [site], {}, {"info": {}}, {}, 1.0), "m")
+    (record,) = workload.register(specs)
+    db.set_winner(record.id, tuning.device_id, None, {"choice": "triton::mm a"}, None, None)
+    sweep = SweepContext(tuning, worker=None, progress=Progress(), workload=workload, device_type="cuda", model="m")
+    searched = KernelPhase("compiling with every winner so far forced")
+    assert [t.kind for t in specs] == [Kind.SITE] and searched.plan(sweep).tasks == []
+    after_check = list(phases([searched], WholeCheckPhase()))[-1]
+    sweep.tuning = dataclasses.replace(tuning, deadline=None, settle_by=None)  # time again, after the check
+    assert after_check.when(sweep), "the kept winners' kernels were never captured"
+    searched.captured_for = lowering(sweep, sweep.winners())  # as if captured with the winners forced
+    assert not after_check.when(sweep), "the kernels captured are the kept winners' own"
+    revert_to_defaults(db, tuning.device_id, workload.pairs())  # the check dropped the winner
+    assert after_check.when(sweep)
+    db.close()
+
+
 def test_the_recording_carries_inductors_fusion_defaults_so_the_sweep_never_imports_inductor_for_them():
     """The sweep's own process builds the fusion tasks from a recording: reading Inductor's defaults itself would import
     Inductor there (7 s on the H200's host, inside a 100-s budget)."""

@@ -91,12 +91,18 @@ def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPh
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
     it will run); then the searches ``middle`` (:func:`searches_by_gain`), the whole-workload check, and the kernels
-    of the set the check kept where it dropped a winner."""
+    of the set the check kept where the kernel search did not capture those (the check dropped a winner, or there was
+    no time to compile the winners before it)."""
     if cuda_graphs is not None:
         yield cuda_graphs
     yield from with_shares(middle)
     yield whole
-    yield KernelPhase("of the set the whole-workload check kept", when=lambda sweep: bool(whole.reverted) and sweep.can_capture(), after_check=True)
+    searched = next((p for p in middle if isinstance(p, KernelPhase)), None)
+
+    def kernels_not_captured(sweep: SweepContext) -> bool:
+        return (searched.stale(sweep) if searched is not None else bool(whole.reverted)) and sweep.can_capture()
+
+    yield KernelPhase("of the set the whole-workload check kept", when=kernels_not_captured, after_check=True)
 
 
 def searches(opts: SweepOptions) -> list[Phase]:

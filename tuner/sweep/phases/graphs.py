@@ -74,12 +74,17 @@ class GraphStudyPhase(GraphKnobPhase):
         _tune(sweep, deadline, self.graphs, sweep.winners().forcing(sweep.workload.pairs()))
 
 
-def lowers_as_captured(sweep: SweepContext, winners: Winners) -> bool:
-    """Whether the stored winners leave every graph's lowering as the capture recorded it: none but CUDA graphs and
-    Triton kernel configs (which launch or tune the kernels a lowering made, not which ones) differs from its default."""
+def lowering(sweep: SweepContext, winners: Winners) -> dict[int, dict[str, Any]]:
+    """{task id: what it forces} of the stored winners that change how the graphs lower: every winner but Inductor's
+    defaults, CUDA graphs and Triton kernel configs (which launch or tune the kernels a lowering made, not which ones)."""
     neutral, pairs = {str(Kind.CUDA_GRAPH), *where(hook=KERNEL_HOOK)}, sweep.workload.pairs()
     changed = winners.parts(pairs, defaults=False)
-    return all(str(t.kind) in neutral for t, r in pairs if r.id in changed)
+    return {r.id: changed[r.id].to_json() for t, r in pairs if r.id in changed and str(t.kind) not in neutral}
+
+
+def lowers_as_captured(sweep: SweepContext, winners: Winners) -> bool:
+    """Whether the stored winners leave every graph's lowering as the capture recorded it."""
+    return not lowering(sweep, winners)
 
 
 class FusionPhase(Phase):

@@ -12,6 +12,7 @@ from tuner.core import Forcing, TaskSpec
 from tuner.db import TaskRecord
 from tuner.measure import CaptureKernels, KernelBatch, Measurement, Status, Worker
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
+from tuner.sweep.phases.graphs import lowering
 from tuner.sweep.scheduler import tune_tasks
 from tuner.study.context import MeasureMany, record
 from tuner.sweep.tasks import kernel_tasks
@@ -31,12 +32,16 @@ class KernelPhase(Phase):
         self.after_check = after_check  # its compile may use the time kept for the check, which has run
         self.kernels: list[TaskSpec] = []
         self.records: list[TaskRecord] = []
+        self.captured_for: dict[int, Any] | None = None  # the lowering its kernels were captured under; None: not captured
 
     def plan(self, sweep: SweepContext) -> Plan:
         self.kernels, self.records = [], []
         if sweep.device_type != "cuda" or not self.when(sweep):
             return Plan([], 0)
-        captured = sweep.worker.run(CaptureKernels(self._forcing(sweep).to_json()))
+        forcing = self._forcing(sweep)
+        if forcing is None:
+            return Plan([], 0)
+        captured = sweep.worker.run(CaptureKernels(forcing.to_json()))
         unmeasurable = {r["key"]: (Status(r["status"]), r["error"]) for r in captured if "error" in r}
         known = sweep.workload.keys
         found = [t for t in kernel_tasks(captured) if t.key not in known]
@@ -55,18 +60,33 @@ class KernelPhase(Phase):
         each = [(str(t.kind), planned(lambda x: sweep.tuning.target(x.kind, sweep.budget.trials), [t])) for t in kernels]
         return sum(n for _, n in each), each
 
-    def _forcing(self, sweep: SweepContext) -> Forcing:
-        """The winners to capture the kernels under; nothing (the capture compile's kernels, no new compile) when
-        every winner is Inductor's default or a compile would not end by the sweep's deadline."""
+    def _forcing(self, sweep: SweepContext) -> Forcing | None:
+        """The winners to capture the kernels under; nothing (the capture compile's kernels, no new compile) when no
+        winner changes which kernels a graph lowers to, or a compile would not end by the deadline while only kernel
+        configs and CUDA graphs have winners. None (no kernels to tune) when the winners lower the graphs otherwise
+        and there is no time to compile them: the default compile's kernels would not run (resnet50 on the H200 tuned
+        its convolutions' ReLU kernels, which cuDNN's fused epilogue had replaced, and its tuned compile then
+        autotuned the kernels it did make)."""
         winners = sweep.winners()
+        lowered = lowering(sweep, winners)
         if not winners.parts(sweep.workload.pairs(), defaults=False):
             sweep.progress.note(f"the Triton kernels of Inductor's default compile ({self.why}: every winner is the default)")
-            return Forcing()
-        if not sweep.can_capture(keep_end=not self.after_check):
+        elif not sweep.can_capture(keep_end=not self.after_check):
+            if lowered:
+                sweep.progress.note("no time left for a compile with the winners forced, and they change which kernels the graphs "
+                                    "make: no Triton kernel is tuned now (those the kept winners make are captured after the check where time allows)")
+                return None
             sweep.progress.note("no time left for a compile with the winners forced: tuning the kernels of Inductor's default compile")
-            return Forcing()
-        sweep.progress.note(f"capturing the Triton kernels ({self.why})")
-        return winners.forcing(sweep.workload.pairs())
+        else:
+            sweep.progress.note(f"capturing the Triton kernels ({self.why})")
+            self.captured_for = lowered
+            return winners.forcing(sweep.workload.pairs())
+        self.captured_for = {}
+        return Forcing()
+
+    def stale(self, sweep: SweepContext) -> bool:
+        """Whether the kernels it captured (if any) are not those the stored winners make now."""
+        return self.captured_for != lowering(sweep, sweep.winners())
 
     @staticmethod
     def _store_default(sweep: SweepContext, task: TaskSpec, rec: TaskRecord, has_winner: bool, failure: tuple[Status, str] | None) -> None:
