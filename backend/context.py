@@ -36,9 +36,10 @@ def active() -> "CompileContext | None":
 class CompileContext:
     """The answers a compile forces: ``forcing`` (exact stored answers) and ``nearest`` (where a task has no exact
     answer, the nearest stored one stands in, counted as ``transferred``); ``cuda_graphs``: whether an answer may turn
-    CUDA graphs on."""
+    CUDA graphs on; ``rewrites_off``: rewrite knobs of the groupings left off (an ablation)."""
 
-    def __init__(self, forcing: Forcing, device_type: str, nearest: Nearest | None = None, cuda_graphs: bool = True):
+    def __init__(self, forcing: Forcing, device_type: str, nearest: Nearest | None = None, cuda_graphs: bool = True,
+                 rewrites_off: tuple[str, ...] = ()):
         self.forcing = forcing
         self.device_type = device_type
         self.transfer = nearest is not None
@@ -47,6 +48,7 @@ class CompileContext:
         self.vetoes: frozenset[str] = frozenset()  # fusion pairs vetoed in the graph being lowered
         self.cuda_graphs = cuda_graphs  # whether an answer may turn CUDA graphs on (``hooks/restart``)
         self.cuda_graphs_on = False  # whether one did
+        self.rewrites_off = tuple(rewrites_off)
 
     # --- what the sweep's context adds (``backend/instrument``); nothing here ---------------------------------------
     def record_timings(self, payload: dict[str, Any], timings: dict[str, float]) -> None:
@@ -99,7 +101,7 @@ class CompileContext:
     @property
     def answers_digest(self) -> str:
         """What this compile applies, for Inductor's cache keys."""
-        return self.forcing.digest + (f"+{self.nearest.digest}" if self.nearest else "")
+        return self.forcing.digest + (f"+{self.nearest.digest}" if self.nearest else "") + "".join(f"-{k}" for k in self.rewrites_off)
 
     def _answer(self, key: str, payload: dict[str, Any]) -> tuple[str | None, Transfer | None]:
         """A site's stored choice, else the one transferred from the nearest stored site (with where from)."""
@@ -219,6 +221,8 @@ class CompileContext:
             out.update(answer)
         if not self.cuda_graphs:
             out.pop(CUDA_GRAPHS, None)
+        for knob in self.rewrites_off:
+            out.pop(knob, None)
         self.vetoes = frozenset(str(x) for x in out.pop("vetoes", []) or [])
         return out
 

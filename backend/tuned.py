@@ -6,6 +6,7 @@
     torch.compile(model, backend="tuned", options={"db": LOCAL, "shared_db": "postgresql+psycopg://…"})
     torch.compile(model, backend="tuned", options={"fusion": False})   # kernel winners only, Inductor's fusion
     torch.compile(model, backend="tuned", options={"without": ["template-site"]})  # a winner group (or kind) left out
+    torch.compile(model, backend="tuned", options={"without": ["cudnn_epilogue"]})  # or one rewrite of the groupings
     torch.compile(model, backend="tuned", options={"transfer": False}) # exact entries only (TUNER_TRANSFER=0)
     torch.compile(model, backend="tuned", options={"cuda_graphs": False})  # never CUDA graphs where the sweep chose them
     torch.compile(model, backend="tuned", mode="reduce-overhead")       # CUDA graphs, the winners inside them
@@ -33,6 +34,7 @@ from tuner.backend.errors import HookUnavailable
 from tuner.core import Kind
 from tuner.errors import StorageError, TunerError
 from tuner.kinds import KERNEL_HOOK, named, where
+from tuner.search_spaces.fusion import REWRITE_KNOBS
 from tuner.settings import configure_logging, settings
 
 log = logging.getLogger("tuner.backend")
@@ -53,6 +55,7 @@ class Options:
     kernels: bool = True
     cuda_graphs: bool = True  # an answer may run the workload under CUDA graphs (the sweep measured it faster)
     without: tuple[str, ...] = ()  # kinds whose answers are left to Inductor (``fusion``/``kernels`` off, ``without``)
+    rewrites_off: tuple[str, ...] = ()  # rewrite knobs of the fusion groupings left off (``without``)
 
     @classmethod
     def parse(cls, options: dict[str, Any] | None) -> Options:
@@ -74,17 +77,20 @@ class Options:
             if mode not in modes:
                 raise TunerError(f"backend 'tuned': option 'mode' must be one of {modes}, not {mode!r}")
         fusion, kernels = options.get("fusion", True), options.get("kernels", True)
-        return cls(urls, fusion, transfer, mode, kernels, options.get("cuda_graphs", True), _without(options.get("without", ()), fusion, kernels))
+        without = options.get("without", ())
+        if isinstance(without, str) or not all(isinstance(n, str) for n in without):
+            raise TunerError("backend 'tuned': option 'without' must be a list of winner groups, task kinds or rewrites")
+        rewrites = tuple(n for n in without if n in REWRITE_KNOBS)
+        kinds = _without([n for n in without if n not in REWRITE_KNOBS], fusion, kernels)
+        return cls(urls, fusion, transfer, mode, kernels, options.get("cuda_graphs", True), kinds, rewrites)
 
 
-def _without(names: Any, fusion: bool, kernels: bool) -> tuple[str, ...]:
+def _without(names: list[str], fusion: bool, kernels: bool) -> tuple[str, ...]:
     """The kinds left to Inductor: ``names`` (winner groups or kinds, ``tuner.kinds.named``) and the switches'."""
-    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-        raise TunerError("backend 'tuned': option 'without' must be a list of winner groups or task kinds")
     try:
         return named([*names, *([] if fusion else [Kind.FUSION]), *([] if kernels else where(hook=KERNEL_HOOK))])
     except KeyError as e:
-        raise TunerError(f"backend 'tuned': option 'without': {e.args[0]}") from None
+        raise TunerError(f"backend 'tuned': option 'without': {e.args[0]}, nor a rewrite ({', '.join(REWRITE_KNOBS)})") from None
 
 
 def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
@@ -99,7 +105,8 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
     forcing, nearest = load_answers(opts.urls, device_type, index)  # local first, then shared
     if opts.without:
         forcing, nearest = forcing.without(*opts.without), nearest.without(*opts.without)
-    ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None, cuda_graphs=opts.cuda_graphs)
+    ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None, cuda_graphs=opts.cuda_graphs,
+                         rewrites_off=opts.rewrites_off)
     mode = mode or opts.mode
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
     import torch._inductor.config as inductor_config

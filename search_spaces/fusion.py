@@ -39,6 +39,12 @@ FAMILY = Kind.FUSION
 MAX_PAIRS = 12
 SPACE_TO_DEPTH = "space_to_depth"  # not an Inductor flag: the backend turns it into a post-grad pass
 CONV_EPILOGUE = "cudnn_epilogue"  # nor this one (``backend/hooks/conv_epilogue.py``)
+REWRITE_KNOBS = {SPACE_TO_DEPTH: ("cpu", "cuda"), CONV_EPILOGUE: ("cuda",)}  # each rewrite knob, the devices it is offered on
+
+
+def rewrite_knobs(device: str) -> list[str]:
+    """The rewrite knobs a grouping on ``device`` can be offered (where its graph has convolutions they apply to)."""
+    return [knob for knob, devices in REWRITE_KNOBS.items() if device in devices]
 FREEZING = "freezing"  # the whole-workload check's knob: false compiles a frozen graph again, unfrozen
 CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion", "triton.enable_pdl")
 _INTS = ("max_fusion_size", "score_fusion_memory_threshold", "realize_reads_threshold", "realize_opcount_threshold",
@@ -81,7 +87,7 @@ def space(context: dict[str, Any]) -> Space:
     if "s2d_convs" in ctx:
         params.append(Bool(SPACE_TO_DEPTH))
         default[SPACE_TO_DEPTH] = False
-    if "epilogue_convs" in ctx and context.get("device") == "cuda":
+    if "epilogue_convs" in ctx and CONV_EPILOGUE in rewrite_knobs(str(context.get("device"))):
         params.append(Bool(CONV_EPILOGUE))
         default[CONV_EPILOGUE] = False
     if "frozen" in ctx:
@@ -121,7 +127,7 @@ class FusionSpace(Space):
         ``space_to_depth`` and with ``cudnn_epilogue``, where it has convolutions those rewrites apply to: all of them
         together first, then each alone."""
         levers = [{"aggressive_fusion": True}] if self.context.get("unshared_epilogues") and not self.default.get("aggressive_fusion", True) else []
-        levers += [{knob: True} for knob in (SPACE_TO_DEPTH, CONV_EPILOGUE) if knob in self.default]
+        levers += [{knob: True} for knob in REWRITE_KNOBS if knob in self.default]
         both = [{k: v for lever in levers for k, v in lever.items()}] if len(levers) > 1 else []
         return [{**self.default, **lever} for lever in both + levers]
 

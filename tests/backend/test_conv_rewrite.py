@@ -194,3 +194,24 @@ def test_a_rewrite_that_fails_leaves_the_convolution_as_it_was(monkeypatch, capl
         y, (code,) = run_and_get_code(_compiled(model, forcing), x)
     assert "space-to-depth rewrite failed" in caplog.text and S2D_WEIGHT not in code
     torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_a_stored_rewrite_can_be_left_out_as_an_ablation_measures_it(tmp_path):
+    """options={"without": ["space_to_depth"]}: the stored grouping without its rewrite (every other knob kept), as
+    `tuner bench --ablate` times each rewrite's share of the gain; the stored rewrite applies otherwise."""
+    from tests.backend.test_tuned_backend import _store_winner
+    from tuner.commands.bench import ablation
+
+    model, x = stem(), _input()
+    g, task = _grouping(model, x)
+    url = f"sqlite:///{tmp_path / 's2d.db'}"
+    _store_winner(url, str(Kind.FUSION), task.key, {**task.space.default, SPACE_TO_DEPTH: True}, task.signature)
+    codes = {}
+    for without in ((), (SPACE_TO_DEPTH,)):
+        torch._dynamo.reset()
+        with _inference():
+            y, (codes[without],) = run_and_get_code(torch.compile(model, backend="tuned", options={"db": url, "without": list(without)}), x)
+        torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
+    assert S2D_WEIGHT in codes[()] and S2D_WEIGHT not in codes[(SPACE_TO_DEPTH,)]
+    assert "tuned-without-space_to_depth" in ablation("cpu") and "tuned-without-cudnn_epilogue" in ablation("cuda")
+    assert "tuned-without-cudnn_epilogue" not in ablation("cpu")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.kinds import descriptor, groups, where
+from tuner.search_spaces.fusion import REWRITE_KNOBS, rewrite_knobs
 from tuner.errors import TunerError
 from tuner.measure.numerics import eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within
 from tuner.measure.timing import interleaved
@@ -69,8 +70,9 @@ def modes_for(spec: WorkloadSpec, db_url: str, extra_dbs: dict[str, str] | None 
         "tuned-no-cuda-graphs": tuned(("cuda_graphs", False)),  # every winner, never under CUDA graphs
         "tuned-strict": tuned(("transfer", False)),
         **{f"tuned-{label}": tuned(url=url) for label, url in (extra_dbs or {}).items()},
-        # one lever left to Inductor: every winner group, and every kind (``tuner.kinds``), as ``tuned-without-NAME``
-        **{f"tuned-without-{name}": tuned(("without", (name,))) for name in [*groups(), *where()]},
+        # one lever left to Inductor: every winner group, every kind (``tuner.kinds``) and every rewrite of the
+        # groupings (``search_spaces/fusion.py``), as ``tuned-without-NAME``
+        **{f"tuned-without-{name}": tuned(("without", (name,))) for name in [*groups(), *where(), *REWRITE_KNOBS]},
     }
 
 
@@ -90,8 +92,9 @@ def ablated_modes(results: dict[str, Any]) -> list[str]:
 
 
 def ablation(device: str) -> list[str]:
-    """``tuned`` and one mode per lever that can answer on ``device``: each winner group, and CUDA graphs on a GPU."""
-    levers = [g for g, kinds in groups().items() if any(device in descriptor(k).devices for k in kinds)]
+    """``tuned`` and one mode per lever that can answer on ``device``: each winner group, each rewrite of the groupings
+    and CUDA graphs on a GPU."""
+    levers = [g for g, kinds in groups().items() if any(device in descriptor(k).devices for k in kinds)] + rewrite_knobs(device)
     return ["tuned", *[f"tuned-without-{g}" for g in levers], *(["tuned-no-cuda-graphs"] if device == "cuda" else [])]
 
 
