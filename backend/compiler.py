@@ -9,7 +9,7 @@ from typing import Any
 from tuner.backend import counters, process
 from tuner.backend.context import CompileContext
 from tuner.backend.hooks import choices as choices_hook
-from tuner.backend.hooks import conv_epilogue, conv_lowering, conv_rewrite
+from tuner.backend.hooks import conv_epilogue, conv_lowering, rewrites
 from tuner.backend.hooks import fusion as fusion_hook
 from tuner.backend.hooks import graph as graph_hook
 from tuner.backend.hooks import kernels as kernel_hook
@@ -99,7 +99,7 @@ def compile_with_context(
         # Entered again for the backward graph, which Inductor compiles later, outside this call.
         with ctx.activated(), _cache_tag(tag):
             knobs = restart_hook.take(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), is_backward)
-            knobs = conv_rewrite.patches(knobs, inductor_config.post_grad_custom_pre_pass)
+            knobs = rewrites.patches(knobs, inductor_config.post_grad_custom_pre_pass)
             knobs = _adapter_patches(ctx.device_type, knobs, inductor_config)
             ctx.lowering(gm_, is_backward)
             mark = kernel_hook.modules_mark()

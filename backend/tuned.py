@@ -6,7 +6,7 @@
     torch.compile(model, backend="tuned", options={"db": LOCAL, "shared_db": "postgresql+psycopg://…"})
     torch.compile(model, backend="tuned", options={"fusion": False})   # kernel winners only, Inductor's fusion
     torch.compile(model, backend="tuned", options={"without": ["template-site"]})  # a winner group (or kind) left out
-    torch.compile(model, backend="tuned", options={"without": ["cudnn_epilogue"]})  # or one rewrite of the groupings
+    torch.compile(model, backend="tuned", options={"without": ["merge_gemms"]})  # or one rewrite of the groupings
     torch.compile(model, backend="tuned", options={"transfer": False}) # exact entries only (TUNER_TRANSFER=0)
     torch.compile(model, backend="tuned", options={"cuda_graphs": False})  # never CUDA graphs where the sweep chose them
     torch.compile(model, backend="tuned", mode="reduce-overhead")       # CUDA graphs, the winners inside them

@@ -14,7 +14,7 @@ same index (``unshared_epilogues``), the study first measures the default with `
 them: each one fused is a kernel launch fewer and an output not written and read back.
 (d) ``space_to_depth``, only where the recording counted strided convolutions reading at most 4 channels
 (``s2d_convs``, a CNN's or a ViT's stem): each becomes a stride-1 convolution over its input's space-to-depth form
-(``backend/hooks/conv_rewrite.py``). It is measured first too, with (c) and (f) where they apply, then each alone. On the CPU,
+(``backend/hooks/conv_rewrite.py``). It is measured first too, with (c), (f) and (g) where they apply, then each alone. On the CPU,
 ``cpp.max_horizontal_fusion_size`` stays in the C++ codegen space (``cpp_graph``), tuned before this.
 (e) ``freezing``, only where the graph was compiled frozen (``frozen``): false compiles it unfrozen, weights as
 inputs (``backend/hooks/restart.py``), where no other knob of this space applies. The study never asks for it; the
@@ -24,6 +24,9 @@ that is faster (``tuner/sweep/phases/whole.py``).
 between them allowed: ``epilogue_convs``): their bias, add and ReLU run in cuDNN's own epilogue instead of a Triton
 kernel of their own (``backend/hooks/conv_epilogue.py``). On the H200 (bf16 b32, frozen, CUDA graphs) that ran
 resnet50 0.87x and resnext50_32x4d 0.88x, but regnet_y_1_6gf 1.23x: measured, never assumed.
+(g) ``merge_gemms``, only where the recording counted matrix multiplies that read one input through constant weights
+(``sibling_gemms``: a frozen transformer's q, k and v projections, its MLP's gate and up): each group becomes one GEMM
+over the weights side by side (``backend/hooks/gemm_merge.py``). Measured first too.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ FAMILY = Kind.FUSION
 MAX_PAIRS = 12
 SPACE_TO_DEPTH = "space_to_depth"  # not an Inductor flag: the backend turns it into a post-grad pass
 CONV_EPILOGUE = "cudnn_epilogue"  # nor this one (``backend/hooks/conv_epilogue.py``)
-REWRITE_KNOBS = {SPACE_TO_DEPTH: ("cpu", "cuda"), CONV_EPILOGUE: ("cuda",)}  # each rewrite knob, the devices it is offered on
+MERGE_GEMMS = "merge_gemms"  # nor this one (``backend/hooks/gemm_merge.py``)
+# Each rewrite knob (``backend/hooks/rewrites.py``), the devices it is offered on
+REWRITE_KNOBS = {SPACE_TO_DEPTH: ("cpu", "cuda"), CONV_EPILOGUE: ("cuda",), MERGE_GEMMS: ("cpu", "cuda")}
 
 
 def rewrite_knobs(device: str) -> list[str]:
@@ -81,7 +86,7 @@ def space(context: dict[str, Any]) -> Space:
     params += [Bool(f"veto.{p}") for p in pairs]
     default = {**{p.name: d[p.name] for p in params if p.name in d}, **{f"veto.{p}": False for p in pairs}}
     ctx = {"device": context.get("device"), "defaults": d, "pairs": pairs}
-    for seen in ("unshared_epilogues", "s2d_convs", "epilogue_convs", "frozen"):  # absent otherwise: older tasks keep their fingerprint
+    for seen in ("unshared_epilogues", "s2d_convs", "epilogue_convs", "sibling_gemms", "frozen"):  # absent otherwise: older tasks keep their fingerprint
         if int(context.get(seen) or 0) > 0:
             ctx[seen] = int(context[seen])
     if "s2d_convs" in ctx:
@@ -90,6 +95,9 @@ def space(context: dict[str, Any]) -> Space:
     if "epilogue_convs" in ctx and CONV_EPILOGUE in rewrite_knobs(str(context.get("device"))):
         params.append(Bool(CONV_EPILOGUE))
         default[CONV_EPILOGUE] = False
+    if "sibling_gemms" in ctx:
+        params.append(Bool(MERGE_GEMMS))
+        default[MERGE_GEMMS] = False
     if "frozen" in ctx:
         params.append(Bool(FREEZING))
         default[FREEZING] = True

@@ -9,7 +9,7 @@ compiled the same way; ``bench/device/conv_as_mm.py``). A patchify stem (kernel 
 4x4/4) becomes a 1x1 convolution over its patches, a GEMM: as a gather and a GEMM vit_b_16's took 0.117 ms against
 0.331 ms as a convolution, both compiled with max-autotune. A frozen weight is rewritten once, as a constant; another
 (a training step's) in the graph. Only where the fusion study turns the knob on (``search_spaces/fusion.py``):
-:func:`eligible_shapes` lists where it could apply, :func:`patches` turns the knob into Inductor's config.
+:func:`eligible_shapes` lists where it could apply (``rewrites.patches`` turns the knob into Inductor's config).
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tuner.backend.hooks import conv_epilogue
-from tuner.backend.hooks.custom_pass import Base, placed
-from tuner.search_spaces.fusion import CONV_EPILOGUE, SPACE_TO_DEPTH
+from tuner.backend.hooks.custom_pass import Base, traced_call
 
 MAX_CHANNELS = 4  # cuDNN's bf16/fp16 tensor-core kernels want 8: at or below 4, more than half of its K is padding
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
@@ -84,14 +82,7 @@ def s2d_weight(w: Any, s: int) -> Any:
     return out.contiguous(memory_format=torch.channels_last)
 
 
-def _call(graph: Any, fake_mode: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
-    """A new node computing ``target(*args)``, its fake value set as Inductor's passes expect."""
-    import torch
-
-    node = graph.call_function(target, args, kwargs)
-    with fake_mode:
-        node.meta["val"] = target(*torch.fx.node.map_arg(args, lambda a: a.meta["val"]), **kwargs)
-    return node
+_call = traced_call  # a module global, so a test can make it fail
 
 
 def _weight(gm: Any, w: Any, s: int, fake_mode: Any) -> Any:
@@ -156,34 +147,3 @@ class SpaceToDepth(Base):  # type: ignore[misc,valid-type]
 
     def uuid(self) -> Any:
         return f"tuner-space-to-depth-{VERSION}"
-
-
-class Rewrites(Base):  # type: ignore[misc,valid-type]
-    """Several rewrites in Inductor's one pre-pass slot, run in order."""
-
-    def __init__(self, passes: list[Any]) -> None:
-        self.passes = passes
-
-    def __call__(self, graph: Any) -> None:
-        for p in self.passes:
-            p(graph)
-
-    def uuid(self) -> Any:
-        return "+".join(p.uuid() for p in self.passes)
-
-
-# Each knob of the fusion space that is a rewrite here, with its pass, in the order they run: the stem rewritten first,
-# so that its new convolution's ReLU is fused into cuDNN's epilogue too.
-REWRITES = {SPACE_TO_DEPTH: SpaceToDepth, CONV_EPILOGUE: conv_epilogue.FuseEpilogues}
-
-
-def patches(knobs: dict[str, Any], current: Any) -> dict[str, Any]:
-    """``knobs`` as Inductor config patches: each rewrite knob (:data:`REWRITES`) that is on becomes the post-grad
-    pre-pass. Where this torch has no custom-pass interface, or the user set a post-grad pass of their own
-    (``current``), the knobs are dropped with a warning and Inductor compiles the convolutions as they are."""
-    out = dict(knobs)
-    on = [make for knob, make in REWRITES.items() if out.pop(knob, False)]
-    if not on:
-        return out
-    make = on[0] if len(on) == 1 else (lambda: Rewrites([m() for m in on]))
-    return placed(out, "post_grad_custom_pre_pass", current, make, "the stored convolution rewrites")

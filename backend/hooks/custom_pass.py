@@ -1,5 +1,6 @@
-"""Inductor's custom post-grad pass interface, as tuner's graph rewrites use it (``conv_rewrite``: the space-to-depth
-stem; ``attention``: the attention backends): the base class of a pass, and where a compile puts one."""
+"""Inductor's custom post-grad pass interface, as tuner's graph rewrites use it (``rewrites``: the space-to-depth stem,
+cuDNN's epilogue, merged GEMMs; ``attention``: the attention backends): the base class of a pass, where a compile puts
+one, and how a pass adds a node."""
 
 from __future__ import annotations
 
@@ -30,3 +31,13 @@ def placed(knobs: dict[str, Any], slot: str, current: Any, make: Any, what: str)
         log.warning("tuner: a %s is already set; %s is skipped", slot, what)
         return knobs
     return {**knobs, slot: make()}
+
+
+def traced_call(graph: Any, fake_mode: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+    """A new node computing ``target(*args)``, its fake value set as Inductor's passes expect."""
+    import torch
+
+    node = graph.call_function(target, args, kwargs)
+    with fake_mode:
+        node.meta["val"] = target(*torch.fx.node.map_arg(args, lambda a: a.meta["val"]), **kwargs)
+    return node

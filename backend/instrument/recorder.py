@@ -37,6 +37,7 @@ class GraphRecord:
     s2d_convs: int = 0  # convolutions the space-to-depth rewrite applies to (``hooks/conv_rewrite``)
     s2d_shapes: list[list[list[int]]] = field(default_factory=list)  # ... each one's input and weight shapes
     epilogue_convs: int = 0  # convolutions whose ReLU epilogue cuDNN could run (``hooks/conv_epilogue``)
+    sibling_gemms: int = 0  # GEMMs that read one input through constant weights, mergeable (``hooks/gemm_merge``)
     frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
     found: dict[str, Any] = field(default_factory=dict)  # what it holds for kinds with an adapter (``TaskKind.adapter``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
@@ -83,13 +84,14 @@ class Recorder:
         if (g := self._current()) is not None and pid not in g.unshared:
             g.unshared.append(pid)
 
-    def lowering(self, s2d_shapes: list[list[list[int]]], frozen: bool, found: dict[str, Any], epilogue_convs: int = 0) -> None:
+    def lowering(self, s2d_shapes: list[list[list[int]]], frozen: bool, found: dict[str, Any], epilogue_convs: int = 0,
+                 sibling_gemms: int = 0) -> None:
         """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to (their input
-        and weight shapes), whether it is compiled frozen, what kinds with an adapter found in it, and how many
-        convolutions the cuDNN epilogue rewrite applies to."""
+        and weight shapes), whether it is compiled frozen, what kinds with an adapter found in it, how many
+        convolutions the cuDNN epilogue rewrite applies to, and how many GEMMs the merge applies to."""
         if (g := self._current()) is not None:
             g.s2d_convs, g.s2d_shapes, g.frozen, g.found = len(s2d_shapes), s2d_shapes, frozen, found
-            g.epilogue_convs = epilogue_convs
+            g.epilogue_convs, g.sibling_gemms = epilogue_convs, sibling_gemms
 
 
 __all__ = ["GraphRecord", "Recorder", "SiteRecord"]

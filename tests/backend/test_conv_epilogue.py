@@ -7,7 +7,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from tuner.backend.hooks import conv_epilogue, conv_rewrite
+from tuner.backend.hooks import conv_epilogue, conv_rewrite, rewrites as graph_rewrites
 from tuner.search_spaces.fusion import CONV_EPILOGUE, SPACE_TO_DEPTH, space
 from tuner.sweep.tasks import fusion_tasks
 
@@ -87,12 +87,12 @@ def test_the_knob_is_a_cuda_grouping_choice_measured_first_and_shares_the_pre_pa
                                          {**task.space.default, SPACE_TO_DEPTH: True}, {**task.space.default, CONV_EPILOGUE: True}]
     cpu = space({"device": "cpu", "defaults": {}, "epilogue_convs": 3})
     assert CONV_EPILOGUE not in cpu.default and cpu.evidence() == []
-    both = conv_rewrite.patches({SPACE_TO_DEPTH: True, CONV_EPILOGUE: True, "aggressive_fusion": True}, None)
+    both = graph_rewrites.patches({SPACE_TO_DEPTH: True, CONV_EPILOGUE: True, "aggressive_fusion": True}, None)
     rewrites = both["post_grad_custom_pre_pass"]
     assert both["aggressive_fusion"] is True and CONV_EPILOGUE not in both
     assert [type(p) for p in rewrites.passes] == [conv_rewrite.SpaceToDepth, conv_epilogue.FuseEpilogues]
     assert rewrites.uuid() == "tuner-space-to-depth-1+tuner-conv-epilogue-1"
-    alone = conv_rewrite.patches({CONV_EPILOGUE: True}, None)["post_grad_custom_pre_pass"]
+    alone = graph_rewrites.patches({CONV_EPILOGUE: True}, None)["post_grad_custom_pre_pass"]
     assert isinstance(alone, conv_epilogue.FuseEpilogues)
 
 

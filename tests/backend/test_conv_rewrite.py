@@ -17,7 +17,7 @@ from torch._inductor.utils import run_and_get_code
 from tuner.backend.compiler import compile_with_context
 from tuner.backend.instrument.context import MeasuringContext
 from tuner.backend.instrument.recorder import Recorder
-from tuner.backend.hooks import conv_rewrite
+from tuner.backend.hooks import conv_rewrite, rewrites
 from tuner.core import Forcing, Kind
 from tuner.search_spaces.fusion import SPACE_TO_DEPTH, to_patches
 from tuner.sweep.tasks import fusion_tasks
@@ -127,11 +127,11 @@ def test_the_rewrite_is_exact_at_odd_sizes_kernels_and_strides(size, kernel, str
 
 
 def test_the_knob_never_reaches_inductor_and_a_users_own_pass_is_kept(caplog):
-    assert conv_rewrite.patches({SPACE_TO_DEPTH: False, "aggressive_fusion": True}, None) == {"aggressive_fusion": True}
-    on = conv_rewrite.patches({SPACE_TO_DEPTH: True}, None)
+    assert rewrites.patches({SPACE_TO_DEPTH: False, "aggressive_fusion": True}, None) == {"aggressive_fusion": True}
+    on = rewrites.patches({SPACE_TO_DEPTH: True}, None)
     assert isinstance(on["post_grad_custom_pre_pass"], conv_rewrite.SpaceToDepth) and on["post_grad_custom_pre_pass"].uuid()
     with caplog.at_level(logging.WARNING, logger="tuner"):
-        assert conv_rewrite.patches({SPACE_TO_DEPTH: True}, object()) == {}
+        assert rewrites.patches({SPACE_TO_DEPTH: True}, object()) == {}
     assert "already set" in caplog.text
 
 
@@ -200,7 +200,7 @@ def test_a_stored_rewrite_can_be_left_out_as_an_ablation_measures_it(tmp_path):
     """options={"without": ["space_to_depth"]}: the stored grouping without its rewrite (every other knob kept), as
     `tuner bench --ablate` times each rewrite's share of the gain; the stored rewrite applies otherwise."""
     from tests.backend.test_tuned_backend import _store_winner
-    from tuner.commands.bench import ablation
+    from tuner.commands.bench import ablation, stored_rewrites
 
     model, x = stem(), _input()
     g, task = _grouping(model, x)
@@ -213,5 +213,6 @@ def test_a_stored_rewrite_can_be_left_out_as_an_ablation_measures_it(tmp_path):
             y, (codes[without],) = run_and_get_code(torch.compile(model, backend="tuned", options={"db": url, "without": list(without)}), x)
         torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
     assert S2D_WEIGHT in codes[()] and S2D_WEIGHT not in codes[(SPACE_TO_DEPTH,)]
-    assert "tuned-without-space_to_depth" in ablation("cpu") and "tuned-without-cudnn_epilogue" in ablation("cuda")
-    assert "tuned-without-cudnn_epilogue" not in ablation("cpu")
+    assert stored_rewrites(url, "cpu") == [SPACE_TO_DEPTH]  # what `bench --ablate` leaves out one at a time
+    assert ablation("cpu", [SPACE_TO_DEPTH])[-1] == "tuned-without-space_to_depth"
+    assert "tuned-without-cudnn_epilogue" in ablation("cuda") and "tuned-without-cudnn_epilogue" not in ablation("cpu")

@@ -26,7 +26,7 @@ def bench(
     input_shape: InputShapeOpt = None,
     channels_last: ChannelsLastOpt = False,
     freezing: FreezingOpt = True,
-    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing (Inductor's defaults, frozen: what tuned starts from), freezing-max-autotune (freezing + max-autotune, with CUDA graphs on a CUDA device: Inductor at its strongest), freezing-max-autotune-no-cudagraphs, freezing-reduce-overhead (Inductor's default kernels, frozen, under CUDA graphs; added on a CUDA device wherever freezing-max-autotune is timed), tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-no-kernels (every winner but the Triton kernel configs), tuned-no-cuda-graphs (every winner, never under CUDA graphs), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs), tuned-without-NAME (every winner but a winner group's or a kind's: template-site, Triton-kernel, graph-knob, fusion-grouping, cuda_graph, …; or the groupings without one rewrite: space_to_depth, cudnn_epilogue).")] = "eager,default,freezing-max-autotune,tuned",
+    modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing (Inductor's defaults, frozen: what tuned starts from), freezing-max-autotune (freezing + max-autotune, with CUDA graphs on a CUDA device: Inductor at its strongest), freezing-max-autotune-no-cudagraphs, freezing-reduce-overhead (Inductor's default kernels, frozen, under CUDA graphs; added on a CUDA device wherever freezing-max-autotune is timed), tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-no-kernels (every winner but the Triton kernel configs), tuned-no-cuda-graphs (every winner, never under CUDA graphs), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs), tuned-without-NAME (every winner but a winner group's or a kind's: template-site, Triton-kernel, graph-knob, fusion-grouping, cuda_graph, …; or the groupings without one rewrite: space_to_depth, cudnn_epilogue, merge_gemms).")] = "eager,default,freezing-max-autotune,tuned",
     ablate: Annotated[bool, typer.Option("--ablate", help="Add tuned and one mode per lever left out (each winner group that can answer on this device, and CUDA graphs on a GPU): each lever's share of the gain, in one run.")] = False,
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
     threads: ThreadsOpt = None,
@@ -48,11 +48,11 @@ def bench(
         extra[label] = db_url(url)
     mode_names = [m.strip() for m in modes.split(",") if m.strip()] + [f"tuned-{label}" for label in extra]
     spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)
-    from tuner.commands.bench import ablation, with_anchors
+    from tuner.commands.bench import ablation, stored_rewrites, with_anchors
 
     mode_names = with_anchors(spec.device, mode_names)
     if ablate:
-        mode_names = list(dict.fromkeys([*mode_names, *ablation(spec.device)]))
+        mode_names = list(dict.fromkeys([*mode_names, *ablation(spec.device, stored_rewrites(db_url(db), spec.device))]))
     if out is not None:
         writable_out(out)
     write = (lambda doc: out.write_text(json.dumps(doc, indent=2) + "\n")) if out is not None else None

@@ -91,11 +91,21 @@ def ablated_modes(results: dict[str, Any]) -> list[str]:
     return [n for n in results if n.startswith("tuned-without-") or n == "tuned-no-cuda-graphs"]
 
 
-def ablation(device: str) -> list[str]:
+def ablation(device: str, rewrites: list[str] | None = None) -> list[str]:
     """``tuned`` and one mode per lever that can answer on ``device``: each winner group, each rewrite of the groupings
-    and CUDA graphs on a GPU."""
-    levers = [g for g, kinds in groups().items() if any(device in descriptor(k).devices for k in kinds)] + rewrite_knobs(device)
+    (``rewrites``: those a database's groupings turn on; None: every one this device offers) and CUDA graphs on a GPU."""
+    rewrites = rewrite_knobs(device) if rewrites is None else rewrites
+    levers = [g for g, kinds in groups().items() if any(device in descriptor(k).devices for k in kinds)] + rewrites
     return ["tuned", *[f"tuned-without-{g}" for g in levers], *(["tuned-no-cuda-graphs"] if device == "cuda" else [])]
+
+
+def stored_rewrites(db_url: str, device: str) -> list[str]:
+    """The rewrite knobs that some grouping stored in ``db_url`` for this device turns on."""
+    from tuner.backend.answers import load_answers
+    from tuner.core import Kind
+
+    forcing, _ = load_answers([db_url], device)
+    return [k for k in rewrite_knobs(device) if any(answer.get(k) for answer in forcing.of(Kind.FUSION).values())]
 
 
 def compile_mode(spec: WorkloadSpec, m: Mode, model: Any, example: Any) -> tuple[Any, Any, float]:

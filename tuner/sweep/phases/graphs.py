@@ -10,7 +10,7 @@ from typing import Any
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.kinds import KERNEL_HOOK, where
 from tuner.measure import CaptureGraphs, GraphTrial
-from tuner.search_spaces.fusion import CONV_EPILOGUE
+from tuner.search_spaces.fusion import CONV_EPILOGUE, MERGE_GEMMS
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.scheduler import tune_tasks
 from tuner.study.context import Measure
@@ -117,6 +117,9 @@ class FusionPhase(Phase):
             if g.space.context.get("s2d_convs"):
                 sweep.progress.note(f"{g.name}: {g.space.context['s2d_convs']} strided convolution(s) read at most 4 channels; the rewrite "
                                     "over their input's space-to-depth form is measured first")
+            if MERGE_GEMMS in g.space.default:
+                sweep.progress.note(f"{g.name}: {g.space.context['sibling_gemms']} matrix multiplies read one input through frozen weights; "
+                                    "the grouping with each such group as one GEMM is measured first")
             if CONV_EPILOGUE in g.space.default:  # offered where cuDNN runs the convolutions (search_spaces/fusion.py)
                 sweep.progress.note(f"{g.name}: {g.space.context['epilogue_convs']} convolution(s) end in a ReLU; the grouping with "
                                     "cuDNN running it (and the bias and residual add before it) is measured first")

@@ -1,0 +1,42 @@
+"""The graph rewrites the fusion groupings can turn on, in Inductor's one post-grad pre-pass slot: the space-to-depth
+stem (``conv_rewrite``), cuDNN's convolution epilogue (``conv_epilogue``) and merged GEMMs (``gemm_merge``). Each is
+a knob of the fusion space (``search_spaces/fusion.py``); :func:`patches` turns the knobs that are on into the pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.backend.hooks import conv_epilogue, gemm_merge
+from tuner.backend.hooks.conv_rewrite import SpaceToDepth
+from tuner.backend.hooks.custom_pass import Base, placed
+from tuner.search_spaces.fusion import CONV_EPILOGUE, MERGE_GEMMS, SPACE_TO_DEPTH
+
+# Each rewrite knob with its pass, in the order they run: the stem rewritten first, so that its new convolution's
+# ReLU is fused into cuDNN's epilogue too.
+REWRITES = {SPACE_TO_DEPTH: SpaceToDepth, CONV_EPILOGUE: conv_epilogue.FuseEpilogues, MERGE_GEMMS: gemm_merge.MergeGemms}
+
+
+class Rewrites(Base):  # type: ignore[misc,valid-type]
+    """Several rewrites in the one pre-pass slot, run in order."""
+
+    def __init__(self, passes: list[Any]) -> None:
+        self.passes = passes
+
+    def __call__(self, graph: Any) -> None:
+        for p in self.passes:
+            p(graph)
+
+    def uuid(self) -> Any:
+        return "+".join(p.uuid() for p in self.passes)
+
+
+def patches(knobs: dict[str, Any], current: Any) -> dict[str, Any]:
+    """``knobs`` as Inductor config patches: each rewrite knob (:data:`REWRITES`) that is on becomes the post-grad
+    pre-pass. Where this torch has no custom-pass interface, or the user set a post-grad pass of their own
+    (``current``), the knobs are dropped with a warning and Inductor compiles the graph as it is."""
+    out = dict(knobs)
+    on = [make for knob, make in REWRITES.items() if out.pop(knob, False)]
+    if not on:
+        return out
+    make = on[0] if len(on) == 1 else (lambda: Rewrites([m() for m in on]))
+    return placed(out, "post_grad_custom_pre_pass", current, make, "the stored graph rewrites")
