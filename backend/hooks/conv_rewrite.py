@@ -15,15 +15,13 @@ compiled the same way; ``bench/device/conv_as_mm.py``). A patchify stem (kernel 
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tuner.backend.hooks.custom_pass import Base, traced_call
+from tuner.backend.hooks.custom_pass import Base, rewrite_each, traced_call
 
 MAX_CHANNELS = 4  # cuDNN's bf16/fp16 tensor-core kernels want 8: at or below 4, more than half of its K is padding
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
-log = logging.getLogger(__name__)
 
 
 def _convolution() -> Any:
@@ -134,16 +132,7 @@ class SpaceToDepth(Base):  # type: ignore[misc,valid-type]
         if gm is None or not convs:
             return
         fake_mode = detect_fake_mode([n.meta["val"] for n in convs[0].args[:2]])
-        for conv in convs:
-            before = set(graph.nodes)
-            try:
-                _rewrite(gm, conv, fake_mode)
-            except Exception as e:  # noqa: BLE001 - this torch lowers it otherwise: keep the convolution as it was
-                for node in reversed([n for n in graph.nodes if n not in before]):
-                    graph.erase_node(node)
-                log.warning("tuner: the space-to-depth rewrite failed on this torch (%s: %s); the convolution is compiled as it is",
-                            type(e).__name__, e)
-        graph.lint()
+        rewrite_each(graph, convs, lambda conv: _rewrite(gm, conv, fake_mode), "the space-to-depth rewrite", "the convolution is compiled as it is")
 
     def uuid(self) -> Any:
         return f"tuner-space-to-depth-{VERSION}"

@@ -41,3 +41,17 @@ def traced_call(graph: Any, fake_mode: Any, target: Any, *args: Any, **kwargs: A
     with fake_mode:
         node.meta["val"] = target(*torch.fx.node.map_arg(args, lambda a: a.meta["val"]), **kwargs)
     return node
+
+
+def rewrite_each(graph: Any, items: list[Any], rewrite: Any, what: str, kept: str) -> None:
+    """``rewrite(item)`` for each item of ``graph``; where one fails on this torch (its aten ops or fake tensors behave
+    otherwise), the nodes it added are removed and a warning says ``what`` failed and ``kept`` how it is compiled."""
+    for item in items:
+        before = set(graph.nodes)
+        try:
+            rewrite(item)
+        except Exception as e:  # noqa: BLE001 - this torch lowers it otherwise: keep what was there
+            for node in reversed([n for n in graph.nodes if n not in before]):
+                graph.erase_node(node)
+            log.warning("tuner: %s failed on this torch (%s: %s); %s", what, type(e).__name__, e, kept)
+    graph.lint()

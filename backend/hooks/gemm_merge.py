@@ -13,13 +13,11 @@ applies. On the CPU, freezing packs linear weights for oneDNN before any post-gr
 from __future__ import annotations
 
 import functools
-import logging
 from typing import Any
 
-from tuner.backend.hooks.custom_pass import Base, traced_call
+from tuner.backend.hooks.custom_pass import Base, rewrite_each, traced_call
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
-log = logging.getLogger(__name__)
 
 
 def _targets() -> tuple[Any, Any]:
@@ -122,16 +120,7 @@ class MergeGemms(Base):  # type: ignore[misc,valid-type]
         if not found:
             return
         fake_mode = detect_fake_mode([found[0][0].meta["val"]])
-        for nodes in found:
-            before = set(graph.nodes)
-            try:
-                _merge(gm, nodes, fake_mode)
-            except Exception as e:  # noqa: BLE001 - this torch lowers it otherwise: keep the GEMMs as they were
-                for node in reversed([n for n in graph.nodes if n not in before]):
-                    graph.erase_node(node)
-                log.warning("tuner: merging GEMMs that read one input failed on this torch (%s: %s); they are compiled as they are",
-                            type(e).__name__, e)
-        graph.lint()
+        rewrite_each(graph, found, lambda nodes: _merge(gm, nodes, fake_mode), "merging GEMMs that read one input", "they are compiled as they are")
 
     def uuid(self) -> Any:
         return f"tuner-merge-gemms-{VERSION}"
