@@ -127,6 +127,9 @@ def test_the_rewrite_is_exact_at_odd_sizes_kernels_and_strides(size, kernel, str
 
 
 def test_the_knob_never_reaches_inductor_and_a_users_own_pass_is_kept(caplog):
+    from tuner.search_spaces.fusion import REWRITE_KNOBS
+
+    assert set(rewrites.REWRITES) == set(REWRITE_KNOBS)  # every rewrite knob the space offers has its pass
     assert rewrites.patches({SPACE_TO_DEPTH: False, "aggressive_fusion": True}, None) == {"aggressive_fusion": True}
     on = rewrites.patches({SPACE_TO_DEPTH: True}, None)
     assert isinstance(on["post_grad_custom_pre_pass"], conv_rewrite.SpaceToDepth) and on["post_grad_custom_pre_pass"].uuid()
