@@ -6,7 +6,7 @@ same input, one GEMM over ``[K, N1 + N2 + ...]`` reads the input once and fills 
 small (a grouped-query model's k and v: N = 256); each old output becomes a column slice of the new one. Only where
 every weight, and for ``addmm`` every bias, is a constant of the graph (a frozen compile): the concatenation is
 computed once, and the weights it replaces are dropped from the graph. The rewrite (:class:`MergeGemms`, a post-grad
-pass) runs where the fusion study turns the knob on (``search_spaces/fusion.py``); :func:`eligible` counts where it
+pass) runs where the fusion study turns the knob on (``search_spaces/fusion.py``); :func:`eligible_dims` lists where it
 applies. On the CPU, freezing packs linear weights for oneDNN before any post-grad pass, so it finds nothing there.
 """
 
@@ -54,9 +54,17 @@ def groups(graph: Any) -> list[list[Any]]:
     return [g for g in by.values() if len(g) >= 2]
 
 
-def eligible(gm: Any) -> int:
-    """How many GEMMs of this (post-AOT) graph the rewrite would merge."""
-    return sum(len(g) for g in groups(gm.graph))
+def eligible_dims(gm: Any) -> list[list[Any]]:
+    """``[op, M, K, N]`` of each GEMM of this (post-AOT) graph the rewrite would merge (``mm`` or ``addmm``; a dynamic
+    size as -1): what the capture's profile finds them by, to weigh the rewrite by their time."""
+    def size(d: Any) -> int:
+        return d if isinstance(d, int) else -1
+
+    dims = []
+    for n in (n for g in groups(gm.graph) for n in g):
+        m, k = _parts(n)[0].meta["val"].shape
+        dims.append([n.target.overloadpacket.__name__, size(m), size(k), size(n.meta["val"].shape[1])])
+    return dims
 
 
 def _tensor(gm: Any, node: Any) -> Any:

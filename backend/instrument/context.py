@@ -133,7 +133,7 @@ class MeasuringContext(CompileContext):
             found = {k.value: a.found(gm) for k, a in adapted(self.device_type, GRAPH_HOOK)
                      if hasattr(a, "found") and not (k.forward_only and is_backward)}
             self.recorder.lowering(conv_rewrite.eligible_shapes(gm), restart.frozen_now(is_backward), found, conv_epilogue.eligible(gm),
-                                   gemm_merge.eligible(gm))
+                                   gemm_merge.eligible_dims(gm))
 
     def fusion_allowed(self, pid: str, score: int) -> bool:
         if self.recorder is not None:

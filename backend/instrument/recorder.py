@@ -38,6 +38,7 @@ class GraphRecord:
     s2d_shapes: list[list[list[int]]] = field(default_factory=list)  # ... each one's input and weight shapes
     epilogue_convs: int = 0  # convolutions whose ReLU epilogue cuDNN could run (``hooks/conv_epilogue``)
     sibling_gemms: int = 0  # GEMMs that read one input through constant weights, mergeable (``hooks/gemm_merge``)
+    sibling_dims: list[list[Any]] = field(default_factory=list)  # ... each one's op, M, K and N
     frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
     found: dict[str, Any] = field(default_factory=dict)  # what it holds for kinds with an adapter (``TaskKind.adapter``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
@@ -85,13 +86,14 @@ class Recorder:
             g.unshared.append(pid)
 
     def lowering(self, s2d_shapes: list[list[list[int]]], frozen: bool, found: dict[str, Any], epilogue_convs: int = 0,
-                 sibling_gemms: int = 0) -> None:
+                 sibling_dims: list[list[Any]] | None = None) -> None:
         """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to (their input
         and weight shapes), whether it is compiled frozen, what kinds with an adapter found in it, how many
-        convolutions the cuDNN epilogue rewrite applies to, and how many GEMMs the merge applies to."""
+        convolutions the cuDNN epilogue rewrite applies to, and the GEMMs the merge applies to (their op, M, K and N)."""
         if (g := self._current()) is not None:
             g.s2d_convs, g.s2d_shapes, g.frozen, g.found = len(s2d_shapes), s2d_shapes, frozen, found
-            g.epilogue_convs, g.sibling_gemms = epilogue_convs, sibling_gemms
+            g.epilogue_convs, g.sibling_dims = epilogue_convs, list(sibling_dims or [])
+            g.sibling_gemms = len(g.sibling_dims)
 
 
 __all__ = ["GraphRecord", "Recorder", "SiteRecord"]

@@ -52,6 +52,8 @@ def parser(doc: str) -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--seq-len", type=int, default=128, help="an hf: model's tokens per sequence (decode: its KV cache's length)")
+    p.add_argument("--mode", default="infer", choices=("infer", "decode"), help="decode: an hf: model's decode step")
     p.add_argument("--out", required=True)
     return p
 
@@ -101,7 +103,8 @@ def variants_row(model: str, args: argparse.Namespace, variants: dict[str, dict[
 
     from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
-    spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, channels_last=True)
+    spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, channels_last=True, seq_len=args.seq_len,
+                        mode=args.mode)
     m, x = build_model(spec).eval(), make_inputs(spec, 1)[0]
     fns, outs = {}, {}
     with torch.no_grad():

@@ -48,6 +48,7 @@ inductor_config.cpp.weight_prepack = False
 model, x = Block().eval(), torch.randn(2, 8, 64)
 g, task = _grouping(model, x, freezing=True)
 assert g.sibling_gemms == 5, g  # q, k, v; gate, up (down reads another input)
+assert sorted(g.sibling_dims) == [["addmm", 16, 64, 16]] * 2 + [["addmm", 16, 64, 64], ["mm", 16, 64, 96], ["mm", 16, 64, 96]], g.sibling_dims
 assert task.space.default[MERGE_GEMMS] is False and task.space.evidence()[0] == {**task.space.default, MERGE_GEMMS: True}
 merged = Forcing({Kind.FUSION: {g.fusion_key: to_patches({**task.space.default, MERGE_GEMMS: True})}})
 with inductor_config.patch(freezing=True), torch.no_grad():
@@ -68,23 +69,36 @@ def test_frozen_projections_of_one_input_become_one_gemm_with_eager_numerics(cwd
 
 
 @pytest.mark.gpu
-def test_on_the_gpu_frozen_bf16_projections_merge_and_match_eager():
-    """As Inductor lowers them on CUDA (bf16, frozen), where the study measures the knob."""
-    from torch._inductor.utils import run_and_get_code
-
+def test_on_the_gpu_frozen_bf16_projections_merge_and_match_eager(monkeypatch):
+    """As Inductor lowers them on CUDA (bf16, frozen), where the study measures the knob: the forced grouping's pass
+    finds the recorded groups in the graph it is handed and leaves none, and the output matches eager. (Counting
+    GEMM calls in the generated code would not say it: Inductor's own freezing passes merge some projections of
+    equal width first, and a tuned compile may lower a GEMM as a Triton template.)"""
     from tests.backend.test_conv_rewrite import _compiled, _inference
+    from tuner.backend.hooks import gemm_merge, rewrites
     from tuner.core import Forcing, Kind
     from tuner.search_spaces.fusion import to_patches
 
+    class Counted(gemm_merge.MergeGemms):
+        seen: list[tuple[int, int]] = []
+
+        def __call__(self, graph):
+            before = len(gemm_merge.groups(graph))
+            super().__call__(graph)
+            Counted.seen.append((before, len(gemm_merge.groups(graph))))
+
+        def uuid(self):
+            return "counted-" + super().uuid()
+
+    monkeypatch.setitem(rewrites.REWRITES, MERGE_GEMMS, Counted)
     model, x = Block().eval().cuda().to(torch.bfloat16), torch.randn(4, 32, 64, device="cuda", dtype=torch.bfloat16)
     g, task = _grouping(model, x, device="cuda", freezing=True)
-    assert g.sibling_gemms == 5, g
+    assert g.sibling_gemms >= 3, g  # q, k and v at least: Inductor's own freezing passes may have merged gate and up
     merged = Forcing({Kind.FUSION: {g.fusion_key: to_patches({**task.space.default, MERGE_GEMMS: True})}})
     with _inference(freezing=True):
-        plain, (plain_code,) = run_and_get_code(_compiled(model, device="cuda"), x)
-        y, (code,) = run_and_get_code(_compiled(model, merged, device="cuda"), x)
+        plain = _compiled(model, device="cuda")(x)
+        y = _compiled(model, merged, device="cuda")(x)
         ref = model.float()(x.float())
-    gemms = lambda c: c.count("extern_kernels.mm(") + c.count("extern_kernels.addmm(")  # noqa: E731
-    assert gemms(plain_code) == 6 and gemms(code) == 3, (gemms(plain_code), gemms(code))
+    assert Counted.seen and Counted.seen[-1][0] >= 1 and Counted.seen[-1][1] == 0, Counted.seen
     for out in (plain, y):
         assert (out.float() - ref).abs().max() <= 0.03 * ref.abs().max()
