@@ -27,6 +27,8 @@ resnet50 0.87x and resnext50_32x4d 0.88x, but regnet_y_1_6gf 1.23x: measured, ne
 (g) ``merge_gemms``, only where the recording counted matrix multiplies that read one input through constant weights
 (``sibling_gemms``: a frozen transformer's q, k and v projections, its MLP's gate and up): each group becomes one GEMM
 over the weights side by side (``backend/hooks/gemm_merge.py``). Measured first too.
+(h) ``combo_kernels`` (independent kernels launched as one; max-autotune leaves it off) is measured first too where the
+sweep found the step a run of short Triton kernels (``short_kernels``: their launches a step, a decode step's).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def space(context: dict[str, Any]) -> Space:
     params += [Bool(f"veto.{p}") for p in pairs]
     default = {**{p.name: d[p.name] for p in params if p.name in d}, **{f"veto.{p}": False for p in pairs}}
     ctx = {"device": context.get("device"), "defaults": d, "pairs": pairs}
-    for seen in ("unshared_epilogues", "s2d_convs", "epilogue_convs", "sibling_gemms", "frozen"):  # absent otherwise: older tasks keep their fingerprint
+    for seen in ("unshared_epilogues", "s2d_convs", "epilogue_convs", "sibling_gemms", "short_kernels", "frozen"):  # absent otherwise: older tasks keep their fingerprint
         if int(context.get(seen) or 0) > 0:
             ctx[seen] = int(context[seen])
     if "s2d_convs" in ctx:
@@ -131,11 +133,13 @@ class FusionSpace(Space):
         return {**self.default, FREEZING: False} if FREEZING in self.default else None
 
     def evidence(self) -> list[dict[str, Any]]:
-        """The default with ``aggressive_fusion``, where the graph has template epilogues only it would fuse, with
-        ``space_to_depth`` and with ``cudnn_epilogue``, where it has convolutions those rewrites apply to: all of them
-        together first, then each alone."""
+        """The default with ``aggressive_fusion``, where the graph has template epilogues only it would fuse, with each
+        rewrite knob offered (where the graph has what it applies to), and with ``combo_kernels`` where the step is a
+        run of short kernels: all of them together first, then each alone."""
         levers = [{"aggressive_fusion": True}] if self.context.get("unshared_epilogues") and not self.default.get("aggressive_fusion", True) else []
         levers += [{knob: True} for knob in REWRITE_KNOBS if knob in self.default]
+        if self.context.get("short_kernels") and self.default.get("combo_kernels") is False:
+            levers.append({"combo_kernels": True})
         both = [{k: v for lever in levers for k, v in lever.items()}] if len(levers) > 1 else []
         return [{**self.default, **lever} for lever in both + levers]
 

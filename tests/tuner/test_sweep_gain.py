@@ -1,6 +1,8 @@
 """A time budget is spent by expected gain per second: the capture's profile of the default step says what each phase
 acts on, and the searches run in order of expected gain over expected cost."""
 
+import dataclasses
+
 from tuner.core import Kind, TaskSpec
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import space_for
@@ -51,7 +53,17 @@ def test_the_profile_splits_the_step_by_what_each_phase_acts_on():
     assert abs(p.lever_ms(SITES) - 3.0 * site_macs / (site_macs + att_macs)) < 1e-9
     assert abs(p.lever_ms(SITES) + p.lever_ms(ATTENTION) - 3.0) < 1e-9
     assert p.lever_ms(CUDA_GRAPHS) == p.idle_ms and p.lever_ms(KERNELS) == p.lever_ms(FUSION) == p.triton_ms
-    assert abs(p.gain_ms(SITES) - gain.RATES[SITES] * p.lever_ms(SITES)) < 1e-12
+    assert p.site_rate == gain.LARGE_GEMM_RATE  # a 4096x1024 output: a large GEMM, where cuBLAS held its sites
+    assert abs(p.gain_ms(SITES) - gain.LARGE_GEMM_RATE * p.lever_ms(SITES)) < 1e-12
+
+
+def test_skinny_gemm_sites_keep_the_sites_rate_and_a_mix_is_weighted_by_multiply_adds():
+    """A decode step's 8-row GEMM keeps the sites' rate; a large GEMM's is lower; together, weighted by work."""
+    skinny, large = _site("s", 8, 768, 2304), _site("l", 4096, 1024, 1024)
+    assert gain.site_rate(skinny) == gain.RATES[SITES] and gain.site_rate(large) == gain.LARGE_GEMM_RATE
+    p = Profile.of(_capture(4.0, 3.6, [0.1], [("s", 1), ("l", 1)]), [skinny, large])
+    ws, wl = 8 * 768 * 2304, 4096 * 1024 * 1024
+    assert abs(p.site_rate - (ws * gain.RATES[SITES] + wl * gain.LARGE_GEMM_RATE) / (ws + wl)) < 1e-12
 
 
 def test_without_the_devices_busy_time_there_is_no_profile():
@@ -157,3 +169,38 @@ def test_convolutions_ending_in_a_relu_put_the_fusion_study_first_by_its_first_t
     cost = {SITES: 60.0, FUSION: 125.0, KERNELS: 60.0}
     assert gain.by_gain([SITES, FUSION, KERNELS], plain, cost, {FUSION: 20.0}) == [SITES, FUSION, KERNELS]
     assert gain.by_gain([SITES, FUSION, KERNELS], p, cost, {FUSION: 20.0}) == [FUSION, SITES, KERNELS]
+
+
+def test_the_gemm_merge_is_weighed_by_the_profiled_time_of_the_gemms_it_merges():
+    """A Qwen2-like prefill layer: q, k and v read one input through frozen weights (addmm, profiled as bias and
+    input), the output projection reads another (mm). Only the three merged GEMMs' time counts, k's and v's profiled
+    together, as the profiler keys calls by their shapes."""
+    library = [{"op": "addmm", "shapes": [[4096, 1024], [4096, 1024]], "ms": 0.017},
+               {"op": "addmm", "shapes": [[4096, 256], [4096, 1024]], "ms": 0.020},
+               {"op": "mm", "shapes": [[4096, 1024], [1024, 1024]], "ms": 0.017},
+               {"op": "convolution", "shapes": [[8, 3, 32, 32], [16, 3, 3, 3]], "ms": 0.5}]
+    dims = [["addmm", 4096, 1024, 1024], ["addmm", 4096, 1024, 256], ["addmm", 4096, 1024, 256]]
+    capture = dataclasses.replace(_capture(4.0, 3.6, [0.1], []), library=library, graphs=[{"sibling_gemms": 3, "sibling_dims": dims}])
+    p = Profile.of(capture, [])
+    assert abs(p.merge_ms - 0.037) < 1e-12
+    assert abs(p.front_ms(FUSION) - 0.037 * gain.MERGE_RATE) < 1e-12 and p.front_ms(SITES) == 0.0
+    assert Profile.of(dataclasses.replace(capture, graphs=[{"sibling_gemms": 0, "sibling_dims": []}]), []).merge_ms == 0.0
+
+
+def test_a_step_of_short_kernels_measures_combo_kernels_first_and_weighs_them_by_their_launches():
+    """gpt2's decode step: ~65 Triton launches of ~5 us. Combo kernels (off in every Inductor mode) are the first
+    fusion trial there, weighed by the launches; a prefill whose kernels run ~17 us (Qwen2's) gets neither."""
+    from tuner.backend.defaults import fusion_defaults
+    from tuner.sweep.tasks import fusion_tasks
+
+    decode = _capture(0.57, 0.3, [0.005] * 6 + [0.02], [])
+    prefill = _capture(2.6, 2.5, [0.005, 0.017, 0.02, 0.022], [])
+    assert gain.short_launches(decode) == 14 and gain.short_launches(prefill) == 0
+    assert abs(Profile.of(decode, []).front_ms(FUSION) - 14 * gain.COMBO_MS_PER_LAUNCH) < 1e-12
+    graph = {"fusion_key": "k", "backward": False, "lines": 10, "index": 0, "device": "cuda", "fusion_defaults": fusion_defaults("cuda")}
+    (short,), (plain,) = fusion_tasks([graph], "m", short_kernels=14), fusion_tasks([graph], "m")
+    assert short.space.default["combo_kernels"] is False
+    assert short.space.evidence() == [{**short.space.default, "combo_kernels": True}] and plain.space.evidence() == []
+    assert plain.space.fingerprint() == fusion_tasks([graph], "m", short_kernels=0)[0].space.fingerprint()
+    (cpu,) = fusion_tasks([{**graph, "device": "cpu", "fusion_defaults": fusion_defaults("cpu")}], "m", short_kernels=14)
+    assert "short_kernels" not in cpu.space.context and cpu.space.evidence() == []

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import tuner.backend as tb
 from tuner.cli import app
 from tuner.db import Database
+from tuner.sweep.clock import CAPTURE
 from tuner.sweep.driver import promised_end_s
 
 BUDGET_S = 60
@@ -195,6 +196,35 @@ def test_a_finalists_verification_ends_by_its_phases_deadline(db_url):
     db.close()
 
 
+def test_a_whole_workload_finalist_the_worker_holds_is_verified_at_the_cost_of_its_timing(db_url):
+    """The Qwen2 prefill's GEMM merge on the H200: a 12.5-s trial (one compile of ~11 s, the base held), 21 s before
+    its phase's deadline; its verification was expected at twice the trial (compile included) and was not run, so a
+    2.6% gain was not stored. With both compiles in the worker, a verification only times them."""
+    import dataclasses
+
+    from tests.helpers.replay import _context
+    from tuner.study.settle import held
+
+    db = Database.open(db_url)
+    tuning = _context(db_url, db, trials=4)
+    tuning.costs.observe("fusion_graph", 12.5)
+    tuning.costs.observe(CAPTURE, 11.0)
+    in_phase = dataclasses.replace(tuning, deadline=time.monotonic() + 21, settle_by=None)
+    assert not in_phase.can_verify("fusion_graph")
+    assert in_phase.can_verify("fusion_graph", held=True)
+    assert not dataclasses.replace(in_phase, deadline=time.monotonic() + 1).can_verify("fusion_graph", held=True)
+    tuning.costs.observe("template_choice", 12.5)
+    assert not in_phase.can_verify("template_choice", held=True), "only a whole-workload trial's compiles are held"
+
+    def measure(config, rounds):
+        raise AssertionError("not measured")
+
+    assert not held(measure, {"a": 1})
+    measure.holds = lambda config: config == {"a": 1}
+    assert held(measure, {"a": 1}) and not held(measure, {"a": 2})
+    db.close()
+
+
 def test_the_end_of_a_sweep_counts_its_compiles_and_a_held_worker_is_not_recycled(tmp_path):
     """The end's time holds the check's and the unfrozen measurement's compiles, not a fresh worker's capture: the
     worker that holds the defaults' compile is not recycled while held (a CPU worker otherwise is, every few trials)."""
@@ -255,7 +285,10 @@ def test_a_capture_that_outlasts_the_budget_is_stopped_and_the_promise_kept(tmp_
 def test_the_fusion_study_searches_the_captures_recording_while_no_winner_changes_the_lowering(db_url):
     """No worker here: a recording compile would fail. With no winner but CUDA graphs, the fusions the capture recorded
     hold, so the study plans from them (vit_b_32 on the H200 left the study out, with no time for that compile); a
-    template-site winner changes which kernels exist, so the study records again."""
+    template-site winner changes which kernels exist, so the study records again where there is time for that compile,
+    and else still plans from the capture's recording (the Qwen2 prefill's sweep on the H200 left the study out when a
+    2-us site winner changed the lowering): its rewrites apply to the graph before lowering, whatever the winners."""
+    from tuner.sweep.clock import CAPTURE, now
     from tests.helpers.replay import _context
     from tuner.core import Kind
     from tuner.measure.result import CaptureResult
@@ -281,6 +314,10 @@ def test_the_fusion_study_searches_the_captures_recording_while_no_winner_change
     assert [t.key for t in plan.tasks] == ["fw-fusion"] and plan.tasks[0].space.context["s2d_convs"] == 1
     db.set_winner(records[Kind.SITE].id, tuning.device_id, None, {"choice": "triton::mm a"}, None, None)
     assert not lowers_as_captured(sweep, sweep.winners())
+    sweep.tuning = dataclasses.replace(tuning, deadline=now() + 5.0, settle_by=now() + 5.0)
+    tuning.costs.observe(CAPTURE, 60.0)  # a recording compile takes longer than the time left (and would fail here)
+    plan = FusionPhase().plan(sweep)
+    assert [t.key for t in plan.tasks] == ["fw-fusion"] and plan.tasks[0].space.context["s2d_convs"] == 1
     db.close()
 
 

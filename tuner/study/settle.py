@@ -76,7 +76,7 @@ def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure:
     candidate's trial timed it beside the default (``TaskKind.beside_base``) with a clear gain (``UNVERIFIED_GAIN``)."""
     ok, default, top = finalist(tuning, task, space)
     default_ms = default.median_ms if default else (ok[0].baseline_ms if ok else None)
-    if top is not None and not tuning.can_verify(space.family):
+    if top is not None and not tuning.can_verify(space.family, held=held(measure, top.config)):
         if beside_base(task.kind):
             return settle_measured(tuning, task, space, default, top, UNVERIFIED_GAIN)
         return unverified(tuning, task, space, default_ms)
@@ -85,6 +85,13 @@ def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure:
         with tuning.costs.timed(f"{space.family}:verify"):
             m = measure(top.config, tuning.budget.verify_rounds)
     return settle(tuning, task, space, default, default_ms, top, m)
+
+
+def held(measure: Measure, config: dict[str, Any]) -> bool:
+    """Whether re-measuring ``config`` finds its compile and its base's in the worker (a whole-workload trial's
+    measure says so through its ``holds``): its verification then only times them."""
+    holds = getattr(measure, "holds", None)
+    return bool(holds is not None and holds(config))
 
 
 def settle_measured(tuning: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, top: TrialRecord | None, gain: float) -> TaskOutcome:

@@ -187,7 +187,8 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks_from_capture(capture, opts.spec.model))
-    return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers, recorded=capture.graphs)
+    return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers, recorded=capture.graphs,
+                        short_kernels=gain.short_launches(capture))
 
 
 CLOSING_S = 5.0  # what the end of a sweep cut short takes: the worker's exit, the closing writes and tables

@@ -6,7 +6,8 @@ acts on: the time the device waits for the host (CUDA graphs), the captured Trit
 their fusion groupings), and the rest of the busy time, the library and template calls, shared between the template
 sites and the kinds that claim multiply-adds of their own (``TaskKind.work``: attention sites) by their multiply-adds.
 The fusion study's rewrite of few-channel strided convolutions is weighed by those convolutions' profiled time, and
-cuDNN's fused convolution epilogue, where the recording saw one apply, by the Triton kernels' time.
+cuDNN's fused convolution epilogue, where the recording saw one apply, by the Triton kernels' time; the merge of
+GEMMs that read one input through frozen weights by those GEMMs' profiled time.
 A phase's expected gain is its share times a rate: the fraction of that time such a phase has won on our sweeps (below).
 Estimates, shown as such; where the device's busy time is unknown (the CPU, or no profiler) nothing is reordered.
 """
@@ -15,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tuner.core import Kind, TaskSpec
 from tuner.kinds import descriptor
 from tuner.measure.result import CaptureResult
-from tuner.sweep.tasks import site_work, step_share_ms
+from tuner.sweep.tasks import gemm_rows_cols, site_work, step_share_ms
 
 CUDA_GRAPHS, SITES, KERNELS, FUSION = "CUDA graphs", "template sites", "Triton kernels", "fusion groupings"
 # The fraction of its share of the step a phase is expected to win, from our H200 sweeps (bf16): CUDA graphs recover
@@ -29,6 +31,14 @@ CUDA_GRAPHS, SITES, KERNELS, FUSION = "CUDA graphs", "template sites", "Triton k
 # pointwise kernels. A kind with multiply-adds of its own (attention) is given the template sites' rate.
 RATES = {CUDA_GRAPHS: 0.8, SITES: 0.12, KERNELS: 0.03, FUSION: 0.10}
 STUDY_RATE = RATES[SITES]
+# A template site at a large GEMM (M and N both at least LARGE_GEMM) is weighed at LARGE_GEMM_RATE: timed as graph
+# replays, cuBLAS held all 7 GEMM sites of the Qwen2 prefill (M=4096) in two sweeps, and the Triton winners at
+# vit_b_32's (M=1600) paid nothing in the workload (0.997x without them: bench/results/h200/
+# vit_b_32-bf16-b32-ablation-default-2026-12-04.json). Skinny GEMMs (a decode step's 8 rows, a classifier's head) and
+# convolutions, where the templates won (max-autotune's lead on gpt2's decode; resnet50's 1x1 convolutions 2-4x),
+# keep the sites' rate.
+LARGE_GEMM = 256
+LARGE_GEMM_RATE = 0.02
 # The fusion study also holds the space-to-depth rewrite (``backend/hooks/conv_rewrite``): it took resnet50's 7x7/2 stem
 # from 0.330 to 0.177 ms and vit_b_16's patchify convolution from 0.331 to 0.117 ms (H200, bf16). It is weighed by
 # the time the profile finds at those convolutions; cuDNN spent 0.43 ms of vit_b_32's 1.5-ms step at its one.
@@ -38,6 +48,20 @@ S2D_RATE = 0.45
 # resnext50_32x4d's (H200, bf16, frozen under CUDA graphs; bench/results/h200/conv-epilogue-bf16-b32-2026-12-04.json),
 # though it cost regnet_y_1_6gf 23%. It is weighed by the Triton kernels' time, the pointwise kernels it removes.
 EPILOGUE_RATE = 0.25
+# ... and the merge of sibling GEMMs (``backend/hooks/gemm_merge``), weighed by their profiled time: the Qwen2 prefill's
+# q, k and v projections (17.1 + 2 x 9.9 us a layer, 8 layers) merged took 0.043-0.070 ms off its 2.61-ms step (H200,
+# bf16, frozen under CUDA graphs; bench/results/h200/merge-gemms-qwen2-8l-bf16-b8-s512-2026-12-04.json and levers-…).
+MERGE_RATE = 0.2
+# ... and Inductor's combo kernels (independent kernels launched as one), measured first where the step is a run of
+# short Triton kernels (launch-weighted median at most SHORT_KERNEL_MS, near a kernel's fixed cost: gpt2's decode
+# step's ran 4.2-4.9 us, vit_b_32's 6-14 us, the Qwen2 prefill's 7-22 us), weighed by those kernels' launches. A prior:
+# gpt2's decode step (b8, 512-position cache, ~65 Triton launches), compiled frozen and timed back to back at
+# 1.167 ms (twice the sweep's 0.574 under CUDA graphs: here the host launched it), took 0.955 ms with combo kernels,
+# ~3 us a launch; the Qwen2 prefill ran 1.011x slower (bench/results/h200/
+# levers-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json, levers-qwen2-…). Under CUDA graphs a launch costs less: a
+# third of that.
+SHORT_KERNEL_MS = 0.005
+COMBO_MS_PER_LAUNCH = 0.001
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,9 @@ class Profile:
     study_macs: dict[str, float] = field(default_factory=dict)  # {phase: multiply-adds its kinds claim}
     s2d_ms: float = 0.0  # the library time of the convolutions the space-to-depth rewrite applies to
     epilogues: bool = False  # whether the recording saw convolutions whose ReLU cuDNN's epilogue could run
+    merge_ms: float = 0.0  # the library time of the GEMMs the merge applies to
+    short_launches: int = 0  # Triton kernel launches a step, where they are short (:func:`short_launches`)
+    site_rate: float = RATES[SITES]  # the sites' rate, weighted by their multiply-adds (:func:`site_rate`)
 
     @classmethod
     def of(cls, capture: CaptureResult, tasks: Iterable[TaskSpec]) -> Profile | None:
@@ -60,15 +87,17 @@ class Profile:
             return None
         triton = min(capture.busy_ms, sum(step_share_ms(k) for k in capture.kernels))
         counts = {s["key"]: int(s.get("count") or 1) for s in capture.sites}
-        sites, studies = 0.0, {}
+        sites, weighted, studies = 0.0, 0.0, {}
         for t in tasks:
             if t.kind == Kind.SITE:
-                sites += site_work(t) * counts.get(t.key, 1)
+                work = site_work(t) * counts.get(t.key, 1)
+                sites, weighted = sites + work, weighted + work * site_rate(t)
             elif (work := _work(t)) is not None:
                 phase = descriptor(t.kind).phase
                 studies[phase] = studies.get(phase, 0.0) + work
         return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies,
-                   _s2d_ms(capture), any(g.get("epilogue_convs") for g in capture.graphs))
+                   _s2d_ms(capture), any(g.get("epilogue_convs") for g in capture.graphs), _merge_ms(capture),
+                   short_launches(capture), weighted / sites if sites else RATES[SITES])
 
     def lever_ms(self, phase: str) -> float | None:
         """The time of the step that ``phase`` acts on; None for a graph study whose kinds claim no multiply-adds
@@ -89,21 +118,62 @@ class Profile:
         lever = self.lever_ms(phase)
         if lever is None:
             return None
-        return lever * RATES.get(phase, STUDY_RATE) + self.front_ms(phase)
+        return lever * (self.site_rate if phase == SITES else RATES.get(phase, STUDY_RATE)) + self.front_ms(phase)
 
     def front_ms(self, phase: str) -> float:
         """The part of ``phase``'s expected gain that its first trial holds: the fusion study measures the
-        space-to-depth rewrite and cuDNN's epilogue first, so their gain comes at the price of one trial, not of the
-        study."""
+        space-to-depth rewrite, cuDNN's epilogue, the GEMM merge and combo kernels first, so their gain comes at the
+        price of one trial, not of the study."""
         if phase != FUSION:
             return 0.0
-        return self.s2d_ms * S2D_RATE + (self.triton_ms * EPILOGUE_RATE if self.epilogues else 0.0)
+        return (self.s2d_ms * S2D_RATE + (self.triton_ms * EPILOGUE_RATE if self.epilogues else 0.0) + self.merge_ms * MERGE_RATE
+                + self.short_launches * COMBO_MS_PER_LAUNCH)
 
 
 def _s2d_ms(capture: CaptureResult) -> float:
     """The profiled time of the convolutions whose input and weight shapes the space-to-depth rewrite applies to."""
     eligible = {repr(shapes) for g in capture.graphs for shapes in g.get("s2d_shapes") or []}
     return sum(op["ms"] for op in capture.library if op["op"] == "convolution" and repr(op["shapes"]) in eligible)
+
+
+def site_rate(task: TaskSpec) -> float:
+    """The share of its time a template site is expected to win: :data:`LARGE_GEMM_RATE` at a GEMM whose M and N are
+    both at least :data:`LARGE_GEMM`, else the sites' rate."""
+    mn = gemm_rows_cols(task)
+    return LARGE_GEMM_RATE if mn is not None and min(mn) >= LARGE_GEMM else RATES[SITES]
+
+
+def short_launches(capture: CaptureResult) -> int:
+    """The captured Triton kernels' launches a step where, weighted by launches, their median default time is at
+    most :data:`SHORT_KERNEL_MS` (the step is a run of short kernels, where one kernel fewer is worth its launch);
+    else 0."""
+    runs = sorted((k.get("default_ms") or 0.0, int(k.get("launches") or 1)) for k in capture.kernels)
+    total = sum(n for _, n in runs)
+    seen = 0
+    for ms, n in runs:
+        seen += n
+        if 2 * seen >= total:
+            return total if ms <= SHORT_KERNEL_MS else 0
+    return 0
+
+
+def _merge_ms(capture: CaptureResult) -> float:
+    """The profiled time of the GEMMs whose op, M, K and N the merge applies to."""
+    eligible = {tuple(d) for g in capture.graphs for d in g.get("sibling_dims") or []}
+    return sum(op["ms"] for op in capture.library if _gemm_dims(op) in eligible) if eligible else 0.0
+
+
+def _gemm_dims(op: dict[str, Any]) -> tuple[Any, ...] | None:
+    """(op, M, K, N) of a profiled ``mm`` (its inputs: ``[M, K]``, ``[K, N]``) or ``addmm`` (its bias, ending in N,
+    and ``[M, K]``); None for any other call."""
+    shapes = op.get("shapes") or []
+    if len(shapes) < 2 or not shapes[0] or len(shapes[1]) != 2:
+        return None
+    if op["op"] == "mm" and len(shapes[0]) == 2:
+        return "mm", shapes[0][0], shapes[0][1], shapes[1][1]
+    if op["op"] == "addmm":
+        return "addmm", shapes[1][0], shapes[1][1], shapes[0][-1]
+    return None
 
 
 def _work(task: TaskSpec) -> float | None:

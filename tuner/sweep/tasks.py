@@ -87,15 +87,31 @@ def site_work(task: TaskSpec) -> int:
     return math.prod(a) * b[-1]
 
 
+def gemm_rows_cols(task: TaskSpec) -> tuple[int, int] | None:
+    """(M, N) of a matmul-family site, from its last two inputs; None for a convolution, a symbolic size or a
+    malformed row."""
+    if task.signature.get("op") == "convolution":
+        return None
+    try:
+        sizes = [InputRow.parse(row).sizes for row in task.signature.get("inputs", [])]
+    except (ValueError, TypeError, AttributeError):
+        return None
+    if len(sizes) < 2 or any(len(s) < 2 for s in sizes[-2:]):
+        return None
+    m, n = sizes[-2][-2], sizes[-1][-1]
+    return (m, n) if isinstance(m, int) and isinstance(n, int) else None
+
+
 def _fusion_defaults(device: str) -> dict[str, Any]:
     from tuner.backend.defaults import fusion_defaults  # imports Inductor
 
     return fusion_defaults(device)
 
 
-def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
+def fusion_tasks(graphs: list[dict[str, Any]], model: str, short_kernels: int = 0) -> list[TaskSpec]:
     """One fusion-grouping task per recorded graph: knobs plus vetoes of its highest-scoring fusions, defaulting to
-    Inductor's values as the recording read them (as this process reads them for a recording that has none)."""
+    Inductor's values as the recording read them (as this process reads them for a recording that has none).
+    ``short_kernels``: the step's Triton launches where it is a run of short kernels (``gain.short_launches``)."""
     from tuner.search_spaces.fusion import MAX_PAIRS
 
     out = []
@@ -109,6 +125,8 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str) -> list[TaskSpec]:
         for seen in ("s2d_convs", "epilogue_convs", "sibling_gemms"):
             if g.get(seen):
                 space[seen] = int(g[seen])
+        if short_kernels > 0 and space["device"] == "cuda":
+            space["short_kernels"] = int(short_kernels)
         if g.get("frozen"):
             space["frozen"] = 1
         sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}

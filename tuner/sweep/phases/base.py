@@ -58,6 +58,7 @@ class SweepContext:
     workers: int = 1  # local workers sharing the sweep
     outcomes: dict[int, TaskOutcome] = field(default_factory=dict)
     recorded: list[dict[str, Any]] = field(default_factory=list)  # the graphs as the capture recorded them (Inductor's defaults)
+    short_kernels: int = 0  # the step's Triton launches, where it is a run of short kernels (``gain.short_launches``)
 
     @property
     def db(self) -> Database:

@@ -28,7 +28,13 @@ def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: 
 
     def measure_for(task: TaskSpec, base: Forcing) -> Measure:
         both = under.merged(base)
-        return lambda config, rounds: sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms))
+
+        def measure(config: dict[str, Any], rounds: int) -> Any:
+            return sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms))
+
+        # A verification finds both compiles in the worker where the last trial was this config's (``settle.held``).
+        measure.holds = lambda config: sweep.worker.holds(both) and sweep.worker.holds(both.merged(task.forcing(config)))  # type: ignore[attr-defined]
+        return measure
 
     tasks, records = [t for t, _ in pairs], [r for _, r in pairs]
     tuning = dataclasses.replace(sweep.until(deadline), base_held=sweep.worker.holds(under))
@@ -103,13 +109,19 @@ class FusionPhase(Phase):
         self.everything = winners.forcing(sweep.workload.pairs())
         if sweep.recorded and lowers_as_captured(sweep, winners):
             sweep.progress.note("no winner so far changes how the graphs lower: the fusions the capture recorded are searched")
-            groupings = fusion_tasks(sweep.recorded, sweep.model)
+            groupings = fusion_tasks(sweep.recorded, sweep.model, sweep.short_kernels)
         elif not sweep.can_capture(keep_end=True):
-            sweep.progress.note("no time left to record the fusions with the winners so far forced: fusion groupings are not searched")
-            return Plan([], 0)
+            if not sweep.recorded:
+                sweep.progress.note("no time left to record the fusions with the winners so far forced: fusion groupings are not searched")
+                return Plan([], 0)
+            # The rewrites and knobs apply to the graph as it was before lowering, whatever the winners; a vetoed
+            # fusion the winners no longer make never matches (``backend/hooks/fusion.py``).
+            sweep.progress.note("no time left to record the fusions with the winners so far forced: the fusions the capture recorded "
+                                "are searched")
+            groupings = fusion_tasks(sweep.recorded, sweep.model, sweep.short_kernels)
         else:
             sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
-            groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model)
+            groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model, sweep.short_kernels)
         for g in groupings:
             if g.space.context.get("unshared_epilogues") and g.space.evidence():
                 sweep.progress.note(f"{g.name}: Inductor kept {g.space.context['unshared_epilogues']} template epilogue(s) apart for sharing "
@@ -120,6 +132,9 @@ class FusionPhase(Phase):
             if MERGE_GEMMS in g.space.default:
                 sweep.progress.note(f"{g.name}: {g.space.context['sibling_gemms']} matrix multiplies read one input through frozen weights; "
                                     "the grouping with each such group as one GEMM is measured first")
+            if g.space.context.get("short_kernels") and g.space.default.get("combo_kernels") is False:
+                sweep.progress.note(f"{g.name}: the step is a run of short Triton kernels ({g.space.context['short_kernels']} launches); "
+                                    "the grouping with combo kernels (independent kernels launched as one) is measured first")
             if CONV_EPILOGUE in g.space.default:  # offered where cuDNN runs the convolutions (search_spaces/fusion.py)
                 sweep.progress.note(f"{g.name}: {g.space.context['epilogue_convs']} convolution(s) end in a ReLU; the grouping with "
                                     "cuDNN running it (and the bias and residual add before it) is measured first")
