@@ -1,14 +1,42 @@
 """--budget default sizes itself by max-autotune's expected compile time (tuner.sweep.budget.within_max_autotune)."""
 
+import json
+
 from tuner.sweep.budget import MAX_AUTOTUNE_SHARE, make_budget, within_max_autotune
-from tuner.sweep.estimate import max_autotune_s
+from tuner.sweep.estimate import MAX_AUTOTUNE_CHOICE_S, MAX_AUTOTUNE_TILE_S, choice_s, max_autotune_s
+
+
+def _mm(m: int, n: int, k: int, stages: int) -> str:
+    return "triton::mm:" + json.dumps({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_stages": stages, "num_warps": 4})
+
+
+CONV = ["TritonTemplateCaller:{}"]  # a convolution template's choice: no GEMM tile to size it by
 
 
 def test_default_budget_takes_a_share_of_max_autotunes_expected_compile():
-    expected = max_autotune_s("cuda", 21.0, 465)
-    assert expected is not None and 240 < expected < 260  # resnet50 on the H200 measured 253-298 s
+    expected = max_autotune_s("cuda", 21.0, CONV * 465)
+    assert expected is not None and 240 < expected < 260  # resnet50 on the H200 measured 244-325 s
     sized = within_max_autotune(make_budget("default"), expected)
     assert sized.time_budget_s == round(MAX_AUTOTUNE_SHARE * expected)
+
+
+def test_a_gemm_choice_costs_by_its_tile():
+    """Triton compiles the tile it unrolls: gpt2's decode step (8 rows: tiles of BLOCK_M 16) cost max-autotune 0.10 s
+    a choice on the H200, the Qwen2 prefill's 0.81-0.89 s; a choice with no tile to read costs the flat figure."""
+    small, large = _mm(16, 32, 64, 2), _mm(128, 128, 64, 4)
+    assert choice_s("cuda", small) == MAX_AUTOTUNE_TILE_S["cuda"] * 16 * 32 * 64 * 2 / 1e6
+    assert choice_s("cuda", large) > 10 * choice_s("cuda", small)
+    assert choice_s("cuda", "aten::mm:{}") == choice_s("cuda", CONV[0]) == MAX_AUTOTUNE_CHOICE_S["cuda"]
+    assert choice_s("cuda", 'triton::mm:{"BLOCK_M": "x"}') == MAX_AUTOTUNE_CHOICE_S["cuda"]
+    decode = max_autotune_s("cuda", 14.4, [_mm(16, 64, 64, 3)] * 90 + ["aten::addmm:{}"] * 9, 10)
+    assert decode is not None and abs(decode - 46.3) / 46.3 < 0.3  # measured: 46.3 s
+
+
+def test_a_first_trial_the_budget_cannot_hold_raises_it():
+    """Where max-autotune compiles faster than the sweep's capture and its first trial (gpt2's decode step on the
+    H200: 46 s against a 35-s capture), the budget holds that trial anyway, and says so."""
+    assert within_max_autotune(make_budget("default"), 50.0, floor_s=64.0).time_budget_s == 64
+    assert within_max_autotune(make_budget("default"), 300.0, floor_s=64.0).time_budget_s == round(MAX_AUTOTUNE_SHARE * 300)
 
 
 def test_an_explicit_limit_or_trial_count_or_another_preset_is_kept():
@@ -20,15 +48,13 @@ def test_an_explicit_limit_or_trial_count_or_another_preset_is_kept():
 
 
 def test_no_estimate_where_the_cost_was_never_measured():
-    assert max_autotune_s("cpu", 8.0, 30) is None
-    assert max_autotune_s("cuda", 8.0, 0) is None
+    assert max_autotune_s("cpu", 8.0, CONV * 30) is None
+    assert max_autotune_s("cuda", 8.0, []) is None
 
 
 def test_the_estimate_counts_each_triton_kernel_too():
-    """max-autotune tunes every Triton kernel too (coordinate descent at its first call): vit_b_32 on the H200 took
-    110 s with 120 template choices and 13 kernels after a 20.8-s default compile."""
-    assert abs(max_autotune_s("cuda", 20.8, 120, 13) - 110) / 110 < 0.1
-    assert max_autotune_s("cuda", 20.8, 120, 13) > max_autotune_s("cuda", 20.8, 120)
+    """max-autotune tunes every Triton kernel too (coordinate descent at its first call)."""
+    assert max_autotune_s("cuda", 20.8, CONV * 120, 13) > max_autotune_s("cuda", 20.8, CONV * 120)
     assert within_max_autotune(make_budget("default"), None).time_budget_s is None
 
 
@@ -40,7 +66,29 @@ def test_the_estimate_counts_only_the_choices_max_autotune_offers():
     from tuner.sweep.estimate import max_autotune_choices
 
     sites = [{"choices": ["aten::mm:{}", 'triton::mm:{"BLOCK_M":64}', 'triton::mm_persistent_tma:{"BLOCK_M":128}']}, {"choices": ["aten::bmm:{}"]}]
-    assert max_autotune_choices(sites) == 3
+    assert max_autotune_choices(sites) == ["aten::mm:{}", 'triton::mm:{"BLOCK_M":64}', "aten::bmm:{}"]
     flags = [f for f in WIDER_SITES["cuda"] if process.has_inductor_flag(f)]
     assert flags and all(base_patches("cuda")[f] is True for f in flags) and not set(flags) & set(base_patches("cpu"))
     assert not process.has_inductor_flag("triton.no_such_flag")
+
+
+def test_the_floor_holds_one_cuda_graph_trial_after_the_capture_where_the_gpu_waits_for_the_host():
+    """gpt2's decode step on the H200: a 35-s capture with a 14.4-s compile, the GPU waiting 78% of the step. The
+    floor holds the time so far, one compile and the closing, with the end's share on top; a busy GPU, or the CPU,
+    needs none."""
+    import time
+
+    from tuner.measure.result import CaptureResult
+    from tuner.sweep.driver import CLOSING_S, WHOLE_SHARE, SweepOptions, _first_trial_s
+    from tuner.workloads.spec import WorkloadSpec
+
+    def capture(busy_ms: float) -> CaptureResult:
+        return CaptureResult([], [], {}, {}, {}, 14.4, step_ms=2.32, busy_ms=busy_ms)
+
+    opts = SweepOptions(WorkloadSpec("hf:gpt2", device="cuda", mode="decode"), make_budget("default"), "sqlite://")
+    t0 = time.monotonic() - 35.0
+    floor = _first_trial_s(opts, capture(0.5), t0)
+    assert abs(floor - (35.0 + 14.4 + CLOSING_S) / (1 - WHOLE_SHARE)) < 1.0
+    assert _first_trial_s(opts, capture(2.3), t0) == 0.0  # the GPU busy 99% of the step: CUDA graphs are not measured first
+    cpu = SweepOptions(WorkloadSpec("resnet18", device="cpu"), make_budget("default"), "sqlite://")
+    assert _first_trial_s(cpu, capture(0.5), t0) == 0.0

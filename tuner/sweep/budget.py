@@ -48,12 +48,13 @@ PRESETS = {
 MAX_AUTOTUNE_SHARE = 0.9
 
 
-def within_max_autotune(budget: Budget, max_autotune_s: float | None) -> Budget:
-    """``budget`` with a time budget of ``MAX_AUTOTUNE_SHARE`` x max-autotune's expected compile time, where it asks
+def within_max_autotune(budget: Budget, max_autotune_s: float | None, floor_s: float = 0.0) -> Budget:
+    """``budget`` with a time budget of ``MAX_AUTOTUNE_SHARE`` x max-autotune's expected compile time, but at least
+    ``floor_s`` (what the sweep's first trial needs, where max-autotune's compile is shorter than that), where it asks
     for one (``as_fast_as_max_autotune``), none was given and there is an estimate; else ``budget`` unchanged."""
     if not budget.as_fast_as_max_autotune or budget.time_budget_s is not None or not max_autotune_s:
         return budget
-    return dataclasses.replace(budget, time_budget_s=round(MAX_AUTOTUNE_SHARE * max_autotune_s))
+    return dataclasses.replace(budget, time_budget_s=round(max(MAX_AUTOTUNE_SHARE * max_autotune_s, floor_s)))
 
 
 MAX_TIME_BUDGET_S = 7 * 24 * 3600

@@ -8,6 +8,7 @@ when its tasks are known for sure (the Triton kernels, say, are captured again w
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tuner.kinds import descriptor
@@ -35,28 +36,45 @@ SITE_CHOICE_MARGINAL = {"cuda": 0.13}
 
 
 # Seconds max-autotune's compile spends per choice it benchmarks at the template sites, and per Triton kernel (its
-# coordinate-descent tuning and its wider config list, timed at the first call), beyond the default compile. H200,
-# torch 2.11, bf16 b32: resnet50 (465 choices at 24 sites) compiled frozen in 253-325 s against a default compile of
-# 21-26 s (bench/results/h200/resnet50-sweep-cost*.json, resnet50-bf16-b32-vs-strongest-2026-12-03.json); vit_b_32
-# (120 choices, 13 Triton kernels) in 110 s against 20.8 s (vit_b_32-bf16-b32-2026-12-03.json): 0.5 s a choice left
-# vit_b_32's kernels 2.2 s each. No CPU figure yet.
+# coordinate-descent tuning and its wider config list, timed at the first call), beyond the default compile. A GEMM
+# template choice costs in proportion to its tile (BLOCK_M x BLOCK_N x BLOCK_K x num_stages: the code Triton unrolls
+# and compiles): MAX_AUTOTUNE_TILE_S a million of it; any other choice (a convolution template, a library call)
+# MAX_AUTOTUNE_CHOICE_S. H200, torch 2.11, bf16: gpt2's decode step (tiles at 8 rows, a mean of 0.31 M) spent 0.10 s a
+# choice, the Qwen2 prefill (1.58 M) 0.81-0.89 s, vit_b_32 (1.54 M) 0.31-0.67 s over five runs, resnet50 and
+# resnext50_32x4d (convolution templates) 0.48-0.60 s. Fit on eight benches' compiles, these two figures put each of
+# them within -27%..+27% of its estimate (in-sample; one flat 0.5 s a choice: -30%..+86%;
+# bench/analysis/max_autotune_estimate.py). The same workload's compile varies by up to 50% between runs (vit_b_32:
+# 84-127 s), so no model of the choices alone does much better.
 MAX_AUTOTUNE_CHOICE_S = {"cuda": 0.5}
+MAX_AUTOTUNE_TILE_S = {"cuda": 0.34}
 MAX_AUTOTUNE_KERNEL_S = {"cuda": 2.2}
 
 
-def max_autotune_choices(sites: list[dict[str, Any]]) -> int:
+def max_autotune_choices(sites: list[dict[str, Any]]) -> list[str]:
     """The choices max-autotune would benchmark at these recorded sites: those of templates it offers."""
-    return sum(1 for s in sites for c in s["choices"] if not str(c).startswith(BEYOND_MAX_AUTOTUNE))
+    return [str(c) for s in sites for c in s["choices"] if not str(c).startswith(BEYOND_MAX_AUTOTUNE)]
 
 
-def max_autotune_s(device_type: str, default_compile_s: float, listed_choices: int, kernels: int = 0) -> float | None:
+def choice_s(device_type: str, choice: str) -> float:
+    """What one listed choice adds to max-autotune's compile on ``device_type``: by its tile where it names a GEMM
+    template's blocks, else a flat figure."""
+    flat, per_tile = MAX_AUTOTUNE_CHOICE_S[device_type], MAX_AUTOTUNE_TILE_S.get(device_type)
+    _, brace, config = choice.partition(":{")
+    try:
+        c = json.loads("{" + config) if brace else {}
+        tile = int(c["BLOCK_M"]) * int(c["BLOCK_N"]) * int(c["BLOCK_K"]) * max(1, int(c.get("num_stages") or 1))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return flat
+    return per_tile * tile / 1e6 if per_tile is not None else flat
+
+
+def max_autotune_s(device_type: str, default_compile_s: float, choices: list[str], kernels: int = 0) -> float | None:
     """About how long max-autotune would take to compile a workload whose default compile took
-    ``default_compile_s``, whose template sites list ``listed_choices`` choices and which has ``kernels`` Triton
-    kernels; None where not measured."""
-    per = MAX_AUTOTUNE_CHOICE_S.get(device_type)
-    if per is None or not listed_choices:
+    ``default_compile_s``, whose template sites list ``choices`` (:func:`max_autotune_choices`) and which has
+    ``kernels`` Triton kernels; None where not measured."""
+    if device_type not in MAX_AUTOTUNE_CHOICE_S or not choices:
         return None
-    return default_compile_s + listed_choices * per + kernels * MAX_AUTOTUNE_KERNEL_S.get(device_type, 0.0)
+    return default_compile_s + sum(choice_s(device_type, c) for c in choices) + kernels * MAX_AUTOTUNE_KERNEL_S.get(device_type, 0.0)
 
 
 def _prior_kind(kind: str) -> str:
@@ -78,4 +96,4 @@ def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str,
     return sum(n * per_trial(costs, device_type, kind) for kind, n in kinds_and_trials)
 
 
-__all__ = ["MAX_AUTOTUNE_CHOICE_S", "MAX_AUTOTUNE_KERNEL_S", "max_autotune_choices", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]
+__all__ = ["MAX_AUTOTUNE_CHOICE_S", "MAX_AUTOTUNE_KERNEL_S", "MAX_AUTOTUNE_TILE_S", "choice_s", "max_autotune_choices", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]

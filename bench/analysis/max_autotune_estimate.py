@@ -1,0 +1,76 @@
+"""How close is the estimate of max-autotune's compile (``tuner/sweep/estimate.py``) to the compiles benches measured?
+
+For each stored `--budget default` sweep with a bench beside it: the template choices its sites listed (from the
+export), its default compile and Triton kernel count (from the sweep's log) and max-autotune's compile as the bench
+measured it (``freezing-max-autotune``, or ``max-autotune`` for a decode step). Prints the estimate and its error per
+run, with the per-tile model and with one flat figure a choice.
+
+    python bench/analysis/max_autotune_estimate.py [--results bench/results/h200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from tuner.sweep import estimate
+
+# (export, bench JSON, sweep log) under the results folder: every pair of a --budget default sweep and its bench.
+RUNS = [
+    ("hf_gpt2-decode-bf16-b8-s512-default-2026-12-04.jsonl.gz", "hf_gpt2-decode-bf16-b8-s512-default-2026-12-04.json",
+     "sweep-hf_gpt2-decode-bf16-b8-s512-default-2026-12-04.log"),
+    ("qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04.jsonl.gz", "qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04.json",
+     "sweep-qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04.log"),
+    ("qwen2-8l-default-2026-12-03-3.jsonl.gz", "qwen2-8l-bf16-b8-s512-2026-12-03-3.json", "sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03-3.log"),
+    ("vit_b_32-bf16-b32-default-2026-12-04-3.jsonl.gz", "vit_b_32-bf16-b32-default-2026-12-04-3.json", "sweep-vit_b_32-bf16-b32-default-2026-12-04-3.log"),
+    ("vit_b_32-bf16-b32-default-2026-12-04.jsonl.gz", "vit_b_32-bf16-b32-default-2026-12-04.json", "sweep-vit_b_32-bf16-b32-default-2026-12-04.log"),
+    ("vit_b_32-bf16-b32-default-2026-12-04-2.jsonl.gz", "vit_b_32-bf16-b32-default-2026-12-04-2.json", "sweep-vit_b_32-bf16-b32-default-2026-12-04-2.log"),
+    ("resnext50_32x4d-bf16-b32-default-2026-12-04.jsonl.gz", "resnext50_32x4d-bf16-b32-default-2026-12-04.json",
+     "sweep-resnext50_32x4d-bf16-b32-default-2026-12-04.log"),
+    ("convnext_tiny-bf16-b32-default-2026-12-04.jsonl.gz", "convnext_tiny-bf16-b32-default-2026-12-04.json",
+     "sweep-convnext_tiny-bf16-b32-default-2026-12-04.log"),
+]
+COMPILE = re.compile(r"default compile ([0-9.]+) s")
+KERNELS = re.compile(r"template choices and ([0-9]+) Triton")
+
+
+def choices(export: Path) -> list[str]:
+    """The choices each template site of the export listed, as the sweep's capture recorded them."""
+    sites = []
+    with gzip.open(export, "rt") as f:
+        for line in f:
+            row = json.loads(line)
+            if row.get("type") == "task" and row.get("kind") == "template_choice":
+                sites.append({"choices": row["signature"]["space"]["choices"]})
+    return estimate.max_autotune_choices(sites)
+
+
+def measured_s(bench: dict[str, Any]) -> float:
+    results = bench["results"]
+    return float(results.get("freezing-max-autotune", results.get("max-autotune"))["compile_s"])
+
+
+def row(folder: Path, export: str, bench: str, log: str) -> dict[str, Any]:
+    text = " ".join((folder / log).read_text().split())
+    default_s, kernels = float(COMPILE.search(text).group(1)), int(KERNELS.search(text).group(1))  # type: ignore[union-attr]
+    listed, real = choices(folder / export), measured_s(json.loads((folder / bench).read_text()))
+    tiled = estimate.max_autotune_s("cuda", default_s, listed, kernels) or 0.0
+    flat = default_s + len(listed) * estimate.MAX_AUTOTUNE_CHOICE_S["cuda"] + kernels * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
+    return {"run": bench, "choices": len(listed), "kernels": kernels, "default_compile_s": default_s, "measured_s": real,
+            "estimate_s": round(tiled, 1), "error": round(tiled / real - 1, 3), "flat_estimate_s": round(flat, 1), "flat_error": round(flat / real - 1, 3)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--results", default="bench/results/h200")
+    folder = Path(p.parse_args().results)
+    for r in (row(folder, *run) for run in RUNS):
+        print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()
