@@ -67,18 +67,27 @@ def step_share_ms(record: dict[str, Any]) -> float:
     return (record.get("default_ms") or 0.0) * int(record.get("launches") or 1)
 
 
+def _input_sizes(task: TaskSpec) -> list[Any] | None:
+    """A site's input sizes, at least two inputs with the last two of two dimensions or more; None for a malformed
+    row or too few inputs."""
+    try:
+        sizes = [InputRow.parse(row).sizes for row in task.signature.get("inputs", [])]
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return None if len(sizes) < 2 or any(len(s) < 2 for s in sizes[-2:]) else sizes
+
+
 def site_work(task: TaskSpec) -> int:
     """A template site's multiply-adds, from its inputs' sizes: what orders the sites so that a phase cut short by
     its deadline tunes the largest first. A convolution counts its input positions over its stride where the site's
     Triton template says it (else every position: an upper bound); the matmul family its last two inputs (addmm's
     first is the bias). 0 where a size is symbolic or a row malformed."""
     try:
-        sizes = [InputRow.parse(row).sizes for row in task.signature.get("inputs", [])]
         base = dict(task.signature.get("space", {}).get("generate", {}).get("base", []))
         stride = max(1, int(base.get("STRIDE_H", 1)) * int(base.get("STRIDE_W", 1)))
     except (ValueError, TypeError, AttributeError):
         return 0
-    if len(sizes) < 2 or any(len(s) < 2 for s in sizes[-2:]):
+    if (sizes := _input_sizes(task)) is None:
         return 0
     if task.signature.get("op") == "convolution":
         (n, _, *space), weight = sizes[0], sizes[1]
@@ -90,13 +99,8 @@ def site_work(task: TaskSpec) -> int:
 def gemm_rows_cols(task: TaskSpec) -> tuple[int, int] | None:
     """(M, N) of a matmul-family site, from its last two inputs; None for a convolution, a symbolic size or a
     malformed row."""
-    if task.signature.get("op") == "convolution":
-        return None
-    try:
-        sizes = [InputRow.parse(row).sizes for row in task.signature.get("inputs", [])]
-    except (ValueError, TypeError, AttributeError):
-        return None
-    if len(sizes) < 2 or any(len(s) < 2 for s in sizes[-2:]):
+    sizes = _input_sizes(task) if task.signature.get("op") != "convolution" else None
+    if sizes is None:
         return None
     m, n = sizes[-2][-2], sizes[-1][-1]
     return (m, n) if isinstance(m, int) and isinstance(n, int) else None

@@ -109,19 +109,20 @@ class FusionPhase(Phase):
         self.everything = winners.forcing(sweep.workload.pairs())
         if sweep.recorded and lowers_as_captured(sweep, winners):
             sweep.progress.note("no winner so far changes how the graphs lower: the fusions the capture recorded are searched")
-            groupings = fusion_tasks(sweep.recorded, sweep.model, sweep.short_kernels)
-        elif not sweep.can_capture(keep_end=True):
-            if not sweep.recorded:
-                sweep.progress.note("no time left to record the fusions with the winners so far forced: fusion groupings are not searched")
-                return Plan([], 0)
+            recorded = sweep.recorded
+        elif sweep.can_capture(keep_end=True):
+            sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
+            recorded = sweep.worker.run(CaptureGraphs(self.everything.to_json()))
+        elif sweep.recorded:
             # The rewrites and knobs apply to the graph as it was before lowering, whatever the winners; a vetoed
             # fusion the winners no longer make never matches (``backend/hooks/fusion.py``).
             sweep.progress.note("no time left to record the fusions with the winners so far forced: the fusions the capture recorded "
                                 "are searched")
-            groupings = fusion_tasks(sweep.recorded, sweep.model, sweep.short_kernels)
+            recorded = sweep.recorded
         else:
-            sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
-            groupings = fusion_tasks(sweep.worker.run(CaptureGraphs(self.everything.to_json())), sweep.model, sweep.short_kernels)
+            sweep.progress.note("no time left to record the fusions with the winners so far forced: fusion groupings are not searched")
+            return Plan([], 0)
+        groupings = fusion_tasks(recorded, sweep.model, sweep.short_kernels)
         for g in groupings:
             if g.space.context.get("unshared_epilogues") and g.space.evidence():
                 sweep.progress.note(f"{g.name}: Inductor kept {g.space.context['unshared_epilogues']} template epilogue(s) apart for sharing "
