@@ -27,6 +27,10 @@ resnet50 0.87x and resnext50_32x4d 0.88x, but regnet_y_1_6gf 1.23x: measured, ne
 (g) ``merge_gemms``, only where the recording counted matrix multiplies that read one input through constant weights
 (``sibling_gemms``: a frozen transformer's q, k and v projections, its MLP's gate and up): each group becomes one GEMM
 over the weights side by side (``backend/hooks/gemm_merge.py``). Measured first too.
+(i) ``compute_once``, only where the recording counted transcendental values that kernels read broadcast
+(``broadcast_values``: a rotary embedding's ``cos`` and ``sin``, read by every layer's q and k): each is stored once
+instead of computed again for every element of every kernel that reads it (``backend/hooks/compute_once.py``).
+Measured first too.
 (h) ``combo_kernels`` (independent kernels launched as one; max-autotune leaves it off) is measured first too where the
 sweep found the step a run of short Triton kernels (``short_kernels``: their launches a step, a decode step's).
 """
@@ -45,8 +49,9 @@ MAX_PAIRS = 12
 SPACE_TO_DEPTH = "space_to_depth"  # not an Inductor flag: the backend turns it into a post-grad pass
 CONV_EPILOGUE = "cudnn_epilogue"  # nor this one (``backend/hooks/conv_epilogue.py``)
 MERGE_GEMMS = "merge_gemms"  # nor this one (``backend/hooks/gemm_merge.py``)
+COMPUTE_ONCE = "compute_once"  # nor this one (``backend/hooks/compute_once.py``)
 # Each rewrite knob (``backend/hooks/rewrites.py``), the devices it is offered on
-REWRITE_KNOBS = {SPACE_TO_DEPTH: ("cpu", "cuda"), CONV_EPILOGUE: ("cuda",), MERGE_GEMMS: ("cpu", "cuda")}
+REWRITE_KNOBS = {SPACE_TO_DEPTH: ("cpu", "cuda"), CONV_EPILOGUE: ("cuda",), MERGE_GEMMS: ("cpu", "cuda"), COMPUTE_ONCE: ("cpu", "cuda")}
 
 
 def rewrite_knobs(device: str) -> list[str]:
@@ -88,7 +93,7 @@ def space(context: dict[str, Any]) -> Space:
     params += [Bool(f"veto.{p}") for p in pairs]
     default = {**{p.name: d[p.name] for p in params if p.name in d}, **{f"veto.{p}": False for p in pairs}}
     ctx = {"device": context.get("device"), "defaults": d, "pairs": pairs}
-    for seen in ("unshared_epilogues", "s2d_convs", "epilogue_convs", "sibling_gemms", "short_kernels", "frozen"):  # absent otherwise: older tasks keep their fingerprint
+    for seen in ("unshared_epilogues", "s2d_convs", "epilogue_convs", "sibling_gemms", "broadcast_values", "short_kernels", "frozen"):  # absent otherwise: older tasks keep their fingerprint
         if int(context.get(seen) or 0) > 0:
             ctx[seen] = int(context[seen])
     if "s2d_convs" in ctx:
@@ -100,6 +105,9 @@ def space(context: dict[str, Any]) -> Space:
     if "sibling_gemms" in ctx:
         params.append(Bool(MERGE_GEMMS))
         default[MERGE_GEMMS] = False
+    if "broadcast_values" in ctx:
+        params.append(Bool(COMPUTE_ONCE))
+        default[COMPUTE_ONCE] = False
     if "frozen" in ctx:
         params.append(Bool(FREEZING))
         default[FREEZING] = True

@@ -1,19 +1,21 @@
 """The graph rewrites the fusion groupings can turn on, in Inductor's one post-grad pre-pass slot: the space-to-depth
-stem (``conv_rewrite``), cuDNN's convolution epilogue (``conv_epilogue``) and merged GEMMs (``gemm_merge``). Each is
+stem (``conv_rewrite``), cuDNN's convolution epilogue (``conv_epilogue``), merged GEMMs (``gemm_merge``) and broadcast
+values computed once (``compute_once``). Each is
 a knob of the fusion space (``search_spaces/fusion.py``); :func:`patches` turns the knobs that are on into the pass."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tuner.backend.hooks import conv_epilogue, gemm_merge
+from tuner.backend.hooks import compute_once, conv_epilogue, gemm_merge
 from tuner.backend.hooks.conv_rewrite import SpaceToDepth
 from tuner.backend.hooks.custom_pass import Base, placed
-from tuner.search_spaces.fusion import CONV_EPILOGUE, MERGE_GEMMS, SPACE_TO_DEPTH
+from tuner.search_spaces.fusion import COMPUTE_ONCE, CONV_EPILOGUE, MERGE_GEMMS, SPACE_TO_DEPTH
 
 # Each rewrite knob with its pass, in the order they run: the stem rewritten first, so that its new convolution's
 # ReLU is fused into cuDNN's epilogue too.
-REWRITES = {SPACE_TO_DEPTH: SpaceToDepth, CONV_EPILOGUE: conv_epilogue.FuseEpilogues, MERGE_GEMMS: gemm_merge.MergeGemms}
+REWRITES = {SPACE_TO_DEPTH: SpaceToDepth, CONV_EPILOGUE: conv_epilogue.FuseEpilogues, MERGE_GEMMS: gemm_merge.MergeGemms,
+            COMPUTE_ONCE: compute_once.ComputeOnce}
 
 
 class Rewrites(Base):  # type: ignore[misc,valid-type]

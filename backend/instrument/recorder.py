@@ -39,6 +39,8 @@ class GraphRecord:
     epilogue_convs: int = 0  # convolutions whose ReLU epilogue cuDNN could run (``hooks/conv_epilogue``)
     sibling_gemms: int = 0  # GEMMs that read one input through constant weights, mergeable (``hooks/gemm_merge``)
     sibling_dims: list[list[Any]] = field(default_factory=list)  # ... each one's op, M, K and N
+    broadcast_values: int = 0  # transcendental values kernels read broadcast, recomputed (``hooks/compute_once``)
+    broadcast_ops: list[str] = field(default_factory=list)  # ... each one's op (``cos``)
     frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
     found: dict[str, Any] = field(default_factory=dict)  # what it holds for kinds with an adapter (``TaskKind.adapter``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
@@ -86,14 +88,17 @@ class Recorder:
             g.unshared.append(pid)
 
     def lowering(self, s2d_shapes: list[list[list[int]]], frozen: bool, found: dict[str, Any], epilogue_convs: int = 0,
-                 sibling_dims: list[list[Any]] | None = None) -> None:
+                 sibling_dims: list[list[Any]] | None = None, broadcast_ops: list[str] | None = None) -> None:
         """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to (their input
         and weight shapes), whether it is compiled frozen, what kinds with an adapter found in it, how many
-        convolutions the cuDNN epilogue rewrite applies to, and the GEMMs the merge applies to (their op, M, K and N)."""
+        convolutions the cuDNN epilogue rewrite applies to, the GEMMs the merge applies to (their op, M, K and N), and
+        the broadcast values the compute-once rewrite stores (their op)."""
         if (g := self._current()) is not None:
             g.s2d_convs, g.s2d_shapes, g.frozen, g.found = len(s2d_shapes), s2d_shapes, frozen, found
             g.epilogue_convs, g.sibling_dims = epilogue_convs, list(sibling_dims or [])
             g.sibling_gemms = len(g.sibling_dims)
+            g.broadcast_ops = list(broadcast_ops or [])
+            g.broadcast_values = len(g.broadcast_ops)
 
 
 __all__ = ["GraphRecord", "Recorder", "SiteRecord"]

@@ -204,3 +204,15 @@ def test_a_step_of_short_kernels_measures_combo_kernels_first_and_weighs_them_by
     assert plain.space.fingerprint() == fusion_tasks([graph], "m", short_kernels=0)[0].space.fingerprint()
     (cpu,) = fusion_tasks([{**graph, "device": "cpu", "fusion_defaults": fusion_defaults("cpu")}], "m", short_kernels=14)
     assert "short_kernels" not in cpu.space.context and cpu.space.evidence() == []
+
+
+def test_values_stored_once_are_weighed_by_the_kernels_that_recompute_them():
+    """A rotary prefill: the kernels whose fused names hold the recorded values' ops (cos, sin) count, by their
+    launches; a kernel whose name only holds the op's letters elsewhere (``cosh``) does not."""
+    names = ["triton_poi_fused_add_cat_cos_mul_neg_sin_slice_4", "triton_poi_fused_cosh_mul_1", "triton_red_fused_add_mean_pow_rsqrt_2"]
+    kernels = [{"name": n, "default_ms": ms, "launches": 8} for n, ms in zip(names, (0.017, 0.01, 0.005))]
+    capture = dataclasses.replace(_capture(2.6, 2.5, [], []), kernels=kernels, graphs=[{"broadcast_ops": ["cos", "sin"]}])
+    p = Profile.of(capture, [])
+    assert abs(p.recompute_ms - 8 * 0.017) < 1e-12
+    assert abs(p.front_ms(FUSION) - 8 * 0.017 * gain.RECOMPUTE_RATE) < 1e-12
+    assert Profile.of(dataclasses.replace(capture, graphs=[{"broadcast_ops": []}]), []).recompute_ms == 0.0

@@ -7,7 +7,8 @@ their fusion groupings), and the rest of the busy time, the library and template
 sites and the kinds that claim multiply-adds of their own (``TaskKind.work``: attention sites) by their multiply-adds.
 The fusion study's rewrite of few-channel strided convolutions is weighed by those convolutions' profiled time, and
 cuDNN's fused convolution epilogue, where the recording saw one apply, by the Triton kernels' time; the merge of
-GEMMs that read one input through frozen weights by those GEMMs' profiled time.
+GEMMs that read one input through frozen weights by those GEMMs' profiled time; the values computed once instead of in
+every kernel that reads them broadcast, by the profiled time of the Triton kernels whose fused names hold their ops.
 A phase's expected gain is its share times a rate: the fraction of that time such a phase has won on our sweeps (below).
 Estimates, shown as such; where the device's busy time is unknown (the CPU, or no profiler) nothing is reordered.
 """
@@ -62,6 +63,12 @@ MERGE_RATE = 0.2
 # third of that.
 SHORT_KERNEL_MS = 0.005
 COMBO_MS_PER_LAUNCH = 0.001
+# ... and broadcast transcendental values stored once (``backend/hooks/compute_once``), weighed by the profiled time of
+# the Triton kernels whose fused names hold their ops: the Qwen2 prefill's rotary kernels, which computed a cos and a
+# sin per element of q and of k (~0.27 ms of its 2.6-ms step, 17 us a layer for each), took 0.073 ms less with the
+# values stored once; a Gemma prefill's step 0.097 ms less (H200, bf16, frozen under CUDA graphs;
+# bench/results/h200/levers-compute-once-qwen2-gemma-8l-bf16-b8-s512-2026-12-04.json).
+RECOMPUTE_RATE = 0.25
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class Profile:
     epilogues: bool = False  # whether the recording saw convolutions whose ReLU cuDNN's epilogue could run
     merge_ms: float = 0.0  # the library time of the GEMMs the merge applies to
     short_launches: int = 0  # Triton kernel launches a step, where they are short (:func:`short_launches`)
+    recompute_ms: float = 0.0  # the Triton kernels' time that recomputes broadcast values (:func:`_recompute_ms`)
     site_rate: float = RATES[SITES]  # the sites' rate, weighted by their multiply-adds (:func:`site_rate`)
 
     @classmethod
@@ -97,7 +105,7 @@ class Profile:
                 studies[phase] = studies.get(phase, 0.0) + work
         return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies,
                    _s2d_ms(capture), any(g.get("epilogue_convs") for g in capture.graphs), _merge_ms(capture),
-                   short_launches(capture), weighted / sites if sites else RATES[SITES])
+                   short_launches(capture), _recompute_ms(capture), weighted / sites if sites else RATES[SITES])
 
     def lever_ms(self, phase: str) -> float | None:
         """The time of the step that ``phase`` acts on; None for a graph study whose kinds claim no multiply-adds
@@ -122,12 +130,12 @@ class Profile:
 
     def front_ms(self, phase: str) -> float:
         """The part of ``phase``'s expected gain that its first trial holds: the fusion study measures the
-        space-to-depth rewrite, cuDNN's epilogue, the GEMM merge and combo kernels first, so their gain comes at the
-        price of one trial, not of the study."""
+        space-to-depth rewrite, cuDNN's epilogue, the GEMM merge, the values computed once and combo kernels first,
+        so their gain comes at the price of one trial, not of the study."""
         if phase != FUSION:
             return 0.0
         return (self.s2d_ms * S2D_RATE + (self.triton_ms * EPILOGUE_RATE if self.epilogues else 0.0) + self.merge_ms * MERGE_RATE
-                + self.short_launches * COMBO_MS_PER_LAUNCH)
+                + self.recompute_ms * RECOMPUTE_RATE + self.short_launches * COMBO_MS_PER_LAUNCH)
 
 
 def _s2d_ms(capture: CaptureResult) -> float:
@@ -161,6 +169,15 @@ def _merge_ms(capture: CaptureResult) -> float:
     """The profiled time of the GEMMs whose op, M, K and N the merge applies to."""
     eligible = {tuple(d) for g in capture.graphs for d in g.get("sibling_dims") or []}
     return sum(op["ms"] for op in capture.library if _gemm_dims(op) in eligible) if eligible else 0.0
+
+
+def _recompute_ms(capture: CaptureResult) -> float:
+    """The profiled time of the captured Triton kernels whose fused names hold an op of a value the compute-once
+    rewrite stores (``triton_poi_fused_..._cos_..._sin_...``): the kernels that recompute it."""
+    ops = {op for g in capture.graphs for op in g.get("broadcast_ops") or []}
+    if not ops:
+        return 0.0
+    return sum(step_share_ms(k) for k in capture.kernels if ops & set(str(k.get("name", "")).split("_")))
 
 
 def _gemm_dims(op: dict[str, Any]) -> tuple[Any, ...] | None:

@@ -126,7 +126,7 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str, short_kernels: int = 
         space = {"device": g.get("device", "cpu"), "defaults": g.get("fusion_defaults") or _fusion_defaults(g.get("device", "cpu")), "pairs": pairs}
         if g.get("unshared"):
             space["unshared_epilogues"] = len(g["unshared"])
-        for seen in ("s2d_convs", "epilogue_convs", "sibling_gemms"):
+        for seen in ("s2d_convs", "epilogue_convs", "sibling_gemms", "broadcast_values"):
             if g.get(seen):
                 space[seen] = int(g[seen])
         if short_kernels > 0 and space["device"] == "cuda":

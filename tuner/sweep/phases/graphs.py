@@ -10,7 +10,7 @@ from typing import Any
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.kinds import KERNEL_HOOK, where
 from tuner.measure import CaptureGraphs, GraphTrial
-from tuner.search_spaces.fusion import CONV_EPILOGUE, MERGE_GEMMS
+from tuner.search_spaces.fusion import COMPUTE_ONCE, CONV_EPILOGUE, MERGE_GEMMS
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.scheduler import tune_tasks
 from tuner.study.context import Measure
@@ -124,24 +124,32 @@ class FusionPhase(Phase):
             return Plan([], 0)
         groupings = fusion_tasks(recorded, sweep.model, sweep.short_kernels)
         for g in groupings:
-            if g.space.context.get("unshared_epilogues") and g.space.evidence():
-                sweep.progress.note(f"{g.name}: Inductor kept {g.space.context['unshared_epilogues']} template epilogue(s) apart for sharing "
-                                    "no data at the same index; the grouping with aggressive_fusion, which fuses them, is measured first")
-            if g.space.context.get("s2d_convs"):
-                sweep.progress.note(f"{g.name}: {g.space.context['s2d_convs']} strided convolution(s) read at most 4 channels; the rewrite "
-                                    "over their input's space-to-depth form is measured first")
-            if MERGE_GEMMS in g.space.default:
-                sweep.progress.note(f"{g.name}: {g.space.context['sibling_gemms']} matrix multiplies read one input through frozen weights; "
-                                    "the grouping with each such group as one GEMM is measured first")
-            if g.space.context.get("short_kernels") and g.space.default.get("combo_kernels") is False:
-                sweep.progress.note(f"{g.name}: the step is a run of short Triton kernels ({g.space.context['short_kernels']} launches); "
-                                    "the grouping with combo kernels (independent kernels launched as one) is measured first")
-            if CONV_EPILOGUE in g.space.default:  # offered where cuDNN runs the convolutions (search_spaces/fusion.py)
-                sweep.progress.note(f"{g.name}: {g.space.context['epilogue_convs']} convolution(s) end in a ReLU; the grouping with "
-                                    "cuDNN running it (and the bias and residual add before it) is measured first")
+            for note in _first_measured(g.space):
+                sweep.progress.note(f"{g.name}: {note}; the grouping with it is measured first")
         self.pairs = list(zip(groupings, sweep.workload.register(groupings)))
         trials = planned(sweep.budget.fusion_target, groupings)
         return Plan(groupings, trials, cost=[(str(Kind.FUSION), trials)])
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         _tune(sweep, deadline, self.pairs, self.everything, target=sweep.budget.fusion_target)
+
+
+def _first_measured(space: Any) -> list[str]:
+    """What a grouping's space holds that its first trial measures (``FusionSpace.evidence``), each said as found."""
+    ctx, default, out = space.context, space.default, []
+    if ctx.get("unshared_epilogues") and space.evidence():
+        out.append(f"Inductor kept {ctx['unshared_epilogues']} template epilogue(s) apart for sharing no data at the same index "
+                   "(aggressive_fusion fuses them)")
+    if ctx.get("s2d_convs"):
+        out.append(f"{ctx['s2d_convs']} strided convolution(s) read at most 4 channels (rewritten over their input's space-to-depth form)")
+    if MERGE_GEMMS in default:
+        out.append(f"{ctx['sibling_gemms']} matrix multiplies read one input through frozen weights (each such group as one GEMM)")
+    if COMPUTE_ONCE in default:
+        out.append(f"{ctx['broadcast_values']} transcendental value(s) are read broadcast, recomputed in every kernel that reads "
+                   "them (each stored once)")
+    if ctx.get("short_kernels") and default.get("combo_kernels") is False:
+        out.append(f"the step is a run of short Triton kernels ({ctx['short_kernels']} launches; combo kernels launch independent "
+                   "ones as one)")
+    if CONV_EPILOGUE in default:  # offered where cuDNN runs the convolutions (search_spaces/fusion.py)
+        out.append(f"{ctx['epilogue_convs']} convolution(s) end in a ReLU (cuDNN runs it, with the bias and residual add before it)")
+    return out
