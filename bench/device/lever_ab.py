@@ -1,12 +1,14 @@
 """Does a lever beat Inductor's own compile of a frozen model under CUDA graphs: one of tuner's graph rewrites, or an
 Inductor option that max-autotune leaves as it is?
 
-Each model is compiled frozen under CUDA graphs once per variant: Inductor's defaults; each ``--rewrite`` (a knob of
-``backend/hooks/rewrites.REWRITES``: ``cudnn_epilogue``, cuDNN's own epilogue for ``relu(conv(x, w, b) [+ z])``;
-``merge_gemms``, the GEMMs that read one input through frozen weights as one; ``space_to_depth``, the stem) as the
-post-grad pass; each ``--option key=value`` (an Inductor config, the value as JSON: ``triton.enable_pdl=true``); and,
-where there are several, all of them together. Calls are timed interleaved with CUDA events (medians of rounds);
-outputs are checked against eager; ``nodes_removed`` says how much the rewrites changed the graphs.
+Each model is compiled frozen (a decode step unfrozen) under CUDA graphs once per variant: Inductor's defaults; each
+``--rewrite`` (a knob of ``backend/hooks/rewrites.REWRITES``: ``cudnn_epilogue``, cuDNN's own epilogue for
+``relu(conv(x, w, b) [+ z])``; ``merge_gemms``, the GEMMs that read one input through frozen weights as one;
+``space_to_depth``, the stem; ``compute_once``, broadcast cos and sin stored once) as the post-grad pass; each
+``--option key=value`` (an Inductor config, the value as JSON: ``triton.enable_pdl=true``); and, where there are
+several, all of them together. ``--base-option`` sets an option in every variant, the default's too. Calls are timed
+interleaved with CUDA events (medians of rounds); outputs are checked against eager; ``nodes_removed`` says how much
+the rewrites changed the graphs (negative: nodes added).
 
     python bench/device/lever_ab.py --rewrite cudnn_epilogue --models "resnet50;resnext50_32x4d" --out $OUT/e.json
     python bench/device/lever_ab.py --rewrite merge_gemms --option triton.enable_pdl=true \\
@@ -46,7 +48,8 @@ def variants(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     levers = {r: {"post_grad_custom_pre_pass": Counting([r])} for r in args.rewrite}
     levers |= {f"{k}={json.dumps(v)}": {k: v} for k, v in options.items()}
     together = {"all": {**options, **({"post_grad_custom_pre_pass": Counting(args.rewrite)} if args.rewrite else {})}}
-    return {"default": {}, **levers, **(together if len(levers) > 1 else {})}
+    base = dict(_option(o) for o in args.base_option)
+    return {n: {**base, **o} for n, o in {"default": {}, **levers, **(together if len(levers) > 1 else {})}.items()}
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -67,6 +70,8 @@ def main() -> None:
     p = parser(__doc__)
     p.add_argument("--rewrite", action="append", default=[], choices=sorted(REWRITES))
     p.add_argument("--option", action="append", default=[], help="an Inductor option as key=JSON value, e.g. triton.enable_pdl=true")
+    p.add_argument("--base-option", action="append", default=[], help="an Inductor option every variant takes, the default "
+                   "included (max_autotune=true: each lever on top of max-autotune's choices)")
     args = p.parse_args()
     if not args.rewrite and not args.option:
         p.error("give at least one --rewrite or --option")

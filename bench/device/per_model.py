@@ -21,10 +21,11 @@ def first(out: Any) -> Any:
 
 
 def frozen_rows(args: argparse.Namespace, one_model: Callable[[str, argparse.Namespace], dict[str, Any]]) -> list[dict[str, Any]]:
-    """``one_model(model, args)`` for each model of ``args.models``, compiled frozen; a failure is its row's error."""
+    """``one_model(model, args)`` for each model of ``args.models``, compiled frozen (a decode step is not: its cache
+    buffers change in place, and frozen, CUDA graphs would skip them); a failure is its row's error."""
     import torch._inductor.config as cfg
 
-    cfg.freezing = True
+    cfg.freezing = args.mode != "decode"
     rows = []
     for model in args.models.split(";"):
         try:
