@@ -8,7 +8,7 @@ Qwen2 prefill's rotary kernels (b8x512, 16 heads of 64) run ~17 us a layer each,
 The rewrite (:class:`ComputeOnce`, a post-grad pass) stores each such value once, where the fusion study turns the
 knob on (``search_spaces/fusion.py``); :func:`eligible_ops` lists where it applies.
 
-A value qualifies where it is a transcendental op's output and the pointwise and view ops after it reach a tensor at
+A value qualifies where it is a costly transcendental op's output (:data:`TRANSCENDENTAL`) and the pointwise and view ops after it reach a tensor at
 least :data:`AMPLIFICATION` times its size: each element of it would be computed that many times or more. How it is
 stored: Inductor's own ``_inductor_test.realize`` op, which it lowers as a stored buffer read back by its users;
 where this torch has no such op or lowering, the rewrite is skipped with a warning.
@@ -25,7 +25,10 @@ from tuner.backend.hooks.custom_pass import Base, log, rewrite_each, traced_call
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 AMPLIFICATION = 4
 HOPS = 8  # how far after the value its readers are followed
-TRANSCENDENTAL = ("cos", "sin", "tan", "exp", "exp2", "expm1", "log", "log1p", "log2", "tanh", "erf", "sigmoid", "atan")
+# Ops costly for every element on both devices (a precise cos or sin is tens of instructions). exp, log, sigmoid and
+# tanh are left out: a GPU runs them on its special-function units at a few instructions, Inductor already stores them
+# on the CPU where several kernels read them, and a squeeze-excitation gate's sigmoid would qualify in every such CNN.
+TRANSCENDENTAL = ("cos", "sin", "tan", "atan", "erf")
 _PASS_THROUGH = ("cat", "_to_copy", "clone", "expand", "convert_element_type")  # not tagged pointwise, lowered as such
 
 
