@@ -14,7 +14,7 @@ same index (``unshared_epilogues``), the study first measures the default with `
 them: each one fused is a kernel launch fewer and an output not written and read back.
 (d) ``space_to_depth``, only where the recording counted strided convolutions reading at most 4 channels
 (``s2d_convs``, a CNN's or a ViT's stem): each becomes a stride-1 convolution over its input's space-to-depth form
-(``backend/hooks/conv_rewrite.py``). It is measured first too, with (c), (f) and (g) where they apply, then each alone. On the CPU,
+(``backend/hooks/conv_rewrite.py``). It is measured first too, with (c), (f), (g), (h) and (i) where they apply, then each alone. On the CPU,
 ``cpp.max_horizontal_fusion_size`` stays in the C++ codegen space (``cpp_graph``), tuned before this.
 (e) ``freezing``, only where the graph was compiled frozen (``frozen``): false compiles it unfrozen, weights as
 inputs (``backend/hooks/restart.py``), where no other knob of this space applies. The study never asks for it; the
@@ -27,12 +27,12 @@ resnet50 0.87x and resnext50_32x4d 0.88x, but regnet_y_1_6gf 1.23x: measured, ne
 (g) ``merge_gemms``, only where the recording counted matrix multiplies that read one input through constant weights
 (``sibling_gemms``: a frozen transformer's q, k and v projections, its MLP's gate and up): each group becomes one GEMM
 over the weights side by side (``backend/hooks/gemm_merge.py``). Measured first too.
-(i) ``compute_once``, only where the recording counted transcendental values that kernels read broadcast
+(h) ``combo_kernels`` (independent kernels launched as one; max-autotune leaves it off) is measured first too where the
+sweep found the step a run of short Triton kernels (``short_kernels``: their launches a step, a decode step's).
+(i) ``compute_once``, only where the recording counted costly transcendental values that kernels read broadcast
 (``broadcast_values``: a rotary embedding's ``cos`` and ``sin``, read by every layer's q and k): each is stored once
 instead of computed again for every element of every kernel that reads it (``backend/hooks/compute_once.py``).
 Measured first too.
-(h) ``combo_kernels`` (independent kernels launched as one; max-autotune leaves it off) is measured first too where the
-sweep found the step a run of short Triton kernels (``short_kernels``: their launches a step, a decode step's).
 """
 
 from __future__ import annotations
