@@ -100,6 +100,7 @@ def variants_row(model: str, args: argparse.Namespace, variants: dict[str, dict[
     """``model`` (channels-last) compiled under CUDA graphs once per variant (Inductor options), called five times
     each, then timed interleaved: (its row: the medians and each over the first variant's, each variant's last
     output as float, eager's output). ``before_compile(name)`` runs before each variant's compile."""
+    import copy
     import statistics
 
     from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
@@ -113,7 +114,9 @@ def variants_row(model: str, args: argparse.Namespace, variants: dict[str, dict[
         for name, opts in variants.items():
             torch._dynamo.reset()
             before_compile(name)
-            fns[name] = torch.compile(m, options={"triton.cudagraphs": True, **opts})
+            # A copy each, as ``tuner bench`` compiles its modes: a decode step's variants would otherwise write the
+            # same cache buffers
+            fns[name] = torch.compile(copy.deepcopy(m), options={"triton.cudagraphs": True, **opts})
             for _ in range(5):
                 outs[name] = first(fns[name](x)).float().clone()
         times = interleaved_ms({name: (lambda f=fns[name]: f(x)) for name in variants}, args.rounds, 50)
