@@ -8,10 +8,10 @@ Qwen2 prefill's rotary kernels (b8x512, 16 heads of 64) run ~17 us a layer each,
 The rewrite (:class:`ComputeOnce`, a post-grad pass) stores each such value once, where the fusion study turns the
 knob on (``search_spaces/fusion.py``); :func:`eligible_ops` lists where it applies.
 
-A value qualifies where it is a costly transcendental op's output (:data:`TRANSCENDENTAL`) and the pointwise and view ops after it reach a tensor at
-least :data:`AMPLIFICATION` times its size: each element of it would be computed that many times or more. How it is
-stored: Inductor's own ``_inductor_test.realize`` op, which it lowers as a stored buffer read back by its users;
-where this torch has no such op or lowering, the rewrite is skipped with a warning.
+A value qualifies where it is a costly transcendental op's output (:data:`TRANSCENDENTAL`) and the pointwise and view
+ops after it reach a tensor at least :data:`AMPLIFICATION` times its size: each element of it would be computed that
+many times or more. How it is stored: Inductor's own ``_inductor_test.realize`` op, which it lowers as a stored buffer
+read back by its users; where this torch has no such op or lowering, the rewrite is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -40,14 +40,19 @@ def _numel(node: Any) -> int | None:
     return math.prod(shape)
 
 
+def _aten(node: Any) -> Any:
+    """The op overload ``node`` calls, or None for any other node."""
+    import torch
+
+    return node.target if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) else None
+
+
 def _passes_through(node: Any) -> bool:
     """Whether Inductor can inline ``node``'s inputs into the kernel that computes it: a pointwise or view op."""
     import torch
 
-    target = node.target
-    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
-        return False
-    return torch.Tag.pointwise in target.tags or target.is_view or target.overloadpacket.__name__ in _PASS_THROUGH
+    op = _aten(node)
+    return op is not None and (torch.Tag.pointwise in op.tags or op.is_view or op.overloadpacket.__name__ in _PASS_THROUGH)
 
 
 def _reach(node: Any) -> int:
@@ -62,12 +67,8 @@ def _reach(node: Any) -> int:
 
 def _op_name(node: Any) -> str | None:
     """The transcendental op ``node`` computes (``cos``), or None."""
-    import torch
-
-    target = node.target
-    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
-        return None
-    name = target.overloadpacket.__name__
+    op = _aten(node)
+    name = op.overloadpacket.__name__ if op is not None else None
     return name if name in TRANSCENDENTAL else None
 
 
@@ -83,7 +84,7 @@ def values(graph: Any) -> list[Any]:
 def eligible_ops(gm: Any) -> list[str]:
     """The op of each value of this (post-AOT) graph the rewrite would store (``["cos", "sin"]``): what the capture's
     profile finds the kernels that recompute them by."""
-    return [_op_name(n) or "" for n in values(gm.graph)]
+    return [str(_op_name(n)) for n in values(gm.graph)]
 
 
 def _realize_op() -> Any:
