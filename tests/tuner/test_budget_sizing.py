@@ -73,22 +73,51 @@ def test_the_estimate_counts_only_the_choices_max_autotune_offers():
 
 
 def test_the_floor_holds_one_cuda_graph_trial_after_the_capture_where_the_gpu_waits_for_the_host():
-    """gpt2's decode step on the H200: a 35-s capture with a 14.4-s compile, the GPU waiting 78% of the step. The
-    floor holds the time so far, one compile and the closing, with the end's share on top; a busy GPU, or the CPU,
-    needs none."""
-    import time
-
-    from tuner.measure.result import CaptureResult
-    from tuner.sweep.driver import CLOSING_S, WHOLE_SHARE, SweepOptions, _first_trial_s
+    """A 35-s capture with a 14.4-s compile, the GPU waiting 78% of the step, and no template site. The floor holds
+    the time so far, one compile and the closing, with the end's share on top; a busy GPU, or the CPU, needs none."""
+    from tuner.sweep.driver import CLOSING_S, WHOLE_SHARE, SweepOptions, _floor_s
     from tuner.workloads.spec import WorkloadSpec
 
-    def capture(busy_ms: float) -> CaptureResult:
-        return CaptureResult([], [], {}, {}, {}, 14.4, step_ms=2.32, busy_ms=busy_ms)
-
-    opts = SweepOptions(WorkloadSpec("hf:gpt2", device="cuda", mode="decode"), make_budget("default"), "sqlite://")
-    t0 = time.monotonic() - 35.0
-    floor = _first_trial_s(opts, capture(0.5), t0)
-    assert abs(floor - (35.0 + 14.4 + CLOSING_S) / (1 - WHOLE_SHARE)) < 1.0
-    assert _first_trial_s(opts, capture(2.3), t0) == 0.0  # the GPU busy 99% of the step: CUDA graphs are not measured first
+    opts = _decode_opts()
+    floor, sites = _floor_s(opts, _capture(0.5, sites=[]), 35.0, 50.0)
+    assert abs(floor - (35.0 + 14.4 + CLOSING_S) / (1 - WHOLE_SHARE)) < 1e-9 and not sites
+    assert _floor_s(opts, _capture(2.3), 35.0, 50.0) == (0.0, False)  # the GPU busy 99% of the step: CUDA graphs are not measured first
     cpu = SweepOptions(WorkloadSpec("resnet18", device="cpu"), make_budget("default"), "sqlite://")
-    assert _first_trial_s(cpu, capture(0.5), t0) == 0.0
+    assert _floor_s(cpu, _capture(0.5), 35.0, 50.0) == (0.0, False)
+
+
+def test_a_floor_past_max_autotunes_compile_holds_the_template_sites_too():
+    """gpt2's decode step on the H200: max-autotune compiled it in 46 s and the capture alone took 35 s, so the sweep
+    cannot end first; with CUDA graphs alone it would equal reduce-overhead. The floor then holds the site phase
+    (max-autotune's own lever) too; where one trial fits within max-autotune's expected compile, that trial alone."""
+    from tuner.sweep.driver import first_trials_s, _floor_s
+    from tuner.sweep.phases import SitePhase
+
+    opts = _decode_opts()
+    floor, sites = _floor_s(opts, _capture(0.5), 35.0, 50.0)
+    assert sites and floor == first_trials_s(35.0, 14.4, 1 + SitePhase.compiles) > first_trials_s(35.0, 14.4, 1)
+    assert _floor_s(opts, _capture(0.5), 35.0, 300.0) == (first_trials_s(35.0, 14.4, 1), False)
+    assert within_max_autotune(make_budget("default"), 50.0, floor).time_budget_s == round(floor)
+
+
+def test_the_first_search_takes_all_the_time_left_where_the_floor_was_sized_for_it():
+    from tuner.sweep.driver import PHASE_SHARE, with_shares
+    from tuner.sweep.phases import FusionPhase, KernelPhase, SitePhase
+
+    shared = with_shares([SitePhase(), FusionPhase(), KernelPhase("x")])
+    assert [p.share for p in shared] == [PHASE_SHARE[SitePhase.name], PHASE_SHARE[FusionPhase.name], 1.0]
+    assert [p.share for p in with_shares([SitePhase(), FusionPhase(), KernelPhase("x")], lead=True)] == [1.0, PHASE_SHARE[FusionPhase.name], 1.0]
+
+
+def _decode_opts():
+    from tuner.sweep.driver import SweepOptions
+    from tuner.workloads.spec import WorkloadSpec
+
+    return SweepOptions(WorkloadSpec("hf:gpt2", device="cuda", mode="decode"), make_budget("default"), "sqlite://")
+
+
+def _capture(busy_ms: float, sites: list | None = None):
+    from tuner.measure.result import CaptureResult
+
+    sites = [{"key": "mm", "choices": ["aten::mm:{}"]}] if sites is None else sites
+    return CaptureResult([], sites, {}, {}, {}, 14.4, step_ms=2.32, busy_ms=busy_ms)

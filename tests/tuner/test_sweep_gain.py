@@ -216,3 +216,27 @@ def test_values_stored_once_are_weighed_by_the_kernels_that_recompute_them():
     assert abs(p.recompute_ms - 8 * 0.017) < 1e-12
     assert abs(p.front_ms(FUSION) - 8 * 0.017 * gain.RECOMPUTE_RATE) < 1e-12
     assert Profile.of(dataclasses.replace(capture, graphs=[{"broadcast_ops": []}]), []).recompute_ms == 0.0
+
+
+def _typed_site(key: str, m: int, k: int, n: int) -> TaskSpec:
+    rows = [["cuda", "torch.bfloat16", m, k, k, 1, 0], ["cuda", "torch.bfloat16", k, n, 1, k, 0]]
+    sig = {"op": "mm", "inputs": rows, "space": {"choices": ["aten::mm:{}"], "default": "aten::mm:{}"}}
+    return TaskSpec(key, Kind.SITE, f"mm {m}x{k}", sig, space_for(Kind.SITE, sig))
+
+
+def test_a_gemm_whose_rows_are_not_16_byte_aligned_is_weighed_at_the_unaligned_rate():
+    """gpt2's vocabulary projection (8 x 768 x 50257, bf16): 50257 columns of 2 bytes leave each output row unaligned,
+    where cuBLAS ran a slow kernel; the same GEMM at 50304 columns, or its 768-wide siblings, keep the sites' rate."""
+    head, padded, layer = _typed_site("h", 8, 768, 50257), _typed_site("p", 8, 768, 50304), _typed_site("l", 8, 768, 2304)
+    assert gain.site_rate(head) == gain.UNALIGNED_RATE > gain.RATES[SITES]
+    assert gain.site_rate(padded) == gain.site_rate(layer) == gain.RATES[SITES]
+    assert gain.site_rate(_typed_site("k", 8, 1001, 768)) == gain.UNALIGNED_RATE  # K: the first input's rows
+
+
+def test_a_whole_workload_phase_is_judged_against_the_step_under_cuda_graphs_where_they_come_first():
+    """gpt2's decode step on the H200: 2.32 ms launched by the host, 1.82 of it waiting. The fusion study's expected
+    gain (~0.03 ms, combo kernels) is under 2% of the launched step but over 2% of the step CUDA graphs leave."""
+    p = Profile(step_ms=2.32, idle_ms=1.82, triton_ms=0.272, library_ms=0.231, site_macs=1.0, short_launches=0)
+    p = dataclasses.replace(p, short_launches=int((0.03 - p.gain_ms(FUSION)) / gain.COMBO_MS_PER_LAUNCH))
+    assert 0.02 * (2.32 - 0.8 * 1.82) < p.gain_ms(FUSION) < 0.02 * 2.32
+    assert not gain.worth_a_trial(p, FUSION, 0.02) and gain.worth_a_trial(p, FUSION, 0.02, graphs_first=True)

@@ -88,15 +88,15 @@ MAX_END_SHARE = 0.35
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
-def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None) -> Iterator[Phase]:
+def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None, lead: bool = False) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
     it will run); then the searches ``middle`` (:func:`searches_by_gain`), the whole-workload check, and the kernels
     of the set the check kept where the kernel search did not capture those (the check dropped a winner, or there was
-    no time to compile the winners before it)."""
+    no time to compile the winners before it). ``lead``: the first search takes all the time left (:func:`with_shares`)."""
     if cuda_graphs is not None:
         yield cuda_graphs
-    yield from with_shares(middle)
+    yield from with_shares(middle, lead)
     yield whole
     searched = next((p for p in middle if isinstance(p, KernelPhase)), None)
 
@@ -119,25 +119,26 @@ def searches(opts: SweepOptions) -> list[Phase]:
     return [SitePhase(), GraphKnobPhase(), *studies, *fusion]
 
 
-def with_shares(middle: list[Phase]) -> list[Phase]:
-    """The phases, each with its share of the time left when it starts (:data:`PHASE_SHARE`); the last, all of it."""
+def with_shares(middle: list[Phase], lead: bool = False) -> list[Phase]:
+    """The phases, each with its share of the time left when it starts (:data:`PHASE_SHARE`); the last, all of it.
+    ``lead``: the first takes all of it too (the budget was sized to hold it, :func:`_floor_s`)."""
     for i, p in enumerate(middle):
-        p.share = 1.0 if i == len(middle) - 1 else PHASE_SHARE.get(p.name, STUDY_SHARE)
+        p.share = 1.0 if i == len(middle) - 1 or (lead and i == 0) else PHASE_SHARE.get(p.name, STUDY_SHARE)
     return middle
 
 
 def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress,
-                     first_s: dict[str, float] | None = None) -> list[Phase]:
+                     first_s: dict[str, float] | None = None, graphs_first: bool = False) -> list[Phase]:
     """The searches by expected gain per second (``tuner.sweep.gain``; ``first_s``: the cost of a phase's first trial,
     where that trial holds a gain of its own), where the capture profiled the step, else in their own order; with a
     time budget, a phase whose every trial is the whole workload is left out where its expected gain is below what
-    such a trial must win by (``Budget.min_gain``)."""
+    such a trial must win by (``Budget.min_gain``) of the step as it times it (``graphs_first``: under CUDA graphs)."""
     if profile is None:
         return searches(opts)
     middle = {p.name: p for p in searches(opts)}
     order = gain.by_gain(list(middle), profile, cost_s, first_s)
     for name in [n for n in order if middle[n].whole_step and opts.budget.time_budget_s is not None]:
-        if not gain.worth_a_trial(profile, name, opts.budget.min_gain):
+        if not gain.worth_a_trial(profile, name, opts.budget.min_gain, graphs_first):
             progress.note(f"{name}: expected gain ~{profile.gain_ms(name) or 0.0:.3g} ms, under the {opts.budget.min_gain:.0%} of the step a "
                           "whole-workload trial must win by: not measured within this time budget")
             order.remove(name)
@@ -233,15 +234,16 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
         if opts.spec.device == "cpu":
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
-        opts = _sized(opts, capture, progress, t0)
+        opts, lead = _sized(opts, capture, progress, t0)
         sweep = _context(opts, db, worker, capture, progress, t0)
         cuda_graphs = CudaGraphPhase(capture.idle_share) if opts.spec.device == "cuda" else None
         parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
         first = first_trials(sweep, len(capture.graphs) if opts.fusion else 0)
-        middle = searches_by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress, first)
+        graphs_first = cuda_graphs is not None and worth_measuring(capture.idle_share)
+        middle = searches_by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress, first, graphs_first)
         left_out = {p.name for p in searches(opts)} - {p.name for p in middle}
         progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
-        run_phases(sweep, phases(middle, whole, cuda_graphs))
+        run_phases(sweep, phases(middle, whole, cuda_graphs, lead))
     except KeyboardInterrupt:
         release_all(db, worker_id())
         if report is None:
@@ -256,30 +258,46 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     return report
 
 
-def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: float) -> SweepOptions:
+def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: float) -> tuple[SweepOptions, bool]:
     """The options with the budget's own time budget, where it takes one from max-autotune's expected compile time
-    (``--budget default`` with no ``--time-budget``, on a device where that cost was measured)."""
+    (``--budget default`` with no ``--time-budget``, on a device where that cost was measured), and whether the
+    first search takes all the time left (the budget was sized to hold it: :func:`_floor_s`)."""
     listed = max_autotune_choices(capture.sites)
     expected = max_autotune_s(opts.spec.device, capture.compile_s, listed, len(capture.kernels))
-    floor = _first_trial_s(opts, capture, t0)
+    floor, sites = _floor_s(opts, capture, time.monotonic() - t0, expected)
     budget = within_max_autotune(opts.budget, expected, floor)
     if budget is opts.budget:
-        return opts
+        return opts, False
+    held = floor > MAX_AUTOTUNE_SHARE * (expected or 0.0)
+    first = "the workload under CUDA graphs, then its template sites," if sites else "the workload under CUDA graphs,"
     progress.note(f"--budget {budget.name}: max-autotune would take ~{expected:.0f} s to compile this workload (an estimate, from "
                   f"its {len(listed)} template choices and {len(capture.kernels)} Triton kernels), so this sweep takes a time budget of {budget.time_budget_s:.0f} s from the "
                   "command's start (--time-budget S: another)"
-                  + (f"; more than that share of it, so that its first trial, the workload under CUDA graphs, fits after the "
-                     f"capture's {sum(capture.costs.values()):.0f} s" if floor > MAX_AUTOTUNE_SHARE * (expected or 0.0) else ""))
-    return dataclasses.replace(opts, budget=budget)
+                  + (f"; more than that share of it, so that its first trials, {first} fit after the "
+                     f"capture's {sum(capture.costs.values()):.0f} s" if held else ""))
+    return dataclasses.replace(opts, budget=budget), held and sites
 
 
-def _first_trial_s(opts: SweepOptions, capture: CaptureResult, t0: float) -> float:
-    """The least time budget that holds the sweep's first trial where it is the workload under CUDA graphs (the GPU
-    waits for the host): the time spent so far, one compile and the closing, with the share kept for the end on top.
-    gpt2's decode step on the H200: max-autotune compiled it in 46 s, and the capture alone took 35 s."""
+def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_autotune_s: float | None) -> tuple[float, bool]:
+    """(the least time budget that holds the sweep's first trials, whether they include the template sites): where the
+    workload under CUDA graphs comes first (the GPU waits for the host), the time spent so far, one compile and the
+    closing, with the share kept for the end on top. Where that alone outlasts max-autotune's expected compile, the
+    sweep cannot end first anyway, and CUDA graphs alone give what Inductor's reduce-overhead mode gives: the floor
+    then holds the template-site phase too, max-autotune's own lever (:data:`SitePhase.compiles` compiles). gpt2's
+    decode step on the H200: max-autotune compiled it in 46 s, the capture alone took 35 s, and cuBLAS ran its
+    vocabulary projection (50257 columns) in 107 us where a Triton template took 22 (bench/results/h200/
+    profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
     if opts.spec.device != "cuda" or not worth_measuring(capture.idle_share):
-        return 0.0
-    return (time.monotonic() - t0 + capture.compile_s + CLOSING_S) / (1 - WHOLE_SHARE)
+        return 0.0, False
+    one = first_trials_s(spent_s, capture.compile_s, 1.0)
+    if not capture.sites or one <= MAX_AUTOTUNE_SHARE * (max_autotune_s or 0.0):
+        return one, False
+    return first_trials_s(spent_s, capture.compile_s, 1.0 + SitePhase.compiles), True
+
+
+def first_trials_s(spent_s: float, compile_s: float, compiles: float) -> float:
+    """The time budget that holds ``compiles`` compiles after ``spent_s``, the closing, and the share kept for the end."""
+    return (spent_s + compiles * compile_s + CLOSING_S) / (1 - WHOLE_SHARE)
 
 
 def _finish(report: SweepReport, sweep: SweepContext | None, whole: WholeCheckPhase, wall_s: float) -> None:

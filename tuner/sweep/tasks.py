@@ -9,7 +9,7 @@ from tuner.core import InputRow, Kind, TaskSpec, site_name
 from tuner.kinds import graph_hooked
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import space_for
-from tuner.search_spaces.template import generator_context
+from tuner.search_spaces.template import DTYPE_BYTES, generator_context
 
 
 def _family(graph: dict[str, Any]) -> dict[str, Any]:
@@ -104,6 +104,22 @@ def gemm_rows_cols(task: TaskSpec) -> tuple[int, int] | None:
         return None
     m, n = sizes[-2][-2], sizes[-1][-1]
     return (m, n) if isinstance(m, int) and isinstance(n, int) else None
+
+
+ALIGN_BYTES = 16  # cuBLAS's fast kernels want each row of A, B and the output to start 16-byte aligned
+
+
+def gemm_unaligned(task: TaskSpec) -> bool:
+    """Whether a matmul-family site's K or N, in bytes of its dtype, is not a multiple of :data:`ALIGN_BYTES` (a
+    row of its output or of its first input then starts unaligned); False for a convolution or an unknown dtype."""
+    if task.signature.get("op") == "convolution" or (sizes := _input_sizes(task)) is None:
+        return False
+    try:
+        width = DTYPE_BYTES.get(InputRow.parse(task.signature["inputs"][-1]).dtype)
+    except (ValueError, TypeError, KeyError, IndexError):
+        return False
+    k, n = sizes[-2][-1], sizes[-1][-1]
+    return width is not None and isinstance(k, int) and isinstance(n, int) and bool((k * width) % ALIGN_BYTES or (n * width) % ALIGN_BYTES)
 
 
 def _fusion_defaults(device: str) -> dict[str, Any]:
