@@ -8,9 +8,14 @@ device time but takes 2.1-3.5 ms a step: ATen's convolutions cost more host time
 device alone, as Inductor's scheduler times a deferred site, cuDNN won sites its Triton rivals win in the model.
 
 ``launch``: Inductor's own timing, each run launched from Python after an L2 flush: a launch that outlasts the
-flush shows up, but by how much depends on the flush. ``cudagraph``: replays of each choice captured once in a
-CUDA graph, the device's time alone (what a workload run under CUDA graphs pays); each choice's run function is made
-on the capture stream (:func:`_graph_of`).
+flush shows up, but by how much depends on the flush. ``cudagraph``: replays of a CUDA graph of the choice's calls
+back to back, the device's time alone (what a workload run under CUDA graphs pays), each call on its own copy of the
+inputs, so that together they outgrow the L2 cache and each call reads them cold, as a model reads its weights
+(:func:`rotated`); each choice's run function is made on the capture stream (:func:`_graph_of`). Replayed one call a
+graph, gpt2's decode GEMMs (8 rows) timed 9-15 us a call, where in the model cuBLAS ran them in 4.1-4.8 us; Triton
+templates won three of its four layer sites by 2-5 us, and the step with every site's winner ran 0.568 ms against
+0.581 under CUDA graphs alone, though its vocabulary projection's winner was worth ~75 us (H200, bench/results/h200/
+hf_gpt2-decode-bf16-b8-s512-sites-2026-12-04.json, profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json).
 
 Uses only ``choice.benchmark``, ``choice.bmreq.make_run_fn`` or ``choice.to_callable`` (ChoiceCaller's API on
 torch 2.11 through 2.14); a choice that cannot be run so is timed as Inductor would, with a warning.
@@ -38,26 +43,55 @@ def run_fn(choice: Any, args: tuple[Any, ...], out: Any) -> Callable[[], Any]:
     return functools.partial(algo, *args, out=out) if getattr(choice, "has_out_variant", True) else functools.partial(algo, *args)
 
 
-def _graph_of(make: Callable[[], Callable[[], Any]]) -> Any:
-    """The run function ``make`` builds, captured in a CUDA graph after a run on a side stream (what capture needs
-    first). It is built on that stream: a Triton choice's run function on torch 2.11 takes the stream current when
-    it is made, and one made on the default stream launches outside the capture (an empty graph that times ~8 µs
-    whatever the choice: a Qwen2 prefill's 4096x1024x32000 GEMM "ran" 46x faster than cuBLAS)."""
+def _graph_of(makes: list[Callable[[], Callable[[], Any]]]) -> Any:
+    """The run functions ``makes`` build, captured back to back in one CUDA graph after a run on a side stream (what
+    capture needs first). They are built on that stream: a Triton choice's run function on torch 2.11 takes the stream
+    current when it is made, and one made on the default stream launches outside the capture (an empty graph that
+    times ~8 µs whatever the choice: a Qwen2 prefill's 4096x1024x32000 GEMM "ran" 46x faster than cuBLAS)."""
     import torch
 
     torch.cuda.synchronize()
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        fn = make()
-        fn()
+        fns = [make() for make in makes]
+        for fn in fns:
+            fn()
     stream.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
-        fn()
+        for fn in fns:
+            fn()
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     return graph
+
+
+ROTATE_BYTES = 128 << 20  # the copies of a call's inputs together: beyond an H100/H200's 50-MB L2
+MAX_COPIES = 16
+
+
+def rotated(args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """``args`` and copies of its strided tensors (same sizes, strides and values), enough that their inputs together
+    reach :data:`ROTATE_BYTES` (at least 2, at most :data:`MAX_COPIES` sets); any other argument is shared, and so is
+    a tensor whose elements share memory (a bias expanded over the rows, stride 0), which no copy of its strides holds."""
+    import torch
+
+    def dense(a: Any) -> bool:
+        return isinstance(a, torch.Tensor) and a.layout == torch.strided
+
+    size = sum(a.numel() * a.element_size() for a in args if dense(a))
+    sets = max(2, min(MAX_COPIES, -(-ROTATE_BYTES // max(1, size))))
+
+    def copy(a: Any) -> Any:
+        if not dense(a):
+            return a
+        try:
+            return torch.empty_strided(a.size(), a.stride(), dtype=a.dtype, device=a.device).copy_(a)
+        except RuntimeError:  # overlapping elements
+            return a
+
+    return [args, *(tuple(copy(a) for a in args) for _ in range(sets - 1))]
 
 
 def timed_choice(choice: Any) -> Any:
@@ -68,14 +102,17 @@ def timed_choice(choice: Any) -> Any:
     return choice
 
 
-def _graph_ms(make: Callable[[], Callable[[], Any]]) -> float:
+def _graph_ms(choice: Any, args: tuple[Any, ...], out: Any) -> float:
+    """Per call: the replay of a graph of the choice's calls over :func:`rotated` inputs, over the calls."""
     from torch._inductor.runtime.benchmarking import benchmarker
 
-    return float(benchmarker.benchmark_gpu(_graph_of(make).replay))
+    sets = rotated(args)
+    graph = _graph_of([functools.partial(run_fn, choice, each, out) for each in sets])
+    return float(benchmarker.benchmark_gpu(graph.replay)) / len(sets)
 
 
-def _pipelined(make: Callable[[], Callable[[], Any]]) -> float:
-    return pipelined_ms(make())
+def _pipelined(choice: Any, args: tuple[Any, ...], out: Any) -> float:
+    return pipelined_ms(run_fn(choice, args, out))
 
 
 CALLS, SAMPLES = 8, 7  # a pipelined sample: CALLS calls back to back; its time, the median of SAMPLES samples
@@ -102,8 +139,8 @@ def pipelined_ms(fn: Callable[[], Any], calls: int = CALLS, samples: int = SAMPL
     return statistics.median(per_call)
 
 
-# TUNER_SITE_TIMING -> (how a choice is timed, given what builds its run function; the counter each timed choice bumps)
-TIMERS: dict[str, tuple[Callable[[Callable[[], Callable[[], Any]]], float], str]] = {
+# TUNER_SITE_TIMING -> (how a choice is timed, given it, its inputs and its output; the counter each timed choice bumps)
+TIMERS: dict[str, tuple[Callable[[Any, tuple[Any, ...], Any], float], str]] = {
     "cudagraph": (_graph_ms, "graph_timed"),
     "pipelined": (_pipelined, "pipelined_timed"),
 }
@@ -120,7 +157,7 @@ def retime(choice: Any, how: str) -> None:
 
     def benchmark(*args: Any, out: Any) -> float:
         try:
-            ms = timer(lambda: run_fn(choice, args, out))
+            ms = timer(choice, args, out)
         except Exception as e:  # noqa: BLE001 - any failure (no GPU, a capture error): time it as Inductor would
             log.warning("cannot time %s %s (%s: %s); timing it as Inductor does", choice, how, type(e).__name__, e)
             return launched(*args, out=out)

@@ -153,3 +153,21 @@ def test_clearly_slower_needs_both_the_factor_and_a_margin_above_floor_and_noise
     assert not clearly_slower(0.20, 0.10, floor_ms=0.15)  # 2x, but within what a probe's overhead adds
     assert not clearly_slower(0.20, 0.10, floor_ms=0.0, noise_ms=0.05)  # 2x, but within 3 IQRs of its own noise
     assert not clearly_slower(0.30, None, floor_ms=0.0)  # nothing timed yet
+
+
+def test_graph_replays_rotate_over_copies_of_the_inputs_that_together_outgrow_the_l2_cache():
+    """A choice timed as graph replays reads each call's inputs cold, as a model reads its weights: the inputs and
+    copies of them (same sizes, strides and values, other memory), enough to reach ROTATE_BYTES, 2 to MAX_COPIES sets."""
+    import torch
+
+    from tuner.backend.instrument.site_timing import MAX_COPIES, ROTATE_BYTES, rotated
+
+    a, w = torch.randn(8, 768), torch.randn(50, 768).t()  # a transposed weight, as a linear layer's
+    bias = torch.randn(50).expand(8, 50)  # addmm's bias, stride 0 over the rows: shared, as no copy holds its strides
+    sets = rotated((bias, a, w, 2))
+    assert len(sets) == MAX_COPIES and sets[0] == (bias, a, w, 2)
+    for b, x, y, k in sets[1:]:
+        assert k == 2 and x.stride() == a.stride() and y.stride() == w.stride() and torch.equal(y, w) and torch.equal(x, a)
+        assert x.data_ptr() != a.data_ptr() and y.data_ptr() != w.data_ptr() and b is bias
+    big = torch.empty(ROTATE_BYTES // 12 + 1, dtype=torch.float32)  # just over a third of the bytes: 3 sets
+    assert len(rotated((big,))) == 3 and len(rotated((torch.empty(ROTATE_BYTES // 4),))) == 2
