@@ -62,7 +62,7 @@ def test_eight_workers_share_a_sweep_without_tuning_anything_twice(backend, requ
 
 def test_rerun_after_sigkill_keeps_every_trial_and_completes(tmp_path, db_url, cwd_root):
     cmd = [sys.executable, "-m", "tuner", "sweep", "--model", "tests.helpers.models:mlp", "--input-shape", "16,64",
-           "--device", "cpu", "--threads", "2", "--budget", "quick", "--trials", "5", "--db", db_url]
+           "--device", "cpu", "--threads", "2", "--budget", "quick", "--trials", "3", "--db", db_url]
     env = {**os.environ, "PYTHONPATH": str(cwd_root)}
     proc = subprocess.Popen(cmd, cwd=cwd_root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 240

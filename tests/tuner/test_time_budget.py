@@ -15,7 +15,7 @@ from tuner.db import Database
 from tuner.sweep.clock import CAPTURE
 from tuner.sweep.driver import promised_end_s
 
-BUDGET_S = 60
+BUDGET_S = 40
 
 
 def test_resnet18_sweep_keeps_its_time_budget_and_compiles_benchmarking_nothing(db_url):
@@ -120,7 +120,7 @@ def test_a_phase_of_compiles_gets_room_for_one_step_when_the_sweep_can_afford_it
 
 
 def test_several_batch_sizes_share_one_time_budget(db_url, cwd_root):
-    budget = 40
+    budget = 30
     args = ["sweep", "--model", "tests.helpers.models:mlp", "--input-shape", "16,64", "--batch", "4,8", "--device", "cpu",
             "--threads", "2", "--budget", "quick", "--time-budget", str(budget), "--db", db_url]
     t0 = time.monotonic()
