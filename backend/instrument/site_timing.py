@@ -146,6 +146,9 @@ TIMERS: dict[str, tuple[Callable[[Any, tuple[Any, ...], Any], float], str]] = {
 }
 
 
+FALLBACK = "timed_as_inductor"  # the counter of choices that could not be timed the asked way
+
+
 def retime(choice: Any, how: str) -> None:
     """Make ``choice.benchmark`` time its runs the ``how`` way (:data:`TIMERS`; idempotent), through
     :func:`timed_choice`. A choice that cannot be run so is timed as Inductor would, with a warning."""
@@ -160,6 +163,7 @@ def retime(choice: Any, how: str) -> None:
             ms = timer(choice, args, out)
         except Exception as e:  # noqa: BLE001 - any failure (no GPU, a capture error): time it as Inductor would
             log.warning("cannot time %s %s (%s: %s); timing it as Inductor does", choice, how, type(e).__name__, e)
+            counters.bump(FALLBACK)
             return launched(*args, out=out)
         counters.bump(counter)
         return ms

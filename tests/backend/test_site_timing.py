@@ -82,7 +82,7 @@ def test_a_choice_that_cannot_be_timed_our_way_is_timed_as_inductor_would(monkey
     assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t
     assert counters.count(counter) == before
     reasons = [m.split(f" {how} (", 1)[1] for m in caplog.messages if m.startswith("cannot time")]
-    assert len(reasons) >= len(choices)
+    assert len(reasons) >= len(choices) and r.fallbacks == len(reasons)  # said to the sweep, which notes it
     # each run function was built (for a wrapper choice, from its wrapped one's prepared inputs): the capture
     # itself is what failed, for want of a GPU
     assert all("NVIDIA" in r or "CUDA" in r for r in reasons), reasons

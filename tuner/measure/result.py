@@ -65,6 +65,7 @@ class SiteTimings:
     error: str | None = None
     compile_s: float | None = None
     pruned: dict[str, list[str]] = field(default_factory=dict)  # {site key: choices stopped after their probe}
+    fallbacks: int = 0  # choices timed as Inductor times them, where they could not be timed the asked way
 
     @property
     def errors(self) -> list[str]:

@@ -255,12 +255,17 @@ class Session:
     def time_sites(self, job: SiteBatch) -> SiteTimings:
         """Kernel level: while one compile lowers the graph, Inductor's benchmarker times the requested
         choices side by side at every requested site."""
+        from tuner.backend import counters
+        from tuner.backend.instrument.site_timing import FALLBACK
+
+        before = counters.count(FALLBACK)
         try:
             done = self.compile(job.forcing, benchmark=dict(job.sites), timing=job.timing)
         except Exception as e:  # noqa: BLE001
             return SiteTimings(classify(e), error=describe(e))
         pruned = {k: sorted(v) for k, v in done.pruned.items()}
-        return SiteTimings(Status.OK, {k: dict(v) for k, v in done.timings.items()}, compile_s=done.compile_s, pruned=pruned)
+        return SiteTimings(Status.OK, {k: dict(v) for k, v in done.timings.items()}, compile_s=done.compile_s, pruned=pruned,
+                           fallbacks=counters.count(FALLBACK) - before)
 
     def time_kernel(self, job: KernelBatch) -> KernelResults:
         if self.kernels is None:

@@ -72,7 +72,11 @@ class SitePhase(Phase):
         base = sweep.winners().forcing(self.sites).to_json()
 
         def measure(request: Request) -> SiteTimings:
-            return sweep.worker.run(SiteBatch(base, request, timing))
+            got = sweep.worker.run(SiteBatch(base, request, timing))
+            if got.fallbacks:
+                sweep.progress.note(f"{got.fallbacks} site choice(s) could not be timed {TIMING_SAID[timing].split(',')[0]} and were timed as "
+                                    "Inductor times them (the worker's log says why): at their sites, timings of two kinds are compared")
+            return got
 
         got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress)
         sweep.add(list(got.values()))
