@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tuner.sweep.budget import MAX_AUTOTUNE_SHARE, Budget, within_max_autotune
-from tuner.core import Status, TaskOutcome
+from tuner.core import Status, TaskOutcome, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.sweep.estimate import max_autotune_choices, max_autotune_s
@@ -173,7 +173,8 @@ def _deadlines(budget_s: float | None, t0: float, check_s: float = 0.0, end_s: f
     return {"deadline": t0 + budget_s - (kept if kept >= check_s else 0.0), "settle_by": t0 + budget_s}
 
 
-def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureResult, progress: Progress, t0: float) -> SweepContext:
+def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureResult, progress: Progress, t0: float,
+             tasks: list[TaskSpec]) -> SweepContext:
     device = DeviceInfo(**capture.device)
     device_id = db.device_id(device)
     prior = rows_for(device.kind, device.name) if opts.prior else PriorRows()
@@ -188,7 +189,7 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
         **_deadlines(opts.budget.time_budget_s, t0, WHOLE_COMPILES * capture.compile_s, _end_compiles(opts.spec) * capture.compile_s),
     )
     workload = Workload(db, opts.spec.name)
-    workload.register(tasks_from_capture(capture, opts.spec.model))
+    workload.register(tasks)
     return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers, recorded=capture.graphs,
                         short_kernels=gain.short_launches(capture))
 
@@ -234,13 +235,15 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
         if opts.spec.device == "cpu":
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
-        opts, lead = _sized(opts, capture, progress, t0)
-        sweep = _context(opts, db, worker, capture, progress, t0)
+        tasks = tasks_from_capture(capture, opts.spec.model)
+        profile = Profile.of(capture, tasks)
+        opts, lead = _sized(opts, capture, progress, t0, profile)
+        sweep = _context(opts, db, worker, capture, progress, t0, tasks)
         cuda_graphs = CudaGraphPhase(capture.idle_share) if opts.spec.device == "cuda" else None
         parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
         first = first_trials(sweep, len(capture.graphs) if opts.fusion else 0)
         graphs_first = cuda_graphs is not None and worth_measuring(capture.idle_share)
-        middle = searches_by_gain(opts, Profile.of(capture, sweep.workload.tasks), parts, progress, first, graphs_first)
+        middle = searches_by_gain(opts, profile, parts, progress, first, graphs_first)
         left_out = {p.name for p in searches(opts)} - {p.name for p in middle}
         progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
         run_phases(sweep, phases(middle, whole, cuda_graphs, lead))
@@ -258,13 +261,13 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     return report
 
 
-def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: float) -> tuple[SweepOptions, bool]:
+def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: float, profile: Profile | None = None) -> tuple[SweepOptions, bool]:
     """The options with the budget's own time budget, where it takes one from max-autotune's expected compile time
     (``--budget default`` with no ``--time-budget``, on a device where that cost was measured), and whether the
     first search takes all the time left (the budget was sized to hold it: :func:`_floor_s`)."""
     listed = max_autotune_choices(capture.sites)
     expected = max_autotune_s(opts.spec.device, capture.compile_s, listed, len(capture.kernels))
-    floor, sites = _floor_s(opts, capture, time.monotonic() - t0, expected)
+    floor, sites = _floor_s(opts, capture, time.monotonic() - t0, expected, profile)
     budget = within_max_autotune(opts.budget, expected, floor)
     if budget is opts.budget:
         return opts, False
@@ -278,12 +281,14 @@ def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: f
     return dataclasses.replace(opts, budget=budget), held and sites
 
 
-def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_autotune_s: float | None) -> tuple[float, bool]:
+def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_autotune_s: float | None,
+             profile: Profile | None = None) -> tuple[float, bool]:
     """(the least time budget that holds the sweep's first trials, whether they include the template sites): where the
     workload under CUDA graphs comes first (the GPU waits for the host), the time spent so far, one compile and the
     closing, with the share kept for the end on top. Where that alone outlasts max-autotune's expected compile, the
     sweep cannot end first anyway, and CUDA graphs alone give what Inductor's reduce-overhead mode gives: the floor
-    then holds the template-site phase too, max-autotune's own lever (:data:`SitePhase.compiles` compiles). gpt2's
+    then holds the template-site phase too, max-autotune's own lever (:data:`SitePhase.compiles` compiles), where the
+    ``profile`` expects the sites to gain what a winner must win by of the step under CUDA graphs (unknown: they may). gpt2's
     decode step on the H200: max-autotune compiled it in 46 s, the capture alone took 35 s, and cuBLAS ran its
     vocabulary projection (50257 columns) in 107 us where a Triton template took 22 (bench/results/h200/
     profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
@@ -291,6 +296,8 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
         return 0.0, False
     one = first_trials_s(spent_s, capture.compile_s, 1.0)
     if not capture.sites or one <= MAX_AUTOTUNE_SHARE * (max_autotune_s or 0.0):
+        return one, False
+    if profile is not None and not gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True):
         return one, False
     return first_trials_s(spent_s, capture.compile_s, 1.0 + SitePhase.compiles), True
 
