@@ -42,7 +42,7 @@ LARGE_GEMM = 256
 LARGE_GEMM_RATE = 0.02
 # A GEMM whose K or N is not a multiple of 16 bytes (a vocabulary of 50257 tokens) leaves cuBLAS a slow unaligned
 # kernel: gpt2's decode step's vocabulary projection (8 x 768 x 50257, bf16) ran 107 us in cuBLAS's, 22 us in
-# max-autotune's Triton template, timed as CUDA-graph replays on the H200 (bench/results/h200/
+# max-autotune's Triton template, profiled in the step under CUDA graphs on the H200 (bench/results/h200/
 # profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json).
 UNALIGNED_RATE = 0.75
 # The fusion study also holds the space-to-depth rewrite (``backend/hooks/conv_rewrite``): it took resnet50's 7x7/2 stem
