@@ -242,8 +242,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         cuda_graphs = CudaGraphPhase(capture.idle_share) if opts.spec.device == "cuda" else None
         parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
         first = first_trials(sweep, len(capture.graphs) if opts.fusion else 0)
-        graphs_first = cuda_graphs is not None and worth_measuring(capture.idle_share)
-        middle = searches_by_gain(opts, profile, parts, progress, first, graphs_first)
+        middle = searches_by_gain(opts, profile, parts, progress, first, _graphs_first(opts, capture))
         left_out = {p.name for p in searches(opts)} - {p.name for p in middle}
         progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
         run_phases(sweep, phases(middle, whole, cuda_graphs, lead))
@@ -292,7 +291,7 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
     decode step on the H200: max-autotune compiled it in 46 s, the capture alone took 35 s, and cuBLAS ran its
     vocabulary projection (50257 columns) in 107 us where a Triton template took 22 (bench/results/h200/
     profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
-    if opts.spec.device != "cuda" or not worth_measuring(capture.idle_share):
+    if not _graphs_first(opts, capture):
         return 0.0, False
     one = first_trials_s(spent_s, capture.compile_s, 1.0)
     if not capture.sites or one <= MAX_AUTOTUNE_SHARE * (max_autotune_s or 0.0):
@@ -300,6 +299,11 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
     if profile is not None and not gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True):
         return one, False
     return first_trials_s(spent_s, capture.compile_s, 1.0 + SitePhase.compiles), True
+
+
+def _graphs_first(opts: SweepOptions, capture: CaptureResult) -> bool:
+    """Whether the workload under CUDA graphs is measured first: on CUDA, where the GPU waits for the host."""
+    return opts.spec.device == "cuda" and worth_measuring(capture.idle_share)
 
 
 def first_trials_s(spent_s: float, compile_s: float, compiles: float) -> float:

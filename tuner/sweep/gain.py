@@ -239,8 +239,8 @@ def _ms(ms: float | None) -> str:
 
 
 def worth_a_trial(profile: Profile, phase: str, min_gain: float, graphs_first: bool = False) -> bool:
-    """Whether a phase whose every trial is the whole workload against its base can be expected to win one: its
-    expected gain at least the share of the step a winner must beat its base by (unknown: it may). ``graphs_first``:
+    """Whether a phase can be expected to win what a whole-workload trial against its base must win by: its
+    expected gain at least that share of the step (unknown: it may). ``graphs_first``:
     the workload under CUDA graphs is measured first, so the trials time the step with the host's wait mostly gone
     (gpt2's decode step: 2.32 ms launched by the host, 0.57 under CUDA graphs)."""
     ms = profile.gain_ms(phase)
