@@ -23,15 +23,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="slow: set TUNER_SLOW=1"))
 
 
+@pytest.fixture(scope="session")
+def _kernel_cache(tmp_path_factory):
+    """One Inductor cache folder for the whole run: its compiled C++ and Triton kernels, keyed by their source, are
+    built once. What a cache could serve a later test wrongly is off in every test (:func:`_isolated`)."""
+    return tmp_path_factory.mktemp("inductor")
+
+
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    """Each test: its own cache folder and default database, Inductor's global state restored after."""
+def _isolated(tmp_path, monkeypatch, _kernel_cache):
+    """Each test: its own cache folder and default database, Inductor's global state restored after. Inductor's
+    FX-graph and AOTAutograd caches are off in this process (sweep and bench compiles never use them): a graph one
+    test compiled under a forcing is not served to another. A test of those caches turns them on, with its own
+    folder."""
     import torch
+    import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
     monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("TUNER_LOCK_DIR", str(tmp_path / "locks"))  # measurement locks are machine-wide otherwise
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # spawned workers inherit it
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(_kernel_cache))  # spawned workers inherit it
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
+    monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)
     monkeypatch.delenv("TUNER_DB", raising=False)
     from tuner.settings import settings
 
@@ -89,9 +102,9 @@ def any_db_url(request, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def swept_at_batch_1(tmp_path_factory):
-    """tests.helpers.models:mlp swept for real at batch 1 (--budget quick, 3 trials per task), once per test run; its
-    database URL. Tests that change it work on a copy."""
+def sweep_at_batch_1(tmp_path_factory):
+    """tests.helpers.models:mlp swept for real at batch 1 (--budget quick, 3 trials per task), once per test run:
+    (its database URL, what the command printed). Tests that change the database work on a copy."""
     from typer.testing import CliRunner
 
     from tuner.cli import app
@@ -107,4 +120,10 @@ def swept_at_batch_1(tmp_path_factory):
         mp.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder / "inductor"))
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    return url
+    return url, result.output
+
+
+@pytest.fixture(scope="session")
+def swept_at_batch_1(sweep_at_batch_1):
+    """The database URL of :func:`sweep_at_batch_1`."""
+    return sweep_at_batch_1[0]

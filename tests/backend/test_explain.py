@@ -32,12 +32,9 @@ def test_reasons_name_what_differs():
 
 
 def test_a_compile_without_freezing_on_a_frozen_database_warns_and_counts_misses(db_url, monkeypatch, caplog):
-    import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
-    monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)  # a cached graph skips every lookup
-    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
-    monkeypatch.setattr(inductor_config, "freezing", False)
+    monkeypatch.setattr(inductor_config, "freezing", False)  # Inductor's caches are off (conftest): every lookup runs
     monkeypatch.setattr(importlib.import_module("tuner.backend.answers"), "_warned", set())  # warned once per process
     db = Database.open(db_url)
     device = db.device_id(current_device("cpu"))
@@ -56,11 +53,16 @@ def test_a_compile_without_freezing_on_a_frozen_database_warns_and_counts_misses
     assert len(warnings) == 1 and "freezing = True" in warnings[0], caplog.text
 
 
-def test_a_compile_served_from_inductors_cache_counts_what_it_applied(db_url, monkeypatch):
+def test_a_compile_served_from_inductors_cache_counts_what_it_applied(db_url, monkeypatch, tmp_path):
     """The AOTAutograd cache runs none of tuner's hooks: the counts recorded at the real compile stand in."""
     import torch._inductor.config as inductor_config
 
-    monkeypatch.setattr(inductor_config, "freezing", False)  # keep Inductor's caches in play (each test has its own)
+    import torch._functorch.config as functorch_config
+
+    monkeypatch.setattr(inductor_config, "freezing", False)  # keep Inductor's caches in play, in a folder of its own
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", True)
+    monkeypatch.setattr(functorch_config, "enable_autograd_cache", True)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     Database.open(db_url).close()
     model, x = mlp().eval(), torch.randn(16, 64)
     counts = []
@@ -77,13 +79,10 @@ def test_a_compile_served_from_inductors_cache_counts_what_it_applied(db_url, mo
 def test_a_database_that_holds_the_tasks_untuned_says_so(db_url, monkeypatch, caplog):
     """A sweep that ran out of time stores the tasks it captured without winners: a compile that misses them all is
     told the sweep stopped early, not that its graph differs (hf:gpt2's 60-s sweep on the H200)."""
-    import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
     from tuner.backend import journal
 
-    monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)
-    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
     monkeypatch.setattr(inductor_config, "freezing", True)
     monkeypatch.setattr(importlib.import_module("tuner.backend.answers"), "_warned", set())
     model, x = mlp().eval(), torch.randn(16, 64)

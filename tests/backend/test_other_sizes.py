@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 import tuner
 import tuner.backend as tb
+from tests.helpers.dbfill import copy_db
 from tests.helpers.models import mlp
 from tuner.cli import app
 
@@ -132,17 +133,11 @@ def test_bench_reports_each_tuned_modes_lookups(swept_at_batch_1, tmp_path):
 
 
 def test_revalidate_re_measures_stored_winners_keeps_winners_and_reverts_the_rest(swept_at_batch_1, tmp_path, cwd_root):
-    import sqlite3
-
     from tuner.sweep.budget import PRESETS
     from tuner.core import Kind
     from tuner.db import Database, current_device
-    from tuner.db.engine import sqlite_path
 
-    path = tmp_path / "copy.db"
-    with sqlite3.connect(sqlite_path(swept_at_batch_1)) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)  # the swept database's pages and its write-ahead log
-    url = f"sqlite:///{path}"
+    url = copy_db(swept_at_batch_1, tmp_path / "copy.db")
     db = Database.open(url)
     device = db.device_id(current_device("cpu"))
     with db.session() as s:

@@ -9,6 +9,17 @@ GRAPH_SIG = {"backward": False, "lines": 10, "space": {"isa": "AVX512", "threads
 SITE_SIG = {"op": "packed_linear", "inputs": [], "space": {"choices": ["cpp:CppMicroGemmFP32Vec", "aten:_mkl_linear"], "default": "aten:_mkl_linear"}}
 
 
+def copy_db(url: str, path) -> str:
+    """A copy of the SQLite database at ``url`` (its pages and its write-ahead log) at ``path``; the copy's URL."""
+    import sqlite3
+
+    from tuner.db.engine import sqlite_path
+
+    with sqlite3.connect(sqlite_path(url)) as src, sqlite3.connect(path) as dst:
+        src.backup(dst)
+    return f"sqlite:///{path}"
+
+
 def fill(url: str, tag: str = "a") -> Database:
     db = Database.open(url)
     d, e = db.device_id(DEV), db.environment_id(ENV)

@@ -10,6 +10,7 @@ import torch._inductor.config as inductor_config
 from typer.testing import CliRunner
 
 import tuner.backend as tb
+from tests.helpers.dbfill import copy_db
 from tests.helpers.models import mlp
 from tuner.cli import app
 from tuner.db import Database
@@ -38,8 +39,8 @@ def _per_task(db_url):
         db.close()
 
 
-def test_sweep_then_tuned_compile_benchmarks_nothing(db_url, cwd_root):
-    out = _sweep(db_url, "--trials", "3").output
+def test_sweep_then_tuned_compile_benchmarks_nothing(sweep_at_batch_1):
+    db_url, out = sweep_at_batch_1
     assert "graph breaks: none" in out and "whole workload:" in out and "done:" in out
     flat = " ".join(out.split())  # Rich wraps long lines
     said = flat.index("--budget quick is expected to take ~")  # the whole sweep's estimate, before any phase starts
@@ -68,7 +69,7 @@ def test_sweep_then_tuned_compile_benchmarks_nothing(db_url, cwd_root):
 
     inductor_config.freezing = True
     tb.reset_stats()
-    m, x = mlp().eval(), torch.randn(16, 64)
+    m, x = mlp().eval(), torch.randn(1, 64)
     threads = torch.get_num_threads()
     torch.set_num_threads(2)  # CPU winners are keyed by thread count: deploy with the count tuned for
     try:
@@ -99,12 +100,12 @@ def _fusion_unfrozen(db_url):
         db.close()
 
 
-def test_rerun_continues_the_same_studies(db_url, cwd_root):
-    _sweep(db_url, "--trials", "2", "--no-fusion")
+def test_rerun_continues_the_same_studies(sweep_at_batch_1, tmp_path, cwd_root):
+    db_url = copy_db(sweep_at_batch_1[0], tmp_path / "copy.db")  # swept with --trials 3
     first = _per_task(db_url)
     graph_first = [r for r in first if r[0] == "cpp_graph"]
-    assert len(graph_first) == 2  # the default and one proposal
-    _sweep(db_url, "--trials", "4", "--no-fusion")
+    assert len(graph_first) == 3  # the default and two proposals
+    _sweep(db_url, "--input-shape", "1,64", "--trials", "4", "--no-fusion")
     graph_second = [r for r in _per_task(db_url) if r[0] == "cpp_graph"]
     assert len(graph_second) >= 4, "the rerun adds trials up to the new target"
     assert {h for _, h, _ in graph_first} <= {h for _, h, _ in graph_second}

@@ -18,30 +18,6 @@ from tuner.sweep.driver import promised_end_s
 BUDGET_S = 40
 
 
-def test_resnet18_sweep_keeps_its_time_budget_and_compiles_benchmarking_nothing(db_url):
-    args = ["sweep", "--model", "resnet18", "--device", "cpu", "--batch", "1", "--image-size", "64", "--time-budget", str(BUDGET_S), "--db", db_url]
-    t0 = time.monotonic()
-    result = CliRunner().invoke(app, args)
-    wall = time.monotonic() - t0
-    assert result.exit_code == 0, result.output
-    assert wall <= promised_end_s(BUDGET_S), f"a {BUDGET_S}-s budget took {wall:.0f} s"
-    assert "ends by" in result.output and "template sites:" in result.output and "expected ~" in result.output
-    db = Database.open(db_url)
-    stats = db.stats()
-    db.close()
-    assert stats["winners"] >= 1 and stats["trials_by_status"].get("ok", 0) >= 2
-
-    inductor_config.freezing = True
-    tb.reset_stats()
-    m, x = torchvision.models.resnet18().eval(), torch.randn(1, 3, 64, 64)
-    with torch.no_grad():
-        y = torch.compile(m, backend="tuned", options={"db": db_url})(x)
-        torch.testing.assert_close(y, m(x), rtol=1e-3, atol=1e-3)
-    s = tb.stats()
-    assert s["benchmarks"] == 0 and s["hits"] >= 1
-
-
-
 def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(db_url):
     """A site batch costs at least a compile and a choice: with less time than that, the phase measures nothing and
     says so."""
@@ -250,10 +226,10 @@ def test_the_end_of_a_sweep_counts_its_compiles_and_a_held_worker_is_not_recycle
         worker.close()
 
 
-def test_a_cold_first_run_keeps_its_time_budget(tmp_path):
-    """As a new user's first run: the console script in a new process, with empty Inductor, Triton and bytecode caches,
-    timed from before the process starts. It ends within its promise, whatever it had time to measure (a capture that
-    cannot end in time is stopped and said in one line)."""
+def test_a_cold_first_run_keeps_its_time_budget_and_compiles_benchmarking_nothing(tmp_path):
+    """As a new user's first run: the console script in a new process, with empty Inductor and Triton caches (the
+    bytecode pip wrote at install is there), timed from before the process starts. It ends within its promise, says
+    what it expects of each phase, and what it stored compiles with nothing benchmarked."""
     import os
     import shutil
     import subprocess
@@ -261,14 +237,31 @@ def test_a_cold_first_run_keeps_its_time_budget(tmp_path):
     exe = shutil.which("tuner")
     assert exe, "the tuner console script is installed with the package"
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITON_CACHE_DIR": str(tmp_path / "triton"),
-           "TUNER_CACHE_DIR": str(tmp_path / "tuner"), "PYTHONPYCACHEPREFIX": str(tmp_path / "pyc")}
+           "TUNER_CACHE_DIR": str(tmp_path / "tuner"), "COLUMNS": "200"}
+    db_url = f"sqlite:///{tmp_path / 'cold.db'}"
     args = [exe, "sweep", "--model", "resnet18", "--device", "cpu", "--batch", "1", "--image-size", "64",
-            "--time-budget", str(BUDGET_S), "--db", f"sqlite:///{tmp_path / 'cold.db'}"]
+            "--time-budget", str(BUDGET_S), "--db", db_url]
     t0 = time.monotonic()
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     wall = time.monotonic() - t0
-    assert wall <= promised_end_s(BUDGET_S), f"a cold {BUDGET_S}-s budget took {wall:.0f} s:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-    assert done.returncode == 0 or "did not end within the time budget" in done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
+    said = done.stdout[-3000:] + done.stderr[-3000:]
+    assert wall <= promised_end_s(BUDGET_S), f"a cold {BUDGET_S}-s budget took {wall:.0f} s:\n{said}"
+    assert done.returncode == 0, said
+    output = " ".join((done.stdout + done.stderr).split())
+    assert "ends by" in output and "template sites:" in output and "expected ~" in output, said
+    db = Database.open(db_url)
+    stats = db.stats()
+    db.close()
+    assert stats["winners"] >= 1 and stats["trials_by_status"].get("ok", 0) >= 2
+
+    inductor_config.freezing = True
+    tb.reset_stats()
+    m, x = torchvision.models.resnet18().eval(), torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        y = torch.compile(m, backend="tuned", options={"db": db_url})(x)
+        torch.testing.assert_close(y, m(x), rtol=1e-3, atol=1e-3)
+    s = tb.stats()
+    assert s["benchmarks"] == 0 and s["hits"] >= 1
 
 
 def test_a_capture_that_outlasts_the_budget_is_stopped_and_the_promise_kept(tmp_path, cwd_root):
