@@ -50,13 +50,46 @@ SPACE_TO_DEPTH = "space_to_depth"  # not an Inductor flag: the backend turns it 
 CONV_EPILOGUE = "cudnn_epilogue"  # nor this one (``backend/hooks/conv_epilogue.py``)
 MERGE_GEMMS = "merge_gemms"  # nor this one (``backend/hooks/gemm_merge.py``)
 COMPUTE_ONCE = "compute_once"  # nor this one (``backend/hooks/compute_once.py``)
-# Each rewrite knob (``backend/hooks/rewrites.py``), the devices it is offered on
-REWRITE_KNOBS = {SPACE_TO_DEPTH: ("cpu", "cuda"), CONV_EPILOGUE: ("cuda",), MERGE_GEMMS: ("cpu", "cuda"), COMPUTE_ONCE: ("cpu", "cuda")}
+ANY_DEVICE = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class RewriteKnob:
+    """A graph rewrite as the fusion space offers it: its knob, the devices it is offered on, the recording's count of
+    the places it applies to (``seen``: a key of the grouping's context, also the recorded graph's field), the recorded
+    graph's field that lists those places where the sweep's gain estimate reads them (``places``) and what the sweep
+    says of them (``says``, with ``{n}``). Its pass and its finder are the backend's (``backend/hooks/rewrites.py``);
+    what it may gain, the sweep's (``tuner/sweep/gain.py``)."""
+
+    knob: str
+    seen: str
+    says: str
+    places: str = ""
+    devices: tuple[str, ...] = ANY_DEVICE
+
+
+# Each rewrite, in the order its pass runs and its knob is offered: the stem rewritten first, so that its new
+# convolution's ReLU is fused into cuDNN's epilogue too.
+REWRITE_KNOBS = {r.knob: r for r in (
+    RewriteKnob(SPACE_TO_DEPTH, "s2d_convs", "{n} strided convolution(s) read at most 4 channels (rewritten over their input's space-to-depth form)",
+                "s2d_shapes"),
+    RewriteKnob(CONV_EPILOGUE, "epilogue_convs", "{n} convolution(s) end in a ReLU (cuDNN runs it, with the bias and residual add before it)",
+                devices=("cuda",)),
+    RewriteKnob(MERGE_GEMMS, "sibling_gemms", "{n} matrix multiplies read one input through frozen weights (each such group as one GEMM)",
+                "sibling_dims"),
+    RewriteKnob(COMPUTE_ONCE, "broadcast_values", "{n} transcendental value(s) are read broadcast, recomputed in every kernel that reads them "
+                "(each stored once)", "broadcast_ops"),
+)}
 
 
 def rewrite_knobs(device: str) -> list[str]:
-    """The rewrite knobs a grouping on ``device`` can be offered (where its graph has convolutions they apply to)."""
-    return [knob for knob, devices in REWRITE_KNOBS.items() if device in devices]
+    """The rewrite knobs a grouping on ``device`` can be offered (where its graph has what they apply to)."""
+    return [knob for knob, r in REWRITE_KNOBS.items() if device in r.devices]
+
+
+def _offered(rewrite: RewriteKnob, device: Any) -> bool:
+    """Whether a grouping on ``device`` (None: an older task's, which named none) can be offered ``rewrite``."""
+    return device in rewrite.devices or (device is None and rewrite.devices == ANY_DEVICE)
 FREEZING = "freezing"  # the whole-workload check's knob: false compiles a frozen graph again, unfrozen
 CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion", "triton.enable_pdl")
 _INTS = ("max_fusion_size", "score_fusion_memory_threshold", "realize_reads_threshold", "realize_opcount_threshold",
@@ -93,21 +126,13 @@ def space(context: dict[str, Any]) -> Space:
     params += [Bool(f"veto.{p}") for p in pairs]
     default = {**{p.name: d[p.name] for p in params if p.name in d}, **{f"veto.{p}": False for p in pairs}}
     ctx = {"device": context.get("device"), "defaults": d, "pairs": pairs}
-    for seen in ("unshared_epilogues", "s2d_convs", "epilogue_convs", "sibling_gemms", "broadcast_values", "short_kernels", "frozen"):  # absent otherwise: older tasks keep their fingerprint
+    for seen in ("unshared_epilogues", *(r.seen for r in REWRITE_KNOBS.values()), "short_kernels", "frozen"):  # absent otherwise: older tasks keep their fingerprint
         if int(context.get(seen) or 0) > 0:
             ctx[seen] = int(context[seen])
-    if "s2d_convs" in ctx:
-        params.append(Bool(SPACE_TO_DEPTH))
-        default[SPACE_TO_DEPTH] = False
-    if "epilogue_convs" in ctx and CONV_EPILOGUE in rewrite_knobs(str(context.get("device"))):
-        params.append(Bool(CONV_EPILOGUE))
-        default[CONV_EPILOGUE] = False
-    if "sibling_gemms" in ctx:
-        params.append(Bool(MERGE_GEMMS))
-        default[MERGE_GEMMS] = False
-    if "broadcast_values" in ctx:
-        params.append(Bool(COMPUTE_ONCE))
-        default[COMPUTE_ONCE] = False
+    for r in REWRITE_KNOBS.values():
+        if r.seen in ctx and _offered(r, context.get("device")):
+            params.append(Bool(r.knob))
+            default[r.knob] = False
     if "frozen" in ctx:
         params.append(Bool(FREEZING))
         default[FREEZING] = True

@@ -124,16 +124,14 @@ class MeasuringContext(CompileContext):
             self.recorder.graph(key, kind, payload, fkey, self.device_type, keys)
 
     def lowering(self, gm: Any, is_backward: bool) -> None:
-        """The graph about to be lowered: the convolutions the space-to-depth and cuDNN-epilogue rewrites apply to,
-        the GEMMs the merge applies to, the values the compute-once rewrite stores, whether it is compiled frozen, and
-        what each graph-hooked kind's adapter finds in it (a forward-only kind's: in a forward)."""
-        from tuner.backend.hooks import compute_once, conv_epilogue, conv_rewrite, gemm_merge, restart
+        """The graph about to be lowered: whether it is compiled frozen, what each graph-hooked kind's adapter finds in
+        it (a forward-only kind's: in a forward) and where each graph rewrite applies."""
+        from tuner.backend.hooks import restart, rewrites
 
         if self.recorder is not None:
             found = {k.value: a.found(gm) for k, a in adapted(self.device_type, GRAPH_HOOK)
                      if hasattr(a, "found") and not (k.forward_only and is_backward)}
-            self.recorder.lowering(conv_rewrite.eligible_shapes(gm), restart.frozen_now(is_backward), found, conv_epilogue.eligible(gm),
-                                   gemm_merge.eligible_dims(gm), compute_once.eligible_ops(gm))
+            self.recorder.lowering(restart.frozen_now(is_backward), found, rewrites.found_in(gm))
 
     def fusion_allowed(self, pid: str, score: int) -> bool:
         if self.recorder is not None:

@@ -87,18 +87,19 @@ class Recorder:
         if (g := self._current()) is not None and pid not in g.unshared:
             g.unshared.append(pid)
 
-    def lowering(self, s2d_shapes: list[list[list[int]]], frozen: bool, found: dict[str, Any], epilogue_convs: int = 0,
-                 sibling_dims: list[list[Any]] | None = None, broadcast_ops: list[str] | None = None) -> None:
-        """What the graph about to be lowered holds: convolutions the space-to-depth rewrite applies to (their input
-        and weight shapes), whether it is compiled frozen, what kinds with an adapter found in it, how many
-        convolutions the cuDNN epilogue rewrite applies to, the GEMMs the merge applies to (their op, M, K and N), and
-        the broadcast values the compute-once rewrite stores (their op)."""
+    def lowering(self, frozen: bool, found: dict[str, Any], rewrites: dict[str, Any]) -> None:
+        """What the graph about to be lowered holds: whether it is compiled frozen, what kinds with an adapter found in
+        it, and where each graph rewrite applies (by knob: a count, or a list of the places, kept where the rewrite
+        names a field for them)."""
+        from tuner.search_spaces.fusion import REWRITE_KNOBS
+
         if (g := self._current()) is not None:
-            g.s2d_convs, g.s2d_shapes, g.frozen, g.found = len(s2d_shapes), s2d_shapes, frozen, found
-            g.epilogue_convs, g.sibling_dims = epilogue_convs, list(sibling_dims or [])
-            g.sibling_gemms = len(g.sibling_dims)
-            g.broadcast_ops = list(broadcast_ops or [])
-            g.broadcast_values = len(g.broadcast_ops)
+            g.frozen, g.found = frozen, found
+            for knob, places in rewrites.items():
+                r = REWRITE_KNOBS[knob]
+                setattr(g, r.seen, places if isinstance(places, int) else len(places))
+                if r.places:
+                    setattr(g, r.places, list(places))
 
 
 __all__ = ["GraphRecord", "Recorder", "SiteRecord"]

@@ -129,7 +129,7 @@ def test_the_rewrite_is_exact_at_odd_sizes_kernels_and_strides(size, kernel, str
 def test_the_knob_never_reaches_inductor_and_a_users_own_pass_is_kept(caplog):
     from tuner.search_spaces.fusion import REWRITE_KNOBS
 
-    assert set(rewrites.REWRITES) == set(REWRITE_KNOBS)  # every rewrite knob the space offers has its pass
+    assert list(rewrites.REWRITES) == list(REWRITE_KNOBS)  # every rewrite knob the space offers has its pass, in order
     assert rewrites.patches({SPACE_TO_DEPTH: False, "aggressive_fusion": True}, None) == {"aggressive_fusion": True}
     on = rewrites.patches({SPACE_TO_DEPTH: True}, None)
     assert isinstance(on["post_grad_custom_pre_pass"], conv_rewrite.SpaceToDepth) and on["post_grad_custom_pre_pass"].uuid()
@@ -219,3 +219,22 @@ def test_a_stored_rewrite_can_be_left_out_as_an_ablation_measures_it(tmp_path):
     assert stored_rewrites(url, "cpu") == [SPACE_TO_DEPTH]  # what `bench --ablate` leaves out one at a time
     assert ablation("cpu", [SPACE_TO_DEPTH])[-1] == "tuned-without-space_to_depth"
     assert "tuned-without-cudnn_epilogue" in ablation("cuda") and "tuned-without-cudnn_epilogue" not in ablation("cpu")
+
+
+def test_every_rewrite_has_a_finder_whose_places_the_recording_keeps():
+    """One row a rewrite (``REWRITE_KNOBS``): its finder's result lands in the recorded graph's fields it names."""
+    import dataclasses
+
+    from tuner.backend.instrument.recorder import GraphRecord, Recorder
+    from tuner.search_spaces.fusion import REWRITE_KNOBS
+
+    assert list(rewrites.FINDERS) == list(REWRITE_KNOBS)
+    fields = {f.name for f in dataclasses.fields(GraphRecord)}
+    assert all(r.seen in fields and (not r.places or r.places in fields) for r in REWRITE_KNOBS.values())
+    rec = Recorder()
+    rec.graphs["g"], rec.current_graph = GraphRecord("g", "cpp_graph", False, 0, 10), "g"
+    found = {knob: ([[1, 2], [3, 4]] if r.places else 3) for knob, r in REWRITE_KNOBS.items()}
+    rec.lowering(True, {}, found)
+    g = rec.graphs["g"]
+    assert g.frozen and all(getattr(g, r.seen) == (2 if r.places else 3) for r in REWRITE_KNOBS.values())
+    assert all(getattr(g, r.places) == [[1, 2], [3, 4]] for r in REWRITE_KNOBS.values() if r.places)

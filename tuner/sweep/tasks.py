@@ -132,7 +132,7 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str, short_kernels: int = 
     """One fusion-grouping task per recorded graph: knobs plus vetoes of its highest-scoring fusions, defaulting to
     Inductor's values as the recording read them (as this process reads them for a recording that has none).
     ``short_kernels``: the step's Triton launches where it is a run of short kernels (``gain.short_launches``)."""
-    from tuner.search_spaces.fusion import MAX_PAIRS
+    from tuner.search_spaces.fusion import MAX_PAIRS, REWRITE_KNOBS
 
     out = []
     for g in graphs:
@@ -142,7 +142,7 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str, short_kernels: int = 
         space = {"device": g.get("device", "cpu"), "defaults": g.get("fusion_defaults") or _fusion_defaults(g.get("device", "cpu")), "pairs": pairs}
         if g.get("unshared"):
             space["unshared_epilogues"] = len(g["unshared"])
-        for seen in ("s2d_convs", "epilogue_convs", "sibling_gemms", "broadcast_values"):
+        for seen in (r.seen for r in REWRITE_KNOBS.values()):
             if g.get(seen):
                 space[seen] = int(g[seen])
         if short_kernels > 0 and space["device"] == "cuda":

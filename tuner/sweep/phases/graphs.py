@@ -10,7 +10,7 @@ from typing import Any
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.kinds import KERNEL_HOOK, where
 from tuner.measure import CaptureGraphs, GraphTrial
-from tuner.search_spaces.fusion import COMPUTE_ONCE, CONV_EPILOGUE, MERGE_GEMMS
+from tuner.search_spaces.fusion import REWRITE_KNOBS
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.scheduler import tune_tasks
 from tuner.study.context import Measure
@@ -140,16 +140,8 @@ def _first_measured(space: Any) -> list[str]:
     if ctx.get("unshared_epilogues") and space.evidence():
         out.append(f"Inductor kept {ctx['unshared_epilogues']} template epilogue(s) apart for sharing no data at the same index "
                    "(aggressive_fusion fuses them)")
-    if ctx.get("s2d_convs"):
-        out.append(f"{ctx['s2d_convs']} strided convolution(s) read at most 4 channels (rewritten over their input's space-to-depth form)")
-    if MERGE_GEMMS in default:
-        out.append(f"{ctx['sibling_gemms']} matrix multiplies read one input through frozen weights (each such group as one GEMM)")
-    if COMPUTE_ONCE in default:
-        out.append(f"{ctx['broadcast_values']} transcendental value(s) are read broadcast, recomputed in every kernel that reads "
-                   "them (each stored once)")
+    out += [r.says.format(n=ctx[r.seen]) for r in REWRITE_KNOBS.values() if r.knob in default]  # each offered where it applies
     if ctx.get("short_kernels") and default.get("combo_kernels") is False:
         out.append(f"the step is a run of short Triton kernels ({ctx['short_kernels']} launches; combo kernels launch independent "
                    "ones as one)")
-    if CONV_EPILOGUE in default:  # offered where cuDNN runs the convolutions (search_spaces/fusion.py)
-        out.append(f"{ctx['epilogue_convs']} convolution(s) end in a ReLU (cuDNN runs it, with the bias and residual add before it)")
     return out
