@@ -152,14 +152,15 @@ def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_ur
     db.close()
 
 
-def _affine(calls, fixed_s, per_choice_s, clock):
-    """A batch costs a compile (``fixed_s``) plus ``per_choice_s`` per choice, on ``clock``."""
+def _affine(calls, fixed_s, per_choice_s, clock, gain=-0.1):
+    """A batch costs a compile (``fixed_s``) plus ``per_choice_s`` per choice, on ``clock``; each candidate is
+    ``gain`` x 1 ms faster than the one before it (by default slower: no finalist to verify)."""
 
     def measure(request):
         n = sum(len(v) for v in request.values())
         clock.t += fixed_s + per_choice_s * n
         calls.append((n, clock.t))
-        return SiteTimings(Status.OK, {k: {c: 1.0 + i / 10 for i, c in enumerate(v)} for k, v in request.items()})
+        return SiteTimings(Status.OK, {k: {c: 1.0 - gain * i for i, c in enumerate(v)} for k, v in request.items()})
 
     return measure
 
@@ -302,4 +303,29 @@ def test_a_phase_with_room_for_fewer_sites_than_it_has_measures_those_that_fit(d
     outcomes, measured = tune_site_groups(tuning, group, _affine(calls, 1.0, 0.1, clock), 16, 1, Progress())
     assert [n for n, _ in calls] == [2] and calls[0][1] <= deadline and measured == 2
     assert len(outcomes) == 1
+    db.close()
+
+
+@pytest.mark.parametrize("prior, per_choice_s", [(0.1, 0.1), (None, 0.02)])
+def test_the_expected_time_of_the_sites_is_what_their_batches_take(db_url, monkeypatch, prior, per_choice_s):
+    """Batches cost 1 s of compile (the capture's, as measured) plus a share per choice. Expected before they run, the
+    sites' time counts each batch's compile and the verification's, not a choice's prior share alone, and it is what
+    the batches then take: with the device's prior share, and without one (a probe first; the compiles alone
+    counted, as on the CPU, where a choice's share is small beside a compile)."""
+    from tuner.sweep.clock import CAPTURE
+    from tuner.sweep.estimate import SITE_CHOICE
+    from tuner.sweep.phases.base import planned
+    from tuner.sweep.site_batches import expected_s, site_target, tune_sites
+
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    db, tuning, group = _sites(db_url)
+    if prior is not None:
+        tuning.costs.slopes[SITE_CHOICE] = prior
+    tuning.costs.observe(CAPTURE, 1.0)
+    targets = [planned(lambda t: site_target(tuning, t), [task]) for task, _ in group]  # capped by each space's size
+    expected = expected_s(tuning, targets, batch=2)
+    start, calls = clock.t, []
+    tune_sites(tuning, group, _affine(calls, 1.0, per_choice_s, clock, gain=0.2), batch=2)  # finalists: verified
+    assert len(calls) >= 3 and expected == pytest.approx(clock.t - start, rel=0.1), (expected, calls)
     db.close()

@@ -125,6 +125,21 @@ def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
     return max(0, min(batch, int(left / (per_choice * sites)) - 1))  # each site also times its default
 
 
+def expected_s(tuning: StudyContext, targets: list[int], batch: int) -> float | None:
+    """Seconds that tuning sites of trial ``targets`` is expected to take, batched: each batch is a compile and a
+    share per choice (:func:`_line`; before the first, the workload's compile, and the device's prior share where it
+    has one, else a probe of ``PROBE_CHOICES`` first), as many batches as the largest target needs, then the
+    verification's compile (each site's finalist beside its default). None before the workload's compile is known.
+    Counted a choice at a time from a prior instead, a CPU sweep's sites expected ~16 s took 30 s: two compiles."""
+    compile_s = tuning.costs.expect(CAPTURE)
+    if not targets or not compile_s:
+        return None if targets else 0.0
+    line = _line(tuning)
+    fixed, per_choice, probe = (compile_s, 0.0, PROBE_CHOICES) if line is None else (*line, 0)
+    batches = (1 if probe else 0) + math.ceil(max(0, max(targets) - probe) / batch)
+    return (batches + 1) * fixed + (sum(targets) + 2 * len(targets)) * per_choice
+
+
 def sites_that_fit(tuning: StudyContext, batch: int, most: int) -> int:
     """How many of ``most`` open sites one batch can hold, each offered a candidate besides its default, by the
     deadline: a group larger than that measures nothing, a smaller one measures its sites (0: not even one)."""

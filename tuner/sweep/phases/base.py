@@ -100,6 +100,10 @@ class Plan:
     trials: int
     cost: list[tuple[str, int]] = field(default_factory=list)  # (cost kind, trials) pairs, for the expected time
     due: bool | None = None
+    seconds: float | None = None  # the expected time, where the phase knows it better than its trials' cost
+
+    def expected_s(self, costs: Any, device_type: str) -> float:
+        return self.seconds if self.seconds is not None else expected_s(costs, device_type, self.cost)
 
     def __bool__(self) -> bool:
         return bool(self.tasks) if self.due is None else self.due
@@ -161,8 +165,8 @@ def run_phases(sweep: SweepContext, phases: Iterator[Phase]) -> None:
 def _plan_line(sweep: SweepContext, phase: Phase, plan: Plan, deadline: float | None) -> str:
     """What a phase is about to do: its tasks, trials and expected time (and its deadline, with a time budget)."""
     line = f"{phase.name}: {len(plan.tasks)} tasks, up to {plan.trials} trials"
-    if plan.cost:
-        line += f", expected ~{expected_s(sweep.tuning.costs, sweep.device_type, plan.cost):.0f} s"
+    if plan.cost or plan.seconds is not None:
+        line += f", expected ~{plan.expected_s(sweep.tuning.costs, sweep.device_type):.0f} s"
     if deadline is not None:
         line += f"; its deadline is in {max(0.0, deadline - clock.now()):.0f} s"
     return line

@@ -32,7 +32,7 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_g
     measured_by = lambda name: [x for x in tasks if x.kind in where(phase=name)]  # noqa: E731
     out = {
         CudaGraphPhase.name: cuda_graphs.forecast_s(costs) if cuda_graphs else 0.0,
-        SitePhase.name: expected_s(costs, dev, SitePhase.trials(sweep, measured_by(SitePhase.name))[1]),
+        SitePhase.name: SitePhase.expected_s(sweep, measured_by(SitePhase.name)),
         KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
         GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(GraphKnobPhase.name))[1]),
         **{name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(name))[1]) for name in study_phases(dev)},

@@ -14,14 +14,23 @@ from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
 from tuner.sweep.phases import cuda_graphs
 from tuner.sweep.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
-from tuner.sweep.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL
+from tuner.sweep.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL, expected_s
 from tuner.sweep.site_batches import Request, choices_that_fit, site_target
+from tuner.sweep.site_batches import expected_s as batched_s
 from tuner.sweep.tasks import site_work
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
 TIMING_SAID = {"cudagraph": "as CUDA-graph replays, the device's time alone, as the workload runs under CUDA graphs",
                "pipelined": "as calls back to back, the host's time counted where it exceeds the device's",
                "launch": "as Inductor times them (TUNER_SITE_TIMING=launch)"}
+
+
+def _prior_slope(sweep: SweepContext) -> int:
+    """The device's prior share of a site batch per choice, where it has one (a batch: a compile, then a share per
+    choice, ``site_batches``), put where the batches' cost line reads it; the device's choices per site a batch."""
+    if sweep.device_type in SITE_CHOICE_MARGINAL:
+        sweep.tuning.costs.slopes.setdefault(SITE_CHOICE, SITE_CHOICE_MARGINAL[sweep.device_type])
+    return SITE_BATCH.get(sweep.device_type, SITE_BATCH["cpu"])
 
 
 def site_timing(sweep: SweepContext) -> str:
@@ -47,7 +56,7 @@ class SitePhase(Phase):
         # The largest first: a phase whose deadline holds fewer sites than the workload has tunes where the time is
         self.sites = sorted(sweep.workload.pairs(where(phase=self.name)), key=lambda p: -site_work(p[0]))
         tasks = [t for t, _ in self.sites]
-        return Plan(tasks, *self.trials(sweep, tasks))
+        return Plan(tasks, *self.trials(sweep, tasks), seconds=self.expected_s(sweep, tasks))
 
     @staticmethod
     def trials(sweep: SweepContext, tasks: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
@@ -56,10 +65,16 @@ class SitePhase(Phase):
         trials = planned(lambda t: site_target(sweep.tuning, t), tasks)
         return trials, [(SITE_CHOICE, trials + 2 * len(tasks))]
 
+    @staticmethod
+    def expected_s(sweep: SweepContext, tasks: list[TaskSpec]) -> float:
+        """What the phase is expected to take: its batches' compiles and choices (``site_batches.expected_s``), else
+        its trials at the prior cost of a choice."""
+        batch = _prior_slope(sweep)
+        seconds = batched_s(sweep.tuning, [planned(lambda t: site_target(sweep.tuning, t), [t]) for t in tasks], batch)
+        return seconds if seconds is not None else expected_s(sweep.tuning.costs, sweep.device_type, SitePhase.trials(sweep, tasks)[1])
+
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
-        batch = SITE_BATCH.get(sweep.device_type, SITE_BATCH["cpu"])
-        if sweep.device_type in SITE_CHOICE_MARGINAL:  # a batch: a compile, then a share per choice (site_batches)
-            sweep.tuning.costs.slopes.setdefault(SITE_CHOICE, SITE_CHOICE_MARGINAL[sweep.device_type])
+        batch = _prior_slope(sweep)
         compile_s = sweep.tuning.costs.expect(CAPTURE)
         # The scheduler's own test too: a compile that fits with no time for a choice at a site measures nothing
         if not fits(deadline, compile_s) or not choices_that_fit(sweep.until(deadline), batch, 1):
