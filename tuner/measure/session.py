@@ -158,7 +158,7 @@ class Session:
         from torch._dynamo.utils import counters
 
         from tuner.backend.instrument.recorder import Recorder
-        from tuner.db import current_device, current_environment
+        from tuner.db.fingerprint import current_device, current_environment
 
         counters.clear()
         recorder = Recorder()
