@@ -3,6 +3,7 @@ scikit-learn model fit from them for a device model whose database is empty, and
 
 import gzip
 import logging
+import os
 
 import pytest
 
@@ -10,7 +11,7 @@ from tests.helpers.replay import _context
 from tuner.core import Kind
 from tuner.db import Database, DeviceInfo
 from tuner.ranking import Rankers
-from tuner.ranking.prior import PRIOR_DIR, PriorRows, describe, prior_files, rows_for
+from tuner.ranking.prior import PRIOR_DIR, PriorRows, _plan, describe, prior_files, rows_for
 from tuner.study.study import _near_winners
 from tuner.search_spaces import space_for
 from tuner.study.seeds import near_seeds
@@ -22,9 +23,11 @@ H200 = ("cuda", "NVIDIA H200")
 @pytest.fixture
 def fresh_prior_cache():
     rows_for.cache_clear()
+    _plan.cache_clear()
     settings.cache_clear()
     yield
     rows_for.cache_clear()
+    _plan.cache_clear()
     settings.cache_clear()
 
 
@@ -100,3 +103,24 @@ def _fusion_defaults():
             "realize_acc_reads_threshold": 8, "split_reductions": True, "loop_ordering_after_fusion": False,
             "combo_kernels": False, "triton.tiling_prevents_pointwise_fusion": True,
             "triton.tiling_prevents_reduction_fusion": True}
+
+
+def test_the_priors_are_read_ahead_and_the_model_library_loaded_only_for_a_device_they_hold():
+    """What a sweep starts before its capture: in a new process, a CPU sweep's read-ahead validates the files but loads
+    no model library (the files hold only the H200's rows); a CUDA sweep's loads it; then the rows are only filtered."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from tuner.ranking.prior import _plan, prior_files, read_ahead, rows_for
+read_ahead("cpu").join()
+assert _plan.cache_info().currsize == len(prior_files()) > 0
+assert "sklearn.ensemble" not in sys.modules
+read_ahead("cuda").join()
+assert "sklearn.ensemble" in sys.modules
+misses = _plan.cache_info().misses
+assert rows_for("cuda", "NVIDIA H200").files and _plan.cache_info().misses == misses
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, "TUNER_PRIOR": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]

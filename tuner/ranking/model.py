@@ -44,6 +44,14 @@ class Ranker:
     samples: int
     columns: tuple[int, ...]  # the features some training row has (a column with no value cannot be binned)
 
+    @staticmethod
+    def load_library() -> None:
+        """Import the model's library now (``prior.read_ahead``: while the capture runs); absent, nothing happens."""
+        try:
+            import sklearn.ensemble  # noqa: F401
+        except ImportError:
+            pass
+
     @classmethod
     def fit(cls, group: str, samples: Iterable[Sample], *, seed: int = 0) -> Ranker | None:
         """The model for ``group`` from ``samples`` (None: too little data, or scikit-learn is not installed)."""

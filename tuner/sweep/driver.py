@@ -27,7 +27,7 @@ from tuner.sweep import gain
 from tuner.sweep.gain import Profile
 from tuner.sweep.progress import Progress
 from tuner.ranking import PriorRows, Rankers
-from tuner.ranking.prior import rows_for
+from tuner.ranking.prior import read_ahead, rows_for
 from tuner.study.context import open_storage, StudyContext
 from tuner.settings import settings
 from tuner.sweep.tasks import tasks_from_capture
@@ -230,6 +230,8 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     try:
         _say_who_measures(opts.spec.device, progress)
         progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
+        if opts.prior:
+            read_ahead(opts.spec.device)  # while the capture runs
         capture = worker.start(_capture_limit(opts, t0))
         progress.note(capture.cost_line())
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
