@@ -83,7 +83,7 @@ def current_environment() -> EnvironmentInfo:
     from tuner import __version__
 
     return EnvironmentInfo(
-        torch=torch.__version__,
+        torch=str(torch.__version__),  # a plain str: unpickled elsewhere, a TorchVersion would import torch there
         triton=_triton_version(),
         cuda=torch.version.cuda,
         python=platform.python_version(),
