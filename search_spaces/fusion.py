@@ -90,6 +90,8 @@ def rewrite_knobs(device: str) -> list[str]:
 def _offered(rewrite: RewriteKnob, device: Any) -> bool:
     """Whether a grouping on ``device`` (None: an older task's, which named none) can be offered ``rewrite``."""
     return device in rewrite.devices or (device is None and rewrite.devices == ANY_DEVICE)
+
+
 FREEZING = "freezing"  # the whole-workload check's knob: false compiles a frozen graph again, unfrozen
 CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion", "triton.enable_pdl")
 _INTS = ("max_fusion_size", "score_fusion_memory_threshold", "realize_reads_threshold", "realize_opcount_threshold",

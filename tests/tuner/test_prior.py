@@ -107,7 +107,8 @@ def _fusion_defaults():
 
 def test_the_priors_are_read_ahead_and_the_model_library_loaded_only_for_a_device_they_hold():
     """What a sweep starts before its capture: in a new process, a CPU sweep's read-ahead validates the files but loads
-    no model library (the files hold only the H200's rows); a CUDA sweep's loads it; then the rows are only filtered."""
+    no model library (the files hold only the H200's rows), nor does a CUDA sweep's that does not rank; a CUDA sweep's
+    that ranks loads it; then the rows are only filtered."""
     import subprocess
     import sys
 
@@ -116,6 +117,7 @@ import sys
 from tuner.ranking.prior import _plan, prior_files, read_ahead, rows_for
 read_ahead("cpu").join()
 assert _plan.cache_info().currsize == len(prior_files()) > 0
+read_ahead("cuda", ranking=False).join()
 assert "sklearn.ensemble" not in sys.modules
 read_ahead("cuda").join()
 assert "sklearn.ensemble" in sys.modules

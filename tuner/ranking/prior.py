@@ -101,16 +101,17 @@ def _read(path: Path, device_kind: str, device_name: str) -> tuple[list[Any], li
     return trials, winners
 
 
-def read_ahead(device_kind: str, directory: Path = PRIOR_DIR) -> threading.Thread:
-    """Read and validate the shipped prior files (cached: :func:`rows_for` then only filters them), and load the
-    ranking model's library where a file holds a device of ``device_kind``, in a thread of its own. A sweep starts it
-    before its capture, whose wait it fills: after the capture, on the H200, the two took ~2 s of the sweep's time."""
+def read_ahead(device_kind: str, ranking: bool = True, directory: Path = PRIOR_DIR) -> threading.Thread:
+    """Read and validate the shipped prior files (cached: :func:`rows_for` then only filters them), and, for a sweep
+    that ranks (``ranking``), load the ranking model's library where a file holds a device of ``device_kind``, in a
+    thread of its own. A sweep starts it before its capture, whose wait it fills: after the capture, on the H200, the
+    two took ~2 s of the sweep's time."""
     from tuner.settings import settings
 
     def read() -> None:
         try:
             plans = [_plan(path)[0] for path in prior_files(directory)] if settings().prior else []
-            if any(d["kind"] == device_kind for plan in plans if plan is not None for d in plan.devices.values()):
+            if ranking and any(d["kind"] == device_kind for plan in plans if plan is not None for d in plan.devices.values()):
                 from tuner.ranking.model import Ranker
 
                 Ranker.load_library()

@@ -231,7 +231,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         _say_who_measures(opts.spec.device, progress)
         progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
         if opts.prior:
-            read_ahead(opts.spec.device)  # while the capture runs
+            read_ahead(opts.spec.device, opts.ranking)  # while the capture runs
         capture = worker.start(_capture_limit(opts, t0))
         progress.note(capture.cost_line())
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
