@@ -129,3 +129,20 @@ def _capture(busy_ms: float, sites: list | None = None):
 
     sites = [{"key": "mm", "choices": ["aten::mm:{}"]}] if sites is None else sites
     return CaptureResult([], sites, {}, {}, {}, 14.4, step_ms=2.32, busy_ms=busy_ms)
+
+
+def test_a_graph_trial_is_expected_to_cost_at_least_the_workloads_compile():
+    """Before any graph trial is timed, one is expected at the device's prior, or at the workload's own compile where
+    that took longer (a training step's 66.7-s compile on the CPU); timed, at what it took. A kernel's is unaffected."""
+    from tuner.core import Kind
+    from tuner.sweep.clock import CAPTURE, Costs
+    from tuner.sweep.estimate import PRIORS, per_trial
+
+    costs = Costs()
+    assert per_trial(costs, "cpu", str(Kind.FUSION)) == PRIORS["cpu"]["graph"]
+    costs.observe(CAPTURE, 66.7)
+    assert per_trial(costs, "cpu", str(Kind.FUSION)) == 66.7
+    assert per_trial(costs, "cuda", str(Kind.FUSION)) == 66.7 > PRIORS["cuda"]["graph"]
+    assert per_trial(costs, "cpu", str(Kind.TRITON_POINTWISE)) == PRIORS["cpu"]["kernel"]
+    costs.observe(str(Kind.FUSION), 70.0)
+    assert per_trial(costs, "cpu", str(Kind.FUSION)) == 70.0
