@@ -93,6 +93,7 @@ class WorkloadName:
     shape: tuple[int, ...]
     channels_last: bool
     frozen: bool
+    kv: int | None = None  # a decode step's KV-cache length (``/kvN``)
 
     @classmethod
     def parse(cls, name: str) -> WorkloadName | None:
@@ -101,10 +102,11 @@ class WorkloadName:
             return None
         try:
             shape = tuple(int(d) for d in parts[4].split("x"))
+            kv = [int(f[2:]) for f in parts[5:] if f.startswith("kv")]
         except ValueError:
             return None
         model, mode, device, dtype, flags = parts[0], parts[1], parts[2], parts[3], set(parts[5:])
-        return cls(model, mode, device, dtype, shape, "cl" in flags, mode == "infer" and "nofreeze" not in flags)
+        return cls(model, mode, device, dtype, shape, "cl" in flags, mode == "infer" and "nofreeze" not in flags, kv[0] if kv else None)
 
 
 @dataclass(frozen=True)

@@ -58,9 +58,16 @@ class _Run:
         if m is not None and m.beats_default(self.budget.min_gain):
             self.db.set_winner(rec.id, self.device_id, None, config, m.median_ms, m.baseline_ms)
             return Drift(task.name, str(task.kind), stored, speedup, KEPT)
-        why = "no longer faster" if speedup else (m.error or m.status.value) if m is not None else "not valid in its space here"
+        why = _why_not(m, self.budget.min_gain) if speedup else (m.error or m.status.value) if m is not None else "not valid in its space here"
         self.db.set_winner(rec.id, self.device_id, None, task.space.default, None, None)
         return Drift(task.name, str(task.kind), stored, speedup, REVERTED, why)
+
+
+def _why_not(m: Measurement, min_gain: float) -> str:
+    """Why a timed winner did not beat its default: by too little, or by no more than the noise both sides showed."""
+    if m.ratio is not None and m.ratio < 1 - min_gain:
+        return f"faster only within the noise (spreads {m.spread_ms or 0.0:.3g} and {m.baseline_spread_ms or 0.0:.3g} ms)"
+    return "no longer faster" if m.ratio is None or m.ratio >= 1 else f"faster by less than {min_gain:.0%}"
 
 
 def _stored(db: Database, device_id: int, fingerprint: str, tasks: list[TaskSpec]) -> list[tuple[TaskSpec, TaskRecord, dict[str, Any], float | None]]:
@@ -119,10 +126,18 @@ def stored_specs(db_url: str, device_type: str, threads: int | None) -> tuple[li
         names = [w for w in map(WorkloadName.parse, db.workload_names()) if w is not None and w.device == device_type]
     finally:
         db.close()
-    specs = [WorkloadSpec(model=w.model, device=w.device, mode=w.mode, batch=w.shape[0], dtype=w.dtype,
-                          input_shape=w.shape, channels_last=w.channels_last, freezing=w.frozen or w.mode == "train", threads=threads)
-             for w in names if is_builtin(w.model)]
+    specs = [_spec(w, threads) for w in names if is_builtin(w.model)]
     return specs, sorted({w.model for w in names if not is_builtin(w.model)})
+
+
+def _spec(w: WorkloadName, threads: int | None) -> WorkloadSpec:
+    """The workload a stored name describes, to capture again: a decode step by its batch and KV-cache length (its
+    input shape is one token per sequence), any other by its full input shape."""
+    common = {"model": w.model, "device": w.device, "mode": w.mode, "batch": w.shape[0], "dtype": w.dtype, "threads": threads,
+              "channels_last": w.channels_last, "freezing": w.frozen or w.mode == "train"}
+    if w.mode == "decode" and w.kv is not None:
+        return WorkloadSpec(**common, seq_len=w.kv)
+    return WorkloadSpec(**common, input_shape=w.shape)
 
 
 def _sites(run: _Run, stored: list[Any]) -> list[Drift]:
