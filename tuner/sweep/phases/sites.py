@@ -25,12 +25,17 @@ TIMING_SAID = {"cudagraph": "as CUDA-graph replays, the device's time alone, as 
                "launch": "as Inductor times them (TUNER_SITE_TIMING=launch)"}
 
 
-def _prior_slope(sweep: SweepContext) -> int:
-    """The device's prior share of a site batch per choice, where it has one (a batch: a compile, then a share per
-    choice, ``site_batches``), put where the batches' cost line reads it; the device's choices per site a batch."""
+def _batch(sweep: SweepContext) -> int:
+    """The device's choices per site a batch. Its prior share of a batch per choice, where it has one (a batch: a
+    compile, then a share per choice, ``site_batches``), is put first where the batches' cost line reads it."""
     if sweep.device_type in SITE_CHOICE_MARGINAL:
         sweep.tuning.costs.slopes.setdefault(SITE_CHOICE, SITE_CHOICE_MARGINAL[sweep.device_type])
     return SITE_BATCH.get(sweep.device_type, SITE_BATCH["cpu"])
+
+
+def _targets(sweep: SweepContext, tasks: list[TaskSpec]) -> list[int]:
+    """Each site's planned trials: its target, capped by its space's size."""
+    return [planned(lambda t: site_target(sweep.tuning, t), [t]) for t in tasks]
 
 
 def site_timing(sweep: SweepContext) -> str:
@@ -62,19 +67,18 @@ class SitePhase(Phase):
     def trials(sweep: SweepContext, tasks: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
         """The trials the phase plans for ``tasks`` and what they cost: each site's target, and its closing
         verification (each site's finalist and its default, in one compile)."""
-        trials = planned(lambda t: site_target(sweep.tuning, t), tasks)
+        trials = sum(_targets(sweep, tasks))
         return trials, [(SITE_CHOICE, trials + 2 * len(tasks))]
 
     @staticmethod
     def expected_s(sweep: SweepContext, tasks: list[TaskSpec]) -> float:
         """What the phase is expected to take: its batches' compiles and choices (``site_batches.expected_s``), else
         its trials at the prior cost of a choice."""
-        batch = _prior_slope(sweep)
-        seconds = batched_s(sweep.tuning, [planned(lambda t: site_target(sweep.tuning, t), [t]) for t in tasks], batch)
+        seconds = batched_s(sweep.tuning, _targets(sweep, tasks), _batch(sweep))
         return seconds if seconds is not None else expected_s(sweep.tuning.costs, sweep.device_type, SitePhase.trials(sweep, tasks)[1])
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
-        batch = _prior_slope(sweep)
+        batch = _batch(sweep)
         compile_s = sweep.tuning.costs.expect(CAPTURE)
         # The scheduler's own test too: a compile that fits with no time for a choice at a site measures nothing
         if not fits(deadline, compile_s) or not choices_that_fit(sweep.until(deadline), batch, 1):
