@@ -5,6 +5,8 @@ cannot hold the compiles. The measurement itself runs on the GPU (tests/gpu/test
 import dataclasses
 import time
 
+import pytest
+
 from tuner.sweep.clock import CAPTURE
 from tuner.core import Kind
 from tuner.db import Database
@@ -165,3 +167,60 @@ class Jobs:
     def run(self, job):
         self.jobs.append(job)
         return None
+
+
+class _Worker:
+    """Answers the phase's jobs with the given measurements, by job type, and keeps the jobs it was given (the
+    measurements themselves run on the GPU: tests/gpu/test_cuda_graphs.py)."""
+
+    def __init__(self, **answers):
+        self.answers, self.jobs = answers, []
+
+    def run(self, job):
+        self.jobs.append(type(job).__name__)
+        return self.answers[type(job).__name__]
+
+
+def _ok(ms, base, spread=0.001):
+    from tuner.measure.result import Measurement, Status
+
+    return Measurement(Status.OK, ms, ms, spread, base, compile_s=0.0, baseline_spread_ms=spread)
+
+
+def test_a_replay_by_hand_decides_where_the_gain_is_clear_past_the_graphs_host_work():
+    from tuner.measure.result import Measurement, Status
+    from tuner.sweep.phases.cuda_graphs import GRAPH_HOST_MS, decided
+
+    assert decided(_ok(0.57, 2.3), 0.02), "gpt2's decode step: 2.3 ms launched, 0.57 replayed"
+    assert not decided(_ok(0.5, 0.9), 0.02), "a 0.9-ms step: Inductor's graphs may spend that on the host"
+    assert decided(_ok(1.0, 1.0), 0.02) and decided(_ok(1.05, 1.0), 0.02), "no faster by hand: Inductor's graphs are not either"
+    assert decided(_ok(GRAPH_HOST_MS * 0.9, GRAPH_HOST_MS * 1.5), 0.02)
+    assert decided(Measurement(Status.RUNTIME_ERROR, error="x"), 0.02)  # no gain to find
+
+
+def _replays():
+    from tuner.measure.result import Measurement, Status
+
+    return [
+        (_ok(0.57, 2.3), ["GraphReplay"], True),
+        (_ok(0.9, 0.9), ["GraphReplay"], False),
+        (_ok(0.5, 0.9), ["GraphReplay", "GraphTrial"], True),
+        (Measurement(Status.RUNTIME_ERROR, error="capture failed"), ["GraphReplay", "GraphTrial"], True),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_an_inference_step_is_replayed_by_hand_and_compiled_only_where_that_is_too_close(db_url, case):
+    """By hand (no compile) where the replay decides; where it is too close, or fails, the workload is compiled under
+    Inductor's CUDA graphs and that trial decides."""
+    replay, jobs, kept = _replays()[case]
+    db = Database.open(db_url)
+    sweep = dataclasses.replace(_sweep(db_url, db), worker=_Worker(GraphReplay=replay, GraphTrial=_ok(0.6, 0.9)))
+    phase = CudaGraphPhase(0.62, by_hand=True)
+    assert phase.plan(sweep) and phase.compiles == 0
+    phase.run(sweep, None)
+    task = sweep.workload.records[-1]
+    assert sweep.worker.jobs == jobs, (replay, sweep.worker.jobs)
+    assert (db.winner_config(task.id, sweep.tuning.device_id) == on()) is kept, (replay, sweep.progress.notes)
+    assert any("(replayed by hand)" in n for n in sweep.progress.notes) is (jobs == ["GraphReplay"]), sweep.progress.notes
+    db.close()

@@ -1,10 +1,10 @@
 """Measurement knows nothing of search: a job in (``tuner.measure.jobs``), its own result type out."""
 
-from tuner.measure.jobs import CaptureGraphs, CaptureKernels, GraphTrial, Job, KernelBatch, SiteBatch
+from tuner.measure.jobs import CaptureGraphs, CaptureKernels, GraphReplay, GraphTrial, Job, KernelBatch, SiteBatch
 from tuner.measure.result import CaptureResult, KernelResults, Measurement, SiteTimings, Status
 from tuner.measure.worker import Worker
 
 __all__ = [
-    "CaptureGraphs", "CaptureKernels", "CaptureResult", "GraphTrial", "Job", "KernelBatch", "KernelResults",
+    "CaptureGraphs", "CaptureKernels", "CaptureResult", "GraphReplay", "GraphTrial", "Job", "KernelBatch", "KernelResults",
     "Measurement", "SiteBatch", "SiteTimings", "Status", "Worker",
 ]

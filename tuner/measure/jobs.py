@@ -35,6 +35,22 @@ class GraphTrial:
 
 
 @dataclass(frozen=True)
+class GraphReplay:
+    """The capture's compile (Inductor's defaults) captured by hand as one CUDA graph (``tuner.measure.replay``),
+    timed against the same compile launched kernel by kernel, interleaved; its output checked. No compile."""
+
+    rounds: int = 15
+    min_sample_ms: float = 20.0
+    capture: ClassVar[bool] = False
+
+    def run(self, session: Session) -> Measurement:
+        return session.time_replay(self)
+
+    def lost(self, status: Status, error: str) -> Measurement:
+        return Measurement(status, error=error)
+
+
+@dataclass(frozen=True)
 class SiteBatch:
     """One compile under ``forcing`` in which Inductor's benchmarker times these choice ids side by side at each
     of these sites ({site key: choice ids}), the ``timing`` way (``TUNER_SITE_TIMING``'s names; None: the setting's);
@@ -97,6 +113,6 @@ class CaptureGraphs:
         raise WorkloadError(f"recording the graphs failed: {error}")
 
 
-Job = GraphTrial | SiteBatch | KernelBatch | CaptureKernels | CaptureGraphs
+Job = GraphTrial | GraphReplay | SiteBatch | KernelBatch | CaptureKernels | CaptureGraphs
 
-__all__ = ["CaptureGraphs", "CaptureKernels", "GraphTrial", "Job", "KernelBatch", "SiteBatch"]
+__all__ = ["CaptureGraphs", "CaptureKernels", "GraphReplay", "GraphTrial", "Job", "KernelBatch", "SiteBatch"]

@@ -17,7 +17,7 @@ from tuner.sweep.affinity import available_cores
 from tuner.measure.classify import CompileFailed, Inaccurate, classify, describe
 from tuner.core import Forcing
 from tuner.measure import quiet
-from tuner.measure.jobs import GraphTrial, KernelBatch, SiteBatch
+from tuner.measure.jobs import GraphReplay, GraphTrial, KernelBatch, SiteBatch
 from tuner.measure.numerics import (
     TOLERANCE, eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within, worst_excess,
 )
@@ -251,6 +251,28 @@ class Session:
         c = t["candidate"]
         b = t.get("baseline", c)
         return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=cand.compile_s, baseline_spread_ms=b.spread_ms)
+
+    def time_replay(self, job: GraphReplay) -> Measurement:
+        """The capture's compile replayed as one CUDA graph by hand (``tuner.measure.replay``) against it launched
+        kernel by kernel, interleaved; the replay's output checked against eager first. A step that is not inference
+        on CUDA, or whose capture fails, answers with an error (the caller then compiles the workload under CUDA graphs)."""
+        from tuner.measure.replay import replayed
+
+        if self._defaults is None or self.spec.device != "cuda" or self.spec.mode == "train":
+            return Measurement(Status.RUNTIME_ERROR, error="a replay by hand needs the capture's compile of an inference step on CUDA")
+        fn = self._defaults.fn
+        try:
+            call, out = replayed(lambda x: run_step(self.spec.mode, fn, x, amp=self.spec.amp), self.inputs)
+            errors = tensor_errors(out, self.reference)
+            if not within(errors, self.tolerance):
+                err, bound = worst_excess(errors, self.tolerance)
+                raise Inaccurate(f"replayed as a CUDA graph, relative error {err:.3g} exceeds {bound:.3g}")
+            with quiet.timing(device=self._lock):
+                t = interleaved({"candidate": call, "baseline": self._step(fn)}, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
+        except Exception as e:  # noqa: BLE001 - classified and stored
+            return Measurement(classify(e), error=describe(e))
+        c, b = t["candidate"], t["baseline"]
+        return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=0.0, baseline_spread_ms=b.spread_ms)
 
     def time_sites(self, job: SiteBatch) -> SiteTimings:
         """Kernel level: while one compile lowers the graph, Inductor's benchmarker times the requested
