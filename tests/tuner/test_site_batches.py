@@ -326,6 +326,24 @@ def test_the_expected_time_of_the_sites_is_what_their_batches_take(db_url, monke
     targets = [planned(lambda t: site_target(tuning, t), [task]) for task, _ in group]  # capped by each space's size
     expected = expected_s(tuning, targets, batch=2)
     start, calls = clock.t, []
-    tune_sites(tuning, group, _affine(calls, 1.0, per_choice_s, clock, gain=0.2), batch=2)  # finalists: verified
+    tune_sites(tuning, group, _affine(calls, 1.0, per_choice_s, clock, gain=0.03), batch=2)  # finalists 9% faster: verified
     assert len(calls) >= 3 and expected == pytest.approx(clock.t - start, rel=0.1), (expected, calls)
+    db.close()
+
+
+@pytest.mark.parametrize("gain, batches", [(0.2, 2), (0.03, 3)])
+def test_a_finalist_clearly_faster_in_its_own_batch_wins_with_no_verification_compile(db_url, monkeypatch, gain, batches):
+    """Each site's candidates are 20% faster than the one before: the finalists beat their defaults by more than
+    ``UNVERIFIED_GAIN`` in the batch whose compile ran them (Inductor takes a site's fastest choice), so no second
+    compile re-times them. Where each is 3% faster (the finalists 9%), the verification compile runs."""
+    from tuner.sweep.site_batches import tune_sites
+
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    db, tuning, group = _sites(db_url)
+    calls = []
+    outcomes, _, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock, gain=gain), batch=2)
+    assert len(calls) == batches, calls
+    assert all(not o.is_default for o in outcomes)
+    assert all(db.winner_config(o.task.id, tuning.device_id) == o.winner for o in outcomes)
     db.close()
