@@ -50,7 +50,7 @@ class DecodeStep(nn.Module):
         super().__init__()
         if width % heads:
             raise WorkloadError(f"--mode decode: a width of {width} does not split into {heads} heads")
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator(torch.get_default_device()).manual_seed(seed)  # where the model is built
         self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(cache_len, width)
         self.blocks = nn.ModuleList(_Block(width, heads, batch, cache_len, gen) for _ in range(layers))
         self.ln = nn.LayerNorm(width)
