@@ -1,6 +1,9 @@
 """--budget default sizes itself by max-autotune's expected compile time (tuner.sweep.budget.within_max_autotune)."""
 
+import dataclasses
 import json
+
+import pytest
 
 from tuner.sweep.budget import MAX_AUTOTUNE_SHARE, make_budget, within_max_autotune
 from tuner.sweep.estimate import MAX_AUTOTUNE_CHOICE_S, MAX_AUTOTUNE_TILE_S, choice_s, max_autotune_s
@@ -72,31 +75,40 @@ def test_the_estimate_counts_only_the_choices_max_autotune_offers():
     assert not process.has_inductor_flag("triton.no_such_flag")
 
 
-def test_the_floor_holds_one_cuda_graph_trial_after_the_capture_where_the_gpu_waits_for_the_host():
+def test_the_floor_holds_the_cuda_graph_trial_after_the_capture_where_the_gpu_waits_for_the_host():
     """A 35-s capture with a 14.4-s compile, the GPU waiting 78% of the step, and no template site. The floor holds
-    the time so far, one compile and the closing, with the end's share on top; a busy GPU, or the CPU, needs none."""
-    from tuner.sweep.driver import CLOSING_S, WHOLE_SHARE, SweepOptions, _floor_s
+    the time so far, the CUDA-graph trial and the closing: for an inference step a replay by hand, for a training
+    step a compile. Nothing is kept for the end of a budget so raised; a busy GPU, or the CPU, needs no floor."""
+    from tuner.sweep.driver import CLOSING_S, SweepOptions, _deadlines, _floor_s
+    from tuner.sweep.phases.cuda_graphs import REPLAY_S
     from tuner.workloads.spec import WorkloadSpec
 
     opts = _decode_opts()
-    floor, sites = _floor_s(opts, _capture(0.5, sites=[]), 35.0, 50.0)
-    assert abs(floor - (35.0 + 14.4 + CLOSING_S) / (1 - WHOLE_SHARE)) < 1e-9 and not sites
+    assert _floor_s(opts, _capture(0.5, sites=[]), 35.0, 50.0) == (35.0 + REPLAY_S + CLOSING_S, False)
+    train = dataclasses.replace(opts, spec=WorkloadSpec("resnet18", device="cuda", mode="train"))
+    assert _floor_s(train, _capture(0.5, sites=[]), 35.0, 50.0) == (35.0 + 14.4 + CLOSING_S, False)
+    assert _deadlines(60.0, 0.0, 14.4, 14.4, keep_end=False) == {"deadline": 60.0 - CLOSING_S, "settle_by": 60.0}
+    assert _deadlines(60.0, 0.0, 14.4, 14.4)["deadline"] == 60.0 - 14.4  # a budget not raised keeps the check's time
     assert _floor_s(opts, _capture(2.3), 35.0, 50.0) == (0.0, False)  # the GPU busy 99% of the step: CUDA graphs are not measured first
     cpu = SweepOptions(WorkloadSpec("resnet18", device="cpu"), make_budget("default"), "sqlite://")
     assert _floor_s(cpu, _capture(0.5), 35.0, 50.0) == (0.0, False)
 
 
-def test_a_floor_past_max_autotunes_compile_holds_the_template_sites_too():
-    """gpt2's decode step on the H200: max-autotune compiled it in 46 s and the capture alone took 35 s, so the sweep
-    cannot end first; with CUDA graphs alone it would equal reduce-overhead. The floor then holds the site phase
-    (max-autotune's own lever) too; where one trial fits within max-autotune's expected compile, that trial alone."""
-    from tuner.sweep.driver import first_trials_s, _floor_s
-    from tuner.sweep.phases import SitePhase
+def test_a_floor_past_max_autotunes_compile_holds_a_template_site_batch_too():
+    """gpt2's decode step on the H200: max-autotune compiled it in 46 s and the capture alone took 29-35 s; with CUDA
+    graphs alone the sweep would equal reduce-overhead. The floor then holds one site batch (max-autotune's own lever:
+    a compile and a probe's choices at every site) too; where that fits within max-autotune's expected compile, the
+    CUDA-graph trial alone."""
+    from tuner.sweep.driver import FLOOR_CHOICES, first_trials_s, _floor_s
+    from tuner.sweep.estimate import SITE_CHOICE_MARGINAL
+    from tuner.sweep.phases.cuda_graphs import REPLAY_S
 
     opts = _decode_opts()
+    one = first_trials_s(35.0, REPLAY_S)
     floor, sites = _floor_s(opts, _capture(0.5), 35.0, 50.0)
-    assert sites and floor == first_trials_s(35.0, 14.4, 1 + SitePhase.compiles) > first_trials_s(35.0, 14.4, 1)
-    assert _floor_s(opts, _capture(0.5), 35.0, 300.0) == (first_trials_s(35.0, 14.4, 1), False)
+    probe = (FLOOR_CHOICES + 1) * SITE_CHOICE_MARGINAL["cuda"]
+    assert sites and floor == pytest.approx(first_trials_s(35.0, REPLAY_S + 14.4 + probe)) and floor > one
+    assert _floor_s(opts, _capture(0.5), 35.0, 300.0) == (one, False)
     assert within_max_autotune(make_budget("default"), 50.0, floor).time_budget_s == round(floor)
     # ... where the profile expects the sites to gain what a winner must win by (gpt2's decode step's: ~0.07 ms of
     # the ~0.87 left under CUDA graphs); sites of 1 us in a step of 0.5 ms under CUDA graphs do not hold the floor
@@ -105,7 +117,7 @@ def test_a_floor_past_max_autotunes_compile_holds_the_template_sites_too():
     decode = Profile(step_ms=2.32, idle_ms=1.82, triton_ms=0.272, library_ms=0.231, site_macs=1.0, site_rate=0.3)
     tiny = Profile(step_ms=2.32, idle_ms=1.82, triton_ms=0.272, library_ms=0.008, site_macs=1.0)
     assert _floor_s(opts, _capture(0.5), 35.0, 50.0, decode) == (floor, True)
-    assert _floor_s(opts, _capture(0.5), 35.0, 50.0, tiny) == (first_trials_s(35.0, 14.4, 1), False)
+    assert _floor_s(opts, _capture(0.5), 35.0, 50.0, tiny) == (one, False)
 
 
 def test_the_first_search_takes_all_the_time_left_where_the_floor_was_sized_for_it():

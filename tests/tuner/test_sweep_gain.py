@@ -101,6 +101,19 @@ def test_a_whole_workload_phase_expected_to_gain_less_than_a_win_needs_is_left_o
     assert [ph.name for ph in searches_by_gain(_opts(100.0), None, cost, Progress())] == own
 
 
+def test_the_phase_a_time_budget_was_raised_to_hold_goes_first_whatever_its_rate():
+    """gpt2's decode step: the budget was raised to hold a batch of template sites after CUDA graphs (max-autotune's
+    own lever); a fusion grouping's first trial (combo kernels) may promise more per second, but runs after them."""
+    kernel_bound = Profile(step_ms=4.0, idle_ms=0.0, triton_ms=3.6, library_ms=0.4, site_macs=1.0)
+    cost = {SITES: 40.0, FUSION: 20.0, KERNELS: 30.0}
+    progress = Notes()
+    assert [ph.name for ph in searches_by_gain(_opts(), kernel_bound, cost, Progress())][0] != SITES
+    order = [ph.name for ph in searches_by_gain(_opts(), kernel_bound, cost, progress, held=SITES)]
+    assert order[0] == SITES and {SITES, FUSION, KERNELS} <= set(order)
+    assert any(n.startswith("expected gains") and n.index(SITES) < n.index(FUSION) for n in progress.notes), progress.notes
+    assert [ph.name for ph in searches_by_gain(_opts(), None, cost, Progress(), held=SITES)][0] == SITES
+
+
 def test_each_phase_takes_its_share_of_the_time_left_and_the_last_all_of_it():
     middle = with_shares(searches(_opts()))
     assert [ph.name for ph in middle][0] == SITES and middle[-1].name == KERNELS

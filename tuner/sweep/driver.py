@@ -14,13 +14,13 @@ from tuner.sweep.budget import MAX_AUTOTUNE_SHARE, Budget, within_max_autotune
 from tuner.core import Status, TaskOutcome, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
-from tuner.sweep.estimate import max_autotune_choices, max_autotune_s
+from tuner.sweep.estimate import SITE_CHOICE_MARGINAL, max_autotune_choices, max_autotune_s
 from tuner.measure import CaptureResult, Worker
 from tuner.sweep.phases import (
     CudaGraphPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases,
     study_phases,
 )
-from tuner.sweep.phases.cuda_graphs import worth_measuring
+from tuner.sweep.phases.cuda_graphs import REPLAY_S, worth_measuring
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.sweep.phases.forecast import first_trials, forecast, forecast_line
 from tuner.sweep import gain
@@ -128,15 +128,16 @@ def with_shares(middle: list[Phase], lead: bool = False) -> list[Phase]:
 
 
 def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress,
-                     first_s: dict[str, float] | None = None, graphs_first: bool = False) -> list[Phase]:
+                     first_s: dict[str, float] | None = None, graphs_first: bool = False, held: str | None = None) -> list[Phase]:
     """The searches by expected gain per second (``tuner.sweep.gain``; ``first_s``: the cost of a phase's first trial,
     where that trial holds a gain of its own), where the capture profiled the step, else in their own order; with a
     time budget, a phase whose every trial is the whole workload is left out where its expected gain is below what
-    such a trial must win by (``Budget.min_gain``) of the step as it times it (``graphs_first``: under CUDA graphs)."""
-    if profile is None:
-        return searches(opts)
+    such a trial must win by (``Budget.min_gain``) of the step as it times it (``graphs_first``: under CUDA graphs).
+    ``held``: the phase the time budget was raised to hold (:func:`_floor_s`), first whatever its rate."""
     middle = {p.name: p for p in searches(opts)}
-    order = gain.by_gain(list(middle), profile, cost_s, first_s)
+    if profile is None:
+        return sorted(middle.values(), key=lambda p: p.name != held)
+    order = sorted(gain.by_gain(list(middle), profile, cost_s, first_s), key=lambda n: n != held)
     for name in [n for n in order if middle[n].whole_step and opts.budget.time_budget_s is not None]:
         if not gain.worth_a_trial(profile, name, opts.budget.min_gain, graphs_first):
             progress.note(f"{name}: expected gain ~{profile.gain_ms(name) or 0.0:.3g} ms, under the {opts.budget.min_gain:.0%} of the step a "
@@ -159,14 +160,17 @@ def promised_end_s(budget_s: float) -> float:
     return 1.1 * budget_s + 20.0
 
 
-def _deadlines(budget_s: float | None, t0: float, check_s: float = 0.0, end_s: float = 0.0) -> dict[str, float | None]:
+def _deadlines(budget_s: float | None, t0: float, check_s: float = 0.0, end_s: float = 0.0, keep_end: bool = True) -> dict[str, float | None]:
     """The phases' deadline (the budget less the share kept for the end) and the sweep's own, which verification and
     the whole-workload check may run to. A share too small to hold the check (``check_s``: its expected cost) would
     go unused: the phases get it (a 60-s CPU sweep of resnet18 kept 9 s for an 11-s check and measured nothing).
     ``end_s``: what the end's measurements cost together (the check and the unfrozen arm); the share grows to hold
-    them where that stays within :data:`MAX_END_SHARE` of the budget."""
+    them where that stays within :data:`MAX_END_SHARE` of the budget. ``keep_end`` off (a budget raised to hold the
+    first trials alone, :func:`_floor_s`): only the closing's time is kept, and the end runs where they leave time."""
     if not budget_s:
         return {"deadline": None, "settle_by": None}
+    if not keep_end:
+        return {"deadline": t0 + budget_s - CLOSING_S, "settle_by": t0 + budget_s}
     kept = WHOLE_SHARE * budget_s
     if kept < end_s <= MAX_END_SHARE * budget_s:
         kept = end_s
@@ -174,7 +178,7 @@ def _deadlines(budget_s: float | None, t0: float, check_s: float = 0.0, end_s: f
 
 
 def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureResult, progress: Progress, t0: float,
-             tasks: list[TaskSpec]) -> SweepContext:
+             tasks: list[TaskSpec], keep_end: bool = True) -> SweepContext:
     device = DeviceInfo(**capture.device)
     device_id = db.device_id(device)
     prior = rows_for(device.kind, device.name) if opts.prior else PriorRows()
@@ -186,7 +190,7 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
         environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
         sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
         from_similar=opts.from_similar, costs=worker.costs,
-        **_deadlines(opts.budget.time_budget_s, t0, WHOLE_COMPILES * capture.compile_s, _end_compiles(opts.spec) * capture.compile_s),
+        **_deadlines(opts.budget.time_budget_s, t0, WHOLE_COMPILES * capture.compile_s, _end_compiles(opts.spec) * capture.compile_s, keep_end),
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks)
@@ -194,6 +198,9 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
                         short_kernels=gain.short_launches(capture))
 
 
+# Candidates per site a floor's site batch holds (besides each site's default): the ranked few a first batch offers
+# where the floor leaves it no more time.
+FLOOR_CHOICES = 4
 CLOSING_S = 5.0  # what the end of a sweep cut short takes: the worker's exit, the closing writes and tables
 
 
@@ -239,12 +246,12 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
         tasks = tasks_from_capture(capture, opts.spec.model)
         profile = Profile.of(capture, tasks)
-        opts, lead = _sized(opts, capture, progress, t0, profile)
-        sweep = _context(opts, db, worker, capture, progress, t0, tasks)
-        cuda_graphs = CudaGraphPhase(capture.idle_share) if opts.spec.device == "cuda" else None
+        opts, held, lead = _sized(opts, capture, progress, t0, profile)
+        sweep = _context(opts, db, worker, capture, progress, t0, tasks, keep_end=not held)
+        cuda_graphs = CudaGraphPhase(capture.idle_share, by_hand=opts.spec.mode != "train") if opts.spec.device == "cuda" else None
         parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
         first = first_trials(sweep, len(capture.graphs) if opts.fusion else 0)
-        middle = searches_by_gain(opts, profile, parts, progress, first, _graphs_first(opts, capture))
+        middle = searches_by_gain(opts, profile, parts, progress, first, _graphs_first(opts, capture), SitePhase.name if lead else None)
         left_out = {p.name for p in searches(opts)} - {p.name for p in middle}
         progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
         run_phases(sweep, phases(middle, whole, cuda_graphs, lead))
@@ -262,45 +269,50 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     return report
 
 
-def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: float, profile: Profile | None = None) -> tuple[SweepOptions, bool]:
+def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: float,
+           profile: Profile | None = None) -> tuple[SweepOptions, bool, bool]:
     """The options with the budget's own time budget, where it takes one from max-autotune's expected compile time
-    (``--budget default`` with no ``--time-budget``, on a device where that cost was measured), and whether the
-    first search takes all the time left (the budget was sized to hold it: :func:`_floor_s`)."""
+    (``--budget default`` with no ``--time-budget``, on a device where that cost was measured); whether that budget
+    was raised to hold the first trials (:func:`_floor_s`); and whether they include a site batch, which then goes
+    first and takes all the time left."""
     listed = max_autotune_choices(capture.sites)
     expected = max_autotune_s(opts.spec.device, capture.compile_s, listed, len(capture.kernels))
     floor, sites = _floor_s(opts, capture, time.monotonic() - t0, expected, profile)
     budget = within_max_autotune(opts.budget, expected, floor)
     if budget is opts.budget:
-        return opts, False
+        return opts, False, False
     held = floor > MAX_AUTOTUNE_SHARE * (expected or 0.0)
-    first = "the workload under CUDA graphs, then its template sites," if sites else "the workload under CUDA graphs,"
+    first = "the workload under CUDA graphs, then a batch of its template sites," if sites else "the workload under CUDA graphs,"
     progress.note(f"--budget {budget.name}: max-autotune would take ~{expected:.0f} s to compile this workload (an estimate, from "
                   f"its {len(listed)} template choices and {len(capture.kernels)} Triton kernels), so this sweep takes a time budget of {budget.time_budget_s:.0f} s from the "
                   "command's start (--time-budget S: another)"
                   + (f"; more than that share of it, so that its first trials, {first} fit after the "
                      f"capture's {sum(capture.costs.values()):.0f} s" if held else ""))
-    return dataclasses.replace(opts, budget=budget), held and sites
+    return dataclasses.replace(opts, budget=budget), held, held and sites
 
 
 def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_autotune_s: float | None,
              profile: Profile | None = None) -> tuple[float, bool]:
-    """(the least time budget that holds the sweep's first trials, whether they include the template sites): where the
-    workload under CUDA graphs comes first (the GPU waits for the host), the time spent so far, one compile and the
-    closing, with the share kept for the end on top. Where that alone outlasts max-autotune's expected compile, the
-    sweep cannot end first anyway, and CUDA graphs alone give what Inductor's reduce-overhead mode gives: the floor
-    then holds the template-site phase too, max-autotune's own lever (:data:`SitePhase.compiles` compiles), where the
-    ``profile`` expects the sites to gain what a winner must win by of the step under CUDA graphs (unknown: they may). gpt2's
-    decode step on the H200: max-autotune compiled it in 46 s, the capture alone took 35 s, and cuBLAS ran its
-    vocabulary projection (50257 columns) in 107 us where a Triton template took 22 (bench/results/h200/
+    """(the least time budget that holds the sweep's first trials, whether they include a template-site batch). Where
+    the workload under CUDA graphs comes first (the GPU waits for the host): the time so far, that trial (a replay by
+    hand of an inference step, else a compile) and the closing. CUDA graphs alone give what Inductor's reduce-overhead
+    mode gives, and max-autotune also tunes the template sites: where the ``profile`` expects the sites to gain what a
+    winner must win by of the step under CUDA graphs (unknown: they may), the floor holds one site batch too (a compile
+    and :data:`FLOOR_CHOICES` candidates at every site), where that does not fit within max-autotune's expected compile anyway.
+    gpt2's decode step on the H200: max-autotune compiled it in 46 s, the capture alone took 29-35 s, and cuBLAS ran
+    its vocabulary projection (50257 columns) in 103 us where a Triton template took 26 (bench/results/h200/
     profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
     if not _graphs_first(opts, capture):
         return 0.0, False
-    one = first_trials_s(spent_s, capture.compile_s, 1.0)
-    if not capture.sites or one <= MAX_AUTOTUNE_SHARE * (max_autotune_s or 0.0):
+    graphs = REPLAY_S if opts.spec.mode != "train" else capture.compile_s
+    one = first_trials_s(spent_s, graphs)
+    if not capture.sites or (profile is not None and not gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True)):
         return one, False
-    if profile is not None and not gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True):
+    probe = (FLOOR_CHOICES + 1) * len(capture.sites) * SITE_CHOICE_MARGINAL.get(opts.spec.device, 0.0)
+    with_sites = first_trials_s(spent_s, graphs + capture.compile_s + probe)
+    if with_sites <= MAX_AUTOTUNE_SHARE * (max_autotune_s or 0.0):
         return one, False
-    return first_trials_s(spent_s, capture.compile_s, 1.0 + SitePhase.compiles), True
+    return with_sites, True
 
 
 def _graphs_first(opts: SweepOptions, capture: CaptureResult) -> bool:
@@ -308,9 +320,10 @@ def _graphs_first(opts: SweepOptions, capture: CaptureResult) -> bool:
     return opts.spec.device == "cuda" and worth_measuring(capture.idle_share)
 
 
-def first_trials_s(spent_s: float, compile_s: float, compiles: float) -> float:
-    """The time budget that holds ``compiles`` compiles after ``spent_s``, the closing, and the share kept for the end."""
-    return (spent_s + compiles * compile_s + CLOSING_S) / (1 - WHOLE_SHARE)
+def first_trials_s(spent_s: float, trials_s: float) -> float:
+    """The time budget that holds ``trials_s`` of trials after ``spent_s``, and the closing. Nothing is kept for the end
+    of a budget so sized (:func:`_deadlines`): the whole-workload check runs where the trials leave time."""
+    return spent_s + trials_s + CLOSING_S
 
 
 def _finish(report: SweepReport, sweep: SweepContext | None, whole: WholeCheckPhase, wall_s: float) -> None:
