@@ -24,7 +24,7 @@ LEAST_IDLE = 0.02
 # By hand, CUDA graphs cost no compile: the capture's compile replayed as one graph (``tuner.measure.replay``). That
 # leaves out what Inductor's CUDA graphs spend on the host per call, which overlaps the device's work: up to 0.57 ms
 # measured (efficientnet_b0 at batch 32, frozen, H200: bench/results/h200/graph-launch-bf16-b32-2026-12-04.json).
-# A replay decides where the default step, less the least gain, still outlasts both the replay and twice that; a
+# A replay decides where the default step, less the least gain, still outlasts both the replay and GRAPH_HOST_MS; a
 # closer call compiles the workload under Inductor's CUDA graphs and times that. A replay no faster than the
 # defaults decides too: Inductor's CUDA graphs do the replay's work and more.
 GRAPH_HOST_MS = 1.0
