@@ -20,7 +20,7 @@ from tuner.sweep.phases import (
     CudaGraphPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases,
     study_phases,
 )
-from tuner.sweep.phases.cuda_graphs import REPLAY_S, worth_measuring
+from tuner.sweep.phases.cuda_graphs import REPLAY_S, by_hand, worth_measuring
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.sweep.phases.forecast import first_trials, forecast, forecast_line
 from tuner.sweep import gain
@@ -248,7 +248,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         profile = Profile.of(capture, tasks)
         opts, held, lead = _sized(opts, capture, progress, t0, profile)
         sweep = _context(opts, db, worker, capture, progress, t0, tasks, keep_end=not held)
-        cuda_graphs = CudaGraphPhase(capture.idle_share, by_hand=opts.spec.mode != "train") if opts.spec.device == "cuda" else None
+        cuda_graphs = CudaGraphPhase(capture.idle_share, by_hand=by_hand(opts.spec.mode)) if opts.spec.device == "cuda" else None
         parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
         first = first_trials(sweep, len(capture.graphs) if opts.fusion else 0)
         middle = searches_by_gain(opts, profile, parts, progress, first, _graphs_first(opts, capture), SitePhase.name if lead else None)
@@ -304,7 +304,7 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
     profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
     if not _graphs_first(opts, capture):
         return 0.0, False
-    graphs = REPLAY_S if opts.spec.mode != "train" else capture.compile_s
+    graphs = REPLAY_S if by_hand(opts.spec.mode) else capture.compile_s
     one = first_trials_s(spent_s, graphs)
     if not capture.sites or (profile is not None and not gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True)):
         return one, False

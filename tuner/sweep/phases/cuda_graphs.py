@@ -56,6 +56,12 @@ def decided(replay: Measurement, min_gain: float) -> bool:
     return (replay.baseline_ms or 0.0) * (1 - min_gain) > max(replay.median_ms or 0.0, GRAPH_HOST_MS)
 
 
+def by_hand(mode: str) -> bool:
+    """Whether a step of this ``--mode`` is replayed by hand (inference and decode steps; a training step's backward
+    and its optimizer are compiled under Inductor's CUDA graphs and timed)."""
+    return mode != "train"
+
+
 def worth_measuring(idle_share: float | None) -> bool:
     """Whether the default step leaves the device idle enough for CUDA graphs to matter (unknown: measure)."""
     return idle_share is None or idle_share >= LEAST_IDLE
