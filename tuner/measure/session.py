@@ -248,9 +248,7 @@ class Session:
                 t = interleaved(fns, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e), error=describe(e))
-        c = t["candidate"]
-        b = t.get("baseline", c)
-        return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=cand.compile_s, baseline_spread_ms=b.spread_ms)
+        return _against(t, cand.compile_s)
 
     def time_replay(self, job: GraphReplay) -> Measurement:
         """The capture's compile replayed as one CUDA graph by hand (``tuner.measure.replay``) against it launched
@@ -271,8 +269,7 @@ class Session:
                 t = interleaved({"candidate": call, "baseline": self._step(fn)}, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
         except Exception as e:  # noqa: BLE001 - classified and stored
             return Measurement(classify(e), error=describe(e))
-        c, b = t["candidate"], t["baseline"]
-        return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=0.0, baseline_spread_ms=b.spread_ms)
+        return _against(t, 0.0)
 
     def time_sites(self, job: SiteBatch) -> SiteTimings:
         """Kernel level: while one compile lowers the graph, Inductor's benchmarker times the requested
@@ -294,6 +291,13 @@ class Session:
             return KernelResults(tuple(Measurement(Status.RUNTIME_ERROR, error="kernel tasks need a CUDA workload") for _ in job.configs))
         with quiet.timing(device=self._lock):
             return KernelResults(tuple(self.kernels.measure(job.kernel, list(job.configs), job.rounds)))
+
+
+def _against(t: dict[str, Any], compile_s: float) -> Measurement:
+    """The candidate's timing against its baseline's, from one interleaved run (no baseline: the candidate is it)."""
+    c = t["candidate"]
+    b = t.get("baseline", c)
+    return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=compile_s, baseline_spread_ms=b.spread_ms)
 
 
 class _Parts:

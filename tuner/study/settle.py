@@ -94,11 +94,16 @@ def held(measure: Measure, config: dict[str, Any]) -> bool:
     return bool(holds is not None and holds(config))
 
 
+def clearly_faster(top: TrialRecord | None, gain: float) -> bool:
+    """Whether ``top``'s own trial beat the default timed beside it by ``gain`` (its ratio at most 1 - ``gain``)."""
+    return top is not None and top.ratio is not None and top.ratio <= 1 - gain and bool(top.median_ms) and bool(top.baseline_ms)
+
+
 def settle_measured(tuning: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, top: TrialRecord | None, gain: float) -> TaskOutcome:
     """No time to verify: ``top`` wins on its own trial (timed beside the default in one run, numerics checked) when
     that beat the default by ``gain``, far past the noise between two runs; else, as :func:`unverified`."""
     default_ms = default.median_ms if default else (top.baseline_ms if top else None)
-    if top is None or top.ratio is None or top.ratio > 1 - gain or not top.median_ms or not top.baseline_ms:
+    if not clearly_faster(top, gain):
         return unverified(tuning, task, space, default_ms)
     return _store_winner(tuning, task, top.id, top.config, False, top.baseline_ms, top.median_ms)
 

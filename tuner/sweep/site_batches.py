@@ -22,7 +22,7 @@ from tuner.sweep.estimate import SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
 from tuner.study.context import StudyContext
-from tuner.study.settle import finalist, settle, settle_measured, UNVERIFIED_GAIN
+from tuner.study.settle import clearly_faster, finalist, settle, settle_measured, UNVERIFIED_GAIN
 from tuner.study.study import first_to_measure, measured_before, open_study, Pending, Study
 
 Request = dict[str, tuple[str, ...]]  # {site key: choice ids, the default first}
@@ -195,7 +195,7 @@ def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites) -> 
     far past the noise of two timings in one compile (gpt2's decode step on the H200: its vocabulary projection, 103
     us in cuBLAS, 26 in a Triton template, verified by a compile of 12 s)."""
     best = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)[1:]) for s in sites}
-    clear = {k for k, (_, _, top) in best.items() if top is not None and top.ratio is not None and top.ratio <= 1 - UNVERIFIED_GAIN}
+    clear = {k for k, (_, _, top) in best.items() if clearly_faster(top, UNVERIFIED_GAIN)}
     request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None and k not in clear}
     # One compile for every site, within the phase's deadline: the phase's share counts it (``SitePhase.compiles``).
     # Run past it, on regnet_y_400mf's 300-s H200 sweep it took 45 s of the fusion and kernel phases' time.
