@@ -24,6 +24,7 @@ from tuner.keys import task_key
 from tuner.kinds import KERNEL_HOOK, descriptor, graph_hooked, where
 from tuner.nearest import Nearest, Transfer
 from tuner.search_spaces.cuda_graph import CUDA_GRAPHS
+from tuner.search_spaces.freezing import FREEZING
 
 log = logging.getLogger("tuner.backend")
 _ACTIVE: ContextVar["CompileContext | None"] = ContextVar("tuner_compile_context", default=None)
@@ -218,7 +219,7 @@ class CompileContext:
                 self._decide(kind.value, key, what, MISS, None, reason=self._no_entry("graph", "of the same code") + "; Inductor's defaults")
                 continue
             self._decide(kind.value, key, what, TRANSFERRED if moved else HIT, answer, moved)
-            out.update(answer)
+            out.update(answer, **({FREEZING: False} if out.get(FREEZING) is False else {}))  # an older fusion answer's "frozen" yields
         if not self.cuda_graphs:
             out.pop(CUDA_GRAPHS, None)
         for knob in self.rewrites_off:

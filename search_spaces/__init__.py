@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.kinds import descriptor, register
-from tuner.search_spaces import attention, cpp, cuda_graph, fusion, template, triton
+from tuner.search_spaces import attention, cpp, cuda_graph, freezing, fusion, template, triton
 from tuner.search_spaces.base import Bool, Choice, IntRange, InvalidConfig, Param, PowerOfTwo, Space
 
 # The order is the order a graph looks its kinds up and the whole-workload check drops winner groups in.
-register(template.KIND, *triton.KINDS, cpp.KIND, cuda_graph.KIND, attention.KIND, fusion.KIND)
+register(template.KIND, *triton.KINDS, cpp.KIND, cuda_graph.KIND, freezing.KIND, attention.KIND, fusion.KIND)
 
 
 def space_for(kind: str, signature: dict[str, Any]) -> Space:

@@ -16,10 +16,10 @@ them: each one fused is a kernel launch fewer and an output not written and read
 (``s2d_convs``, a CNN's or a ViT's stem): each becomes a stride-1 convolution over its input's space-to-depth form
 (``backend/hooks/conv_rewrite.py``). It is measured first too, with (c), (f), (g), (h) and (i) where they apply, then each alone. On the CPU,
 ``cpp.max_horizontal_fusion_size`` stays in the C++ codegen space (``cpp_graph``), tuned before this.
-(e) ``freezing``, only where the graph was compiled frozen (``frozen``): false compiles it unfrozen, weights as
-inputs (``backend/hooks/restart.py``), where no other knob of this space applies. The study never asks for it; the
-whole-workload check measures the workload unfrozen against its winners and stores it as this task's winner where
-that is faster (``tuner/sweep/phases/whole.py``).
+(e) ``freezing``, only in the tasks of older databases whose graph was compiled frozen (``frozen``): false compiles it
+unfrozen, weights as inputs (``backend/hooks/restart.py``), where no other knob of this space applies. The study never
+asks for it. It is now a kind of its own (``search_spaces/freezing.py``), decided before the searches; the answers
+stored here still apply.
 (f) ``cudnn_epilogue``, on CUDA only where the recording counted convolutions followed by a ReLU (a residual add
 between them allowed: ``epilogue_convs``): their bias, add and ReLU run in cuDNN's own epilogue instead of a Triton
 kernel of their own (``backend/hooks/conv_epilogue.py``). On the H200 (bf16 b32, frozen, CUDA graphs) that ran
@@ -43,6 +43,7 @@ from typing import Any
 from tuner.kinds import GRAPH_HOOK, TaskKind
 from tuner.core import Kind
 from tuner.search_spaces.base import Bool, Param, Space, choice, with_default
+from tuner.search_spaces.freezing import FREEZING  # an older task's knob: false compiles a frozen graph again, unfrozen
 
 FAMILY = Kind.FUSION
 MAX_PAIRS = 12
@@ -92,7 +93,6 @@ def _offered(rewrite: RewriteKnob, device: Any) -> bool:
     return device in rewrite.devices or (device is None and rewrite.devices == ANY_DEVICE)
 
 
-FREEZING = "freezing"  # the whole-workload check's knob: false compiles a frozen graph again, unfrozen
 CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion", "triton.enable_pdl")
 _INTS = ("max_fusion_size", "score_fusion_memory_threshold", "realize_reads_threshold", "realize_opcount_threshold",
          "realize_acc_reads_threshold")

@@ -104,7 +104,9 @@ def any_db_url(request, tmp_path):
 @pytest.fixture(scope="session")
 def sweep_at_batch_1(tmp_path_factory):
     """tests.helpers.models:mlp swept for real at batch 1 (--budget quick, 3 trials per task), once per test run:
-    (its database URL, what the command printed). Tests that change the database work on a copy."""
+    (its database URL, what the command printed). Tests that change the database work on a copy. Tuned frozen
+    (--no-time-unfrozen): timed against unfrozen, this small graph wins either way within a few percent, and the
+    tests of its frozen sites would follow the noise (``test_sweep_cpu`` times it)."""
     from typer.testing import CliRunner
 
     from tuner.cli import app
@@ -112,7 +114,7 @@ def sweep_at_batch_1(tmp_path_factory):
     folder = tmp_path_factory.mktemp("batch1")
     url = f"sqlite:///{folder / 'tuning.db'}"
     args = ["sweep", "--model", "tests.helpers.models:mlp", "--device", "cpu", "--threads", "2", "--input-shape", "1,64",
-            "--budget", "quick", "--trials", "3", "--db", url]
+            "--budget", "quick", "--trials", "3", "--no-time-unfrozen", "--db", url]
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)  # the spawned worker imports tests.helpers.models
         mp.setenv("TUNER_CACHE_DIR", str(folder / "cache"))

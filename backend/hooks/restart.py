@@ -22,7 +22,7 @@ from typing import Any
 
 from tuner.backend.errors import HookUnavailable
 from tuner.search_spaces.cuda_graph import CUDA_GRAPHS  # the knobs, named as Inductor's own config
-from tuner.search_spaces.fusion import FREEZING
+from tuner.search_spaces.freezing import FREEZING
 
 
 class Restart(Exception):

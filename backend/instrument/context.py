@@ -116,6 +116,12 @@ class MeasuringContext(CompileContext):
         return self.recorder is not None or super().wants_choices_hook
 
     # --- graphs, fusions, kernels -------------------------------------------------------------------------------
+    def restarting(self, patches: dict[str, Any]) -> None:
+        """The graph just met is compiled again (``hooks/restart``): the recording keeps only the graph it becomes."""
+        super().restarting(patches)
+        if self.recorder is not None:
+            self.recorder.forget_current()
+
     def graph_met(self, payload: dict[str, Any], keys: dict[str, str]) -> None:
         """Record the graph, keyed by its codegen knobs' task (its fusion grouping's beside)."""
         if self.recorder is not None:

@@ -76,6 +76,11 @@ class Recorder:
         self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, lines, fusion_key, device, family=family, shapes=shapes,
                                                 keys=dict(keys or {}), fusion_defaults=dict(self.defaults.get(device, {}))))
 
+    def forget_current(self) -> None:
+        """The graph met last is not lowered after all (its compile restarts): no record of it."""
+        self.graphs.pop(self.current_graph or "", None)
+        self.current_graph = None
+
     def _current(self) -> GraphRecord | None:
         return self.graphs.get(self.current_graph or "")
 

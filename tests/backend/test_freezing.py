@@ -1,6 +1,6 @@
-"""Freezing as a choice, on the CPU for real: the recording marks a graph compiled frozen, its grouping's space then
-holds the ``freezing`` knob (which the study never asks for), and a compile whose answer says ``freezing: false``
-stops the frozen compile before lowering and compiles the Dynamo graph again with its weights as inputs."""
+"""Freezing as a choice, on the CPU for real: the recording marks a graph compiled frozen, which gets a task of the
+``freezing`` kind (its grouping no longer holds the knob), and a compile whose answer says ``freezing: false`` stops
+the frozen compile before lowering and compiles the Dynamo graph again with its weights as inputs."""
 
 import optuna
 import pytest
@@ -12,37 +12,57 @@ import tuner.backend as tb
 from tests.backend.test_conv_rewrite import _compiled, _grouping, _inference, _input, stem
 from tuner.backend.hooks import restart as restart_hook
 from tuner.core import Forcing, Kind
-from tuner.search_spaces.fusion import FREEZING
+from tuner.search_spaces import space_for
+from tuner.search_spaces.freezing import FREEZING, unfrozen
+
+FROZEN = Kind("freezing")
 
 
-def test_a_frozen_graph_is_recorded_and_only_its_grouping_can_unfreeze_it():
+def _unfrozen(g):
+    """The answer that compiles the recorded graph ``g`` unfrozen."""
+    return Forcing({FROZEN: {g.keys[FROZEN]: unfrozen()}})
+
+
+def test_a_frozen_graph_is_recorded_with_a_freezing_task_that_no_study_samples():
     model, x = stem(), _input()
-    g, task = _grouping(model, x, freezing=True)
-    assert g.frozen and task.space.default[FREEZING] is True
-    assert task.space.unfrozen() == {**task.space.default, FREEZING: False}
-    assert task.space.is_valid(task.space.unfrozen())
+    g, grouping = _grouping(model, x, freezing=True)
+    assert g.frozen and FROZEN in g.keys and FREEZING not in grouping.space.default
+    space = space_for(FROZEN, {"space": {}})
+    assert space.default == {FREEZING: True} and space.is_valid(unfrozen())
+    unfrozen_g, _ = _grouping(model, x, freezing=False)
+    assert not unfrozen_g.frozen
+    # A grouping stored before freezing was a kind of its own still holds the knob, which its study never samples.
+    old = space_for(Kind.FUSION, {"space": {**grouping.signature["space"], "frozen": 1}})
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
-    asked = [task.space.suggest(study.ask()) for _ in range(20)]
-    assert all(c[FREEZING] is True for c in asked)  # left to the whole-workload check, never sampled
-    unfrozen_g, unfrozen_task = _grouping(model, x, freezing=False)
-    assert not unfrozen_g.frozen and FREEZING not in unfrozen_task.space.default and unfrozen_task.space.unfrozen() is None
+    assert old.default[FREEZING] is True and all(old.suggest(study.ask())[FREEZING] is True for _ in range(20))
 
 
 def test_an_unfrozen_answer_compiles_the_graph_again_with_its_weights_as_inputs():
     model, x = stem(), _input()
-    _, task = _grouping(model, x, freezing=True)
-    frozen_answer, unfrozen_answer = (Forcing({Kind.FUSION: {task.key: c}}) for c in (task.space.default, task.space.unfrozen()))
+    g, grouping = _grouping(model, x, freezing=True)
     with _inference(freezing=True):
-        _, (frozen_code,) = run_and_get_code(_compiled(model, frozen_answer), x)
+        _, (frozen_code,) = run_and_get_code(_compiled(model, Forcing({FROZEN: {g.keys[FROZEN]: {FREEZING: True}}})), x)
         tb.reset_stats()
-        y, (code,) = run_and_get_code(_compiled(model, unfrozen_answer), x)
+        y, (code,) = run_and_get_code(_compiled(model, _unfrozen(g)), x)
         expected = model(x)
     assert "_frozen_param" in frozen_code and "_frozen_param" not in code
     torch.testing.assert_close(y, expected, rtol=1e-4, atol=1e-4)
     s = tb.stats()
-    # The frozen graph's grouping answered (a hit; its codegen knobs had no answer: a miss); the graph compiled
+    # The frozen graph's freezing answered (a hit; its codegen knobs and grouping had none: misses); the graph compiled
     # unfrozen has neither stored (two misses). Nothing benchmarked.
-    assert s["hits"] == 1 and s["misses"] == 3 and s["benchmarks"] == 0, s
+    assert s["hits"] == 1 and s["misses"] == 4 and s["benchmarks"] == 0, s
+
+
+def test_an_older_groupings_frozen_answer_does_not_outvote_an_unfrozen_one():
+    """A database with a grouping stored before freezing was a kind of its own (its default says frozen) and the
+    freezing kind's "unfrozen": the graph compiles unfrozen."""
+    model, x = stem(), _input()
+    g, grouping = _grouping(model, x, freezing=True)
+    old = space_for(Kind.FUSION, {"space": {**grouping.signature["space"], "frozen": 1}})
+    both = _unfrozen(g).merged(Forcing({Kind.FUSION: {grouping.key: old.default}}))
+    with _inference(freezing=True):
+        _, (code,) = run_and_get_code(_compiled(model, both), x)
+    assert "_frozen_param" not in code
 
 
 @pytest.mark.gpu
@@ -50,10 +70,10 @@ def test_on_the_gpu_an_unfrozen_answer_compiles_the_graph_unfrozen():
     """As on torch 2.11 with CUDA, bf16 and channels-last, where convnext_tiny ran faster unfrozen."""
     model = stem().cuda().to(torch.bfloat16)
     x = _input().cuda().to(torch.bfloat16)
-    g, task = _grouping(model, x, device="cuda", freezing=True)
+    g, _ = _grouping(model, x, device="cuda", freezing=True)
     assert g.frozen
     with _inference(True):
-        y, (code,) = run_and_get_code(_compiled(model, Forcing({Kind.FUSION: {task.key: task.space.unfrozen()}}), device="cuda"), x)
+        y, (code,) = run_and_get_code(_compiled(model, _unfrozen(g), device="cuda"), x)
         ref = model.float()(x.float())
     assert "_frozen_param" not in code
     assert (y.float() - ref).abs().max() <= 0.02 * ref.abs().max()
@@ -73,7 +93,7 @@ def test_an_unfrozen_compile_that_fails_says_so_as_a_missing_hook(monkeypatch):
     from tuner.backend.hooks import graph as graph_hook
 
     model, x = stem(), _input()
-    _, task = _grouping(model, x, freezing=True)
+    g, _ = _grouping(model, x, freezing=True)
     real = graph_hook.compile_graph
 
     def failing(gm, inputs, *, patches, around_inner):
@@ -83,7 +103,7 @@ def test_an_unfrozen_compile_that_fails_says_so_as_a_missing_hook(monkeypatch):
 
     monkeypatch.setattr(graph_hook, "compile_graph", failing)
     with _inference(freezing=True), pytest.raises(Exception) as info:
-        _compiled(model, Forcing({Kind.FUSION: {task.key: task.space.unfrozen()}}))(x)
+        _compiled(model, _unfrozen(g))(x)
     chain, e = [], info.value
     while e is not None:
         chain.append(e)

@@ -60,8 +60,8 @@ def test_every_kind_is_registered_once_with_its_space():
 
     kinds = [k.value for k in registered()]
     assert sorted(kinds) == sorted([Kind.SITE, Kind.CPP_GRAPH, Kind.CUDA_GRAPH, Kind.FUSION, Kind.TRITON_POINTWISE, Kind.TRITON_REDUCTION,
-                                    Kind.TRITON_PERSISTENT_REDUCTION, "attention"])
-    assert all(space_for(k.value, {"space": {}}) is not None for k in registered() if k.value == Kind.CUDA_GRAPH)
+                                    Kind.TRITON_PERSISTENT_REDUCTION, "attention", "freezing"])
+    assert all(space_for(k.value, {"space": {}}) is not None for k in registered() if k.value in (Kind.CUDA_GRAPH, "freezing"))
     assert Kind("template_choice") == Kind.SITE and f"{Kind.SITE}" == "template_choice"  # stored as the plain string
     with pytest.raises(ValueError, match="unknown task kind"):
         Kind("pickle")

@@ -202,15 +202,24 @@ def test_a_whole_workload_finalist_the_worker_holds_is_verified_at_the_cost_of_i
 
 
 def test_the_end_of_a_sweep_counts_its_compiles_and_a_held_worker_is_not_recycled(tmp_path):
-    """The end's time holds the check's and the unfrozen measurement's compiles, not a fresh worker's capture: the
-    worker that holds the defaults' compile is not recycled while held (a CPU worker otherwise is, every few trials)."""
+    """The end's time holds the check's compile and the unfrozen measurement's (until the freezing phase has taken it at
+    the start), not a fresh worker's capture: the worker that holds the defaults' compile is not recycled while held (a
+    CPU worker otherwise is, every few trials)."""
     from tuner.measure import GraphTrial, Worker
     from tuner.sweep.driver import _end_compiles
     from tuner.workloads.spec import WorkloadSpec
 
+    from tuner.sweep.budget import make_budget
+    from tuner.sweep.driver import SweepOptions
+
+    def opts(spec, workers=1, time_unfrozen=True):
+        return SweepOptions(spec, make_budget("quick"), "sqlite://", workers=workers, time_unfrozen=time_unfrozen)
+
     cpu, cuda = WorkloadSpec("resnet18"), WorkloadSpec("resnet18", device="cuda")
-    assert _end_compiles(cpu) == _end_compiles(cuda)
-    assert _end_compiles(WorkloadSpec("resnet18", mode="train")) < _end_compiles(cpu)  # nothing frozen to time unfrozen
+    assert _end_compiles(opts(cpu)) == _end_compiles(opts(cuda)) == _end_compiles(opts(cpu, 2))
+    train = _end_compiles(opts(WorkloadSpec("resnet18", mode="train")))
+    # nothing frozen to time unfrozen; not to be timed; or timed by the freezing phase at the start
+    assert train == _end_compiles(opts(cpu, time_unfrozen=False)) == _end_compiles(opts(cpu), settled=True) < _end_compiles(opts(cpu))
 
     spec = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(4, 64), threads=1)
     worker = Worker(spec, tmp_path / "logs", recycle_after=1)

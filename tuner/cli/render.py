@@ -133,7 +133,7 @@ def print_report(console: Console, report: SweepReport, defaults: dict[str, dict
             f"([bold]{report.speedup:.3f}x[/]); eager {_ms(report.eager_ms)} ms"
         )
     if report.unfrozen_ratio:
-        console.print(f"without freezing the workload ran at {report.unfrozen_ratio:.3f}x the tuned time (timed together): "
+        console.print(f"without freezing the workload ran at {report.unfrozen_ratio:.3f}x its time frozen (timed together): "
                       "its graphs are stored to compile unfrozen")
     state = "[yellow]interrupted[/]: every trial measured so far is stored" if report.interrupted else "done"
     console.print(f"{state}: {report.trials_measured} trials measured in {report.wall_s:.0f} s")

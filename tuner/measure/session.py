@@ -41,10 +41,14 @@ class Compiled:
 
 
 class Session:
-    def __init__(self, spec: WorkloadSpec, cache_size: int = 3):
+    def __init__(self, spec: WorkloadSpec, cache_size: int = 3, base: dict[str, Any] | None = None):
         import torch
 
         self.spec = spec
+        # Answers every compile of this session forces beneath its own: the workload as it is tuned (a frozen graph's
+        # answer to compile unfrozen, say, which Dynamo's trace with freezing on must precede: the graph it compiles
+        # again is the one a user's compile runs).
+        self.base = base or {}
         clock = _Parts()
         check_device(spec)
         from tuner.backend.process import configure_measuring
@@ -115,10 +119,11 @@ class Session:
         numerics are off. With ``benchmark``, the sites' timings come back on the result, timed the ``timing`` way."""
         from tuner.keys import digest
 
-        key = digest(forcing)
         fresh = recorder is not None or benchmark is not None or kernel_sink is not None
         if not fresh and self._defaults is not None and Forcing.from_json(forcing) == Forcing():
             return dataclasses.replace(self._defaults, compile_s=0.0)
+        forcing = Forcing.from_json(self.base).merged(Forcing.from_json(forcing)).to_json() if self.base else forcing
+        key = digest(forcing)
         if key in self._compiled and not fresh:
             self._compiled.move_to_end(key)
             return dataclasses.replace(self._compiled[key], compile_s=0.0)

@@ -29,7 +29,7 @@ class CaptureOverBudget(TunerError):
     """The capture outran what a time budget left for it; the worker was stopped."""
 
 
-def _child(conn: Any, spec_json: dict[str, Any], log_path: str) -> None:
+def _child(conn: Any, spec_json: dict[str, Any], log_path: str, base: dict[str, Any] | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
@@ -40,7 +40,7 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str) -> None:
         spec_json = dict(spec_json)
         if spec_json.get("input_shape") is not None:
             spec_json["input_shape"] = tuple(spec_json["input_shape"])
-        session = Session(WorkloadSpec(**spec_json))
+        session = Session(WorkloadSpec(**spec_json), base=base)
         conn.send(("ready", session.capture()))
     except TunerError as e:
         conn.send(("error", str(e)))
@@ -119,6 +119,7 @@ class Worker:
         self.costs = Costs()  # seconds each kind of job took lately (captures as "capture")
         self._held = False  # no recycling (``held``)
         self._compiled: frozenset[str] = frozenset()  # digests of the forcings its last job left compiled (``holds``)
+        self.base: dict[str, Any] = {}  # what every compile forces beneath its job's own (``Session.base``), from the next start
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -144,7 +145,7 @@ class Worker:
         self.log_path = self.log_dir / f"worker-{os.getpid()}-{int(time.time() * 1000)}.log"
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_child, args=(child, asdict(self.spec), str(self.log_path)), daemon=True)
+        self._proc = ctx.Process(target=_child, args=(child, asdict(self.spec), str(self.log_path), dict(self.base)), daemon=True)
         self._proc.start()
         child.close()
         self._conn, self._served, self._compiled = parent, 0, frozenset()

@@ -15,7 +15,7 @@ from typing import Any
 
 from tuner.sweep.affinity import core_sets, pin
 from tuner.sweep.progress import Progress
-from tuner.search_spaces.fusion import FREEZING
+from tuner.search_spaces.freezing import FREEZING
 from tuner.sweep.driver import SweepOptions, SweepReport, run_sweep
 
 

@@ -17,7 +17,7 @@ from tuner.db.claims import release_all, worker_id
 from tuner.sweep.estimate import SITE_CHOICE_MARGINAL, max_autotune_choices, max_autotune_s
 from tuner.measure import CaptureResult, Worker
 from tuner.sweep.phases import (
-    CudaGraphPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases,
+    CudaGraphPhase, FreezingPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases,
     study_phases,
 )
 from tuner.sweep.phases.cuda_graphs import REPLAY_S, by_hand, worth_measuring
@@ -47,6 +47,7 @@ class SweepOptions:
     ranking: bool = True  # measure the candidates a model fit on the database predicts fastest (tuner.ranking)
     prior: bool = True  # also learn from (and seed with) the measurements tuner ships for this device model
     started: float | None = None  # time.monotonic() when the command started: a time budget counts from there
+    time_unfrozen: bool = True  # frozen inference: time the workload unfrozen first (``FreezingPhase``), else tune it frozen
 
 
 @dataclass
@@ -88,14 +89,21 @@ MAX_END_SHARE = 0.35
 CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker's restart recompiles the model twice)
 
 
-def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None, lead: bool = False) -> Iterator[Phase]:
+def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None, lead: bool = False,
+           freezing: FreezingPhase | None = None) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
-    it will run); then the searches ``middle`` (:func:`searches_by_gain`), the whole-workload check, and the kernels
-    of the set the check kept where the kernel search did not capture those (the check dropped a winner, or there was
-    no time to compile the winners before it). ``lead``: the first search takes all the time left (:func:`with_shares`)."""
+    it will run); then, for frozen inference, whether it runs frozen (``freezing``; where it was captured again
+    unfrozen, CUDA graphs are measured again for that capture); then the searches ``middle``
+    (:func:`searches_by_gain`), the whole-workload check, and the kernels of the set the check kept where the kernel
+    search did not capture those (the check dropped a winner, or there was no time to compile the winners before it).
+    ``lead``: the first search takes all the time left (:func:`with_shares`)."""
     if cuda_graphs is not None:
         yield cuda_graphs
+    if freezing is not None:
+        yield freezing
+        if freezing.switched and cuda_graphs is not None:
+            yield CudaGraphPhase(freezing.idle_share, by_hand=cuda_graphs.by_hand)
     yield from with_shares(middle, lead)
     yield whole
     searched = next((p for p in middle if isinstance(p, KernelPhase)), None)
@@ -147,11 +155,18 @@ def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[s
     return [middle[n] for n in order]
 
 
-def _end_compiles(spec: WorkloadSpec) -> int:
-    """What the end's measurements compile: the check's winners and the workload unfrozen (frozen inference). The
-    defaults' compile is the capture's, which the worker holds through the end (``Worker.held``: a CPU worker is
-    otherwise recycled every CPU_RECYCLE trials, and a 120-s mobilenet_v2 sweep's check took 2.8 compiles)."""
-    return WHOLE_COMPILES + (UNFROZEN_COMPILES if spec.uses_freezing else 0)
+def _end_compiles(opts: SweepOptions, settled: bool = False) -> int:
+    """What the end's measurements compile: the check's winners, and the workload unfrozen (frozen inference) unless
+    that is ``settled`` (timed by the freezing phase, :func:`freezing_first`; or not to be timed). The defaults'
+    compile is the capture's, which the worker holds through the end (``Worker.held``: a CPU worker is otherwise
+    recycled every CPU_RECYCLE trials, and a 120-s mobilenet_v2 sweep's check took 2.8 compiles)."""
+    return WHOLE_COMPILES + (UNFROZEN_COMPILES if opts.spec.uses_freezing and opts.time_unfrozen and not settled else 0)
+
+
+def freezing_first(opts: SweepOptions) -> bool:
+    """Whether the sweep times the workload unfrozen before its searches (``FreezingPhase``): frozen inference, one
+    worker (several share the searches, and the last one to finish times it at the end), unless told not to."""
+    return opts.spec.uses_freezing and opts.workers == 1 and opts.time_unfrozen
 
 
 def promised_end_s(budget_s: float) -> float:
@@ -184,18 +199,25 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
     prior = rows_for(device.kind, device.name) if opts.prior else PriorRows()
     if prior.files:
         progress.note(f"learning also from the measurements tuner ships for the {device.name} ({', '.join(prior.files)}; --no-prior: not)")
+    check_s = WHOLE_COMPILES * capture.compile_s
+    deadlines = _deadlines(opts.budget.time_budget_s, t0, check_s, _end_compiles(opts) * capture.compile_s, keep_end)
+    # The end's share holds the unfrozen measurement until the freezing phase has taken it at the start; then the phases
+    # get what the end no longer needs (never less than they had: a share too small for the end went to them).
+    settled = _deadlines(opts.budget.time_budget_s, t0, check_s, _end_compiles(opts, settled=True) * capture.compile_s, keep_end)
+    freed = max(0.0, (settled["deadline"] or 0.0) - (deadlines["deadline"] or 0.0))
     tuning = StudyContext(
         db=db, storage=open_storage(opts.db_url), device_id=device_id, prior=prior,
         rankers=Rankers(db, device_id, prior) if opts.ranking else None,
         environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
         sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
         from_similar=opts.from_similar, costs=worker.costs,
-        **_deadlines(opts.budget.time_budget_s, t0, WHOLE_COMPILES * capture.compile_s, _end_compiles(opts.spec) * capture.compile_s, keep_end),
+        **deadlines,
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks)
     return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers, recorded=capture.graphs,
-                        short_kernels=gain.short_launches(capture))
+                        short_kernels=gain.short_launches(capture), capture_s=sum(capture.costs.values()),
+                        freezing_settled=not opts.time_unfrozen, freed_s=freed if freezing_first(opts) else 0.0)
 
 
 # Candidates per site a floor's site batch holds (besides each site's default): the ranked few a first batch offers
@@ -249,12 +271,14 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         opts, held, lead = _sized(opts, capture, progress, t0, profile)
         sweep = _context(opts, db, worker, capture, progress, t0, tasks, keep_end=not held)
         cuda_graphs = CudaGraphPhase(capture.idle_share, by_hand=by_hand(opts.spec.mode)) if opts.spec.device == "cuda" else None
-        parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, any(g.get("frozen") for g in capture.graphs), cuda_graphs)
+        freezing = FreezingPhase() if freezing_first(opts) else None
+        frozen = any(g.get("frozen") for g in capture.graphs)
+        parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, frozen, cuda_graphs, freezing)
         first = first_trials(sweep, len(capture.graphs) if opts.fusion else 0)
         middle = searches_by_gain(opts, profile, parts, progress, first, _graphs_first(opts, capture), SitePhase.name if lead else None)
         left_out = {p.name for p in searches(opts)} - {p.name for p in middle}
         progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
-        run_phases(sweep, phases(middle, whole, cuda_graphs, lead))
+        run_phases(sweep, phases(middle, whole, cuda_graphs, lead, freezing))
     except KeyboardInterrupt:
         release_all(db, worker_id())
         if report is None:
@@ -330,9 +354,9 @@ def _finish(report: SweepReport, sweep: SweepContext | None, whole: WholeCheckPh
     report.wall_s = wall_s
     if sweep is None:
         return
-    report.outcomes = [sweep.outcomes[r.id] for r in sweep.workload.records if r.id in sweep.outcomes]
+    report.outcomes = [sweep.outcomes[r.id] for r in [*sweep.former, *sweep.workload.records] if r.id in sweep.outcomes]
     # Every trial this sweep stored but those its spaces rejected unmeasured: the defaults' timings included.
     report.trials_measured = sum(n for status, n in sweep.tuning.stored.items() if status != Status.INVALID.value)
     report.whole_checked = whole.checked
-    report.default_ms, report.tuned_ms, report.unfrozen_ratio = whole.default_ms, whole.tuned_ms, whole.unfrozen_ratio
+    report.default_ms, report.tuned_ms, report.unfrozen_ratio = whole.default_ms, whole.tuned_ms, whole.unfrozen_ratio or sweep.unfrozen_ratio
     report.baseline = whole.baseline

@@ -147,8 +147,6 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str, short_kernels: int = 
                 space[seen] = int(g[seen])
         if short_kernels > 0 and space["device"] == "cuda":
             space["short_kernels"] = int(short_kernels)
-        if g.get("frozen"):
-            space["frozen"] = 1
         sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
         which = "backward" if g["backward"] else "forward"
         out.append(TaskSpec(g["fusion_key"], Kind.FUSION, f"{model} {which} graph {g['index']} fusion", sig, space_for(Kind.FUSION, sig)))

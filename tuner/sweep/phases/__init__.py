@@ -2,12 +2,13 @@
 
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, Workload, run_phases
 from tuner.sweep.phases.cuda_graphs import CudaGraphPhase
+from tuner.sweep.phases.freezing import FreezingPhase
 from tuner.sweep.phases.graphs import FusionPhase, GraphKnobPhase, GraphStudyPhase
 from tuner.sweep.phases.kernels import KernelPhase
 from tuner.sweep.phases.sites import SitePhase
 from tuner.sweep.phases.whole import WholeCheckPhase
 
-BUILT_IN = tuple(p.name for p in (CudaGraphPhase, SitePhase, GraphKnobPhase, FusionPhase, KernelPhase, WholeCheckPhase))
+BUILT_IN = tuple(p.name for p in (CudaGraphPhase, FreezingPhase, SitePhase, GraphKnobPhase, FusionPhase, KernelPhase, WholeCheckPhase))
 
 
 def study_phases(device_type: str) -> list[str]:
@@ -18,6 +19,6 @@ def study_phases(device_type: str) -> list[str]:
     return list(dict.fromkeys(k.phase for k in registered() if device_type in k.devices and k.phase not in BUILT_IN))
 
 __all__ = [
-    "CudaGraphPhase", "FusionPhase", "GraphKnobPhase", "GraphStudyPhase", "KernelPhase", "Phase", "Plan", "SitePhase", "SweepContext", "WholeCheckPhase",
+    "CudaGraphPhase", "FreezingPhase", "FusionPhase", "GraphKnobPhase", "GraphStudyPhase", "KernelPhase", "Phase", "Plan", "SitePhase", "SweepContext", "WholeCheckPhase",
     "Workload", "run_phases", "study_phases",
 ]

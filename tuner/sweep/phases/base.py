@@ -14,6 +14,7 @@ from tuner.sweep.clock import CAPTURE, fits
 from tuner.core import Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
 from tuner.sweep.estimate import expected_s
+from tuner.sweep.gain import short_launches
 from tuner.measure import Worker
 from tuner.sweep.progress import Progress
 from tuner.study.context import StudyContext
@@ -32,8 +33,11 @@ class Workload:
     records: list[TaskRecord] = field(default_factory=list)
 
     def register(self, new: list[TaskSpec]) -> list[TaskRecord]:
-        recs = [self.db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in new]
-        self.tasks, self.records = self.tasks + new, self.records + recs
+        """``new``'s records, in order; a task registered before is not added again."""
+        known = {t.key: r for t, r in zip(self.tasks, self.records)}
+        recs = [known.get(t.key) or self.db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in new]
+        added = [(t, r) for t, r in zip(new, recs) if t.key not in known]
+        self.tasks, self.records = self.tasks + [t for t, _ in added], self.records + [r for _, r in added]
         self.db.link_workload(self.name, [r.id for r in self.records])
         return recs
 
@@ -59,6 +63,11 @@ class SweepContext:
     outcomes: dict[int, TaskOutcome] = field(default_factory=dict)
     recorded: list[dict[str, Any]] = field(default_factory=list)  # the graphs as the capture recorded them (Inductor's defaults)
     short_kernels: int = 0  # the step's Triton launches, where it is a run of short kernels (``gain.short_launches``)
+    capture_s: float = 0.0  # what the capture took, start to end
+    former: list[TaskRecord] = field(default_factory=list)  # the tasks of a workload captured before this one (frozen)
+    freezing_settled: bool = False  # whether the end leaves freezing as it is: timed before the searches (``FreezingPhase``), or not to be
+    unfrozen_ratio: float | None = None  # where it won unfrozen: its time over the frozen one's
+    freed_s: float = 0.0  # how much later the phases' deadline moves once freezing is settled (the end no longer holds it)
 
     @property
     def db(self) -> Database:
@@ -77,6 +86,20 @@ class SweepContext:
 
     def time_left(self) -> bool:
         return self.tuning.time_left()
+
+    def settle_freezing(self) -> None:
+        """Freezing is settled before the searches: the end will not time it, and its time goes to the phases."""
+        self.freezing_settled = True
+        if self.freed_s and self.tuning.deadline is not None:
+            self.tuning = dataclasses.replace(self.tuning, deadline=self.tuning.deadline + self.freed_s)
+        self.freed_s = 0.0
+
+    def replace_workload(self, workload: Workload, former: list[TaskRecord], capture: Any = None) -> None:
+        """The sweep goes on with ``workload`` (captured by ``capture``, where there was one); the tasks of the one
+        before (``former``) stay in its report."""
+        self.workload, self.former = workload, self.former + former
+        if capture is not None:
+            self.recorded, self.short_kernels, self.capture_s = capture.graphs, short_launches(capture), sum(capture.costs.values())
 
     def can_capture(self, keep_end: bool = False) -> bool:
         """Whether one more capture compile (its recent cost) ends by the sweep's own deadline; with ``keep_end``, by

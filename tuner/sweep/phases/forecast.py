@@ -13,6 +13,7 @@ from tuner.kinds import where
 from tuner.sweep.estimate import expected_s
 from tuner.sweep.phases.base import SweepContext
 from tuner.sweep.phases.cuda_graphs import CudaGraphPhase
+from tuner.sweep.phases.freezing import FreezingPhase
 from tuner.sweep.phases import study_phases
 from tuner.sweep.phases.graphs import FusionPhase, GraphKnobPhase
 from tuner.sweep.phases.kernels import KernelPhase
@@ -22,16 +23,17 @@ from tuner.sweep.tasks import kernel_tasks
 
 
 def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_graphs: int, frozen: bool = False,
-             cuda_graphs: CudaGraphPhase | None = None) -> dict[str, float]:
+             cuda_graphs: CudaGraphPhase | None = None, freezing: FreezingPhase | None = None) -> dict[str, float]:
     """{phase: expected seconds} for the phases this sweep will run, from the capture's tasks and kernels;
     ``fusion_graphs``: the graphs whose groupings it will search (0: none); ``frozen``: some were compiled frozen,
-    so the whole-workload check also times the workload unfrozen; ``cuda_graphs``: the sweep's CUDA-graph phase (on
-    CUDA), which says what it costs."""
+    so the workload is timed unfrozen (by ``freezing``, the sweep's freezing phase, where it has one, else by the
+    whole-workload check); ``cuda_graphs``: the sweep's CUDA-graph phase (on CUDA), which says what it costs."""
     costs, dev = sweep.tuning.costs, sweep.device_type
     tasks = sweep.workload.tasks
     measured_by = lambda name: [x for x in tasks if x.kind in where(phase=name)]  # noqa: E731
     out = {
         CudaGraphPhase.name: cuda_graphs.forecast_s(costs) if cuda_graphs else 0.0,
+        FreezingPhase.name: freezing.measure_s(sweep) if freezing and frozen else 0.0,
         SitePhase.name: SitePhase.expected_s(sweep, measured_by(SitePhase.name)),
         KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
         GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(GraphKnobPhase.name))[1]),
@@ -39,7 +41,7 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_g
     }
     if fusion_graphs:  # one grouping per graph, each with its budget's trials (the groupings are recorded later)
         out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), fusion_graphs * sweep.budget.fusion_target)])
-    out[WholeCheckPhase.name] = (WHOLE_COMPILES + (UNFROZEN_COMPILES if fusion_graphs and frozen else 0)) * costs.expect(CAPTURE)
+    out[WholeCheckPhase.name] = (WHOLE_COMPILES + (UNFROZEN_COMPILES if fusion_graphs and frozen and freezing is None else 0)) * costs.expect(CAPTURE)
     return {name: s for name, s in out.items() if s > 0}
 
 

@@ -6,20 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tuner.core import Forcing, Kind, TaskOutcome, TaskSpec
-from tuner.kinds import beside_base, groups
+from tuner.core import Forcing, Kind, TaskSpec
+from tuner.kinds import beside_base, groups, where
 from tuner.db import TaskRecord
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.sweep.phases.base import Phase, Plan, SweepContext
 from tuner.sweep.phases import cuda_graphs
-from tuner.study.context import record
+from tuner.search_spaces.freezing import KIND as FREEZING_KIND, unfrozen
+from tuner.sweep.phases.freezing import UNFROZEN, store
 from tuner.sweep.winners import revert_to_defaults, stored_outcome
 from tuner.sweep.workload_check import check_whole
 
 
 WHOLE = "whole workload"  # the cost kind of one whole-workload measurement
-UNFROZEN = "whole workload unfrozen"  # ... of the workload timed unfrozen: a compile stopped and restarted, not cached
 # What one costs before it has been timed: the winners' compile (the defaults' is the capture's, which a live worker
 # keeps; one that must start again compiles them first). Estimated before from a fusion trial's time scaled to the
 # check's rounds, a 231-s resnet50 sweep (H200) skipped its check with 34 s left: that trial's 31 s were two compiles,
@@ -44,6 +44,7 @@ class WholeCheckPhase(Phase):
         self.baseline = "Inductor's defaults"  # what ``default_ms`` timed
 
     def plan(self, sweep: SweepContext) -> Plan:
+        self.baseline = _said(sweep, self.baseline)
         _collect_outcomes(sweep)
         if not sweep.time_left():
             sweep.progress.note("time budget reached: unfinished tasks keep their best so far or Inductor's defaults; rerun to continue them")
@@ -65,7 +66,7 @@ class WholeCheckPhase(Phase):
         base, parts = base_and_parts(sweep)
         measure = _measurer(sweep, base)
         if base != Forcing():
-            self.baseline = "Inductor's defaults under CUDA graphs"
+            self.baseline = _said(sweep, "Inductor's defaults under CUDA graphs")
         m, dropped = None, []
         if any(parts.values()):
             m, dropped = self._check(sweep, measure, parts)
@@ -79,11 +80,12 @@ class WholeCheckPhase(Phase):
         self._revert(sweep, drop)
 
     def _base_only(self, sweep: SweepContext) -> None:
-        """With no winner beyond CUDA graphs there is nothing to check: the workload's times are their measurement's."""
-        graphs = [o for o in sweep.outcomes.values() if o.task.kind == Kind.CUDA_GRAPH and not o.is_default]
-        if graphs:
+        """With no winner beyond CUDA graphs and freezing there is nothing to check: the workload's times are their
+        measurements', from the first one's baseline (Inductor's defaults) to the last one's winner."""
+        won = [o for o in sweep.outcomes.values() if o.task.kind in (Kind.CUDA_GRAPH, FREEZING_KIND.value) and not o.is_default]
+        if won:
             self.checked, self.baseline = True, "Inductor's defaults"
-            self.default_ms, self.tuned_ms = graphs[-1].default_ms, graphs[-1].best_ms
+            self.default_ms, self.tuned_ms = won[0].default_ms, won[-1].best_ms
 
     def _check(self, sweep: SweepContext, measure: Callable[..., Measurement | None], parts: dict) -> tuple[Measurement | None, list[int]]:
         sweep.progress.note(f"measuring the whole workload: all winners vs {self.baseline}")
@@ -114,19 +116,14 @@ class WholeCheckPhase(Phase):
         frozen = _frozen(sweep)
         if not frozen:
             return
-        m = measure(Forcing.union([kept, *(t.forcing(config) for t, _, config in frozen)]))
+        m = measure(Forcing.union([kept, *(t.forcing(unfrozen()) for t, _ in frozen)]))
         if m is None or not m.ok:
             sweep.progress.note("no time was left to measure the workload without freezing" if m is None else f"the workload without freezing failed: {m.status.value}: {m.error}")
             return
         wins = m.beats_default(sweep.budget.min_gain)
-        self.unfrozen_ratio = m.ratio if wins else None
         sweep.progress.note(f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen with the winners ({m.ratio:.3f}x): " + ("kept, unfrozen" if wins else "frozen stays"))
-        for t, r, config in frozen:
-            trial = record(sweep.tuning, r, config, m)
-            if wins:
-                sweep.db.set_winner(r.id, sweep.tuning.device_id, trial.id, config, m.median_ms, m.baseline_ms)
-                before = sweep.outcomes.get(r.id)
-                sweep.outcomes[r.id] = TaskOutcome(r, config, False, m.baseline_ms, m.median_ms, 1, (before.total if before else 0) + 1)
+        store(sweep, frozen, m, wins)
+        self.unfrozen_ratio = sweep.unfrozen_ratio
 
 
 def _keeping_unfrozen(sweep: SweepContext, measure: Callable[..., Measurement | None]) -> Callable[[Forcing], Measurement | None]:
@@ -138,6 +135,11 @@ def _keeping_unfrozen(sweep: SweepContext, measure: Callable[..., Measurement | 
         return measure
     tuning = sweep.tuning
     return lambda f: measure(f, reserve_s=tuning.expected(UNFROZEN, None, UNFROZEN_COMPILES))
+
+
+def _said(sweep: SweepContext, baseline: str) -> str:
+    """What the check's baseline is called: without freezing where the workload was captured again so (``FreezingPhase``)."""
+    return baseline + (" without freezing" if sweep.former and not baseline.endswith("without freezing") else "")
 
 
 def measured_alone(sweep: SweepContext, parts: dict[str, dict[int, Forcing]]) -> dict[str, float]:
@@ -185,9 +187,12 @@ def _measurer(sweep: SweepContext, base: Forcing = Forcing()) -> Callable[..., M
     return measure
 
 
-def _frozen(sweep: SweepContext) -> list[tuple[TaskSpec, TaskRecord, dict]]:
-    """The workload's fusion tasks of graphs compiled frozen, each with its config that compiles it unfrozen."""
-    return [(t, r, c) for t, r in sweep.workload.pairs((Kind.FUSION,)) if (c := t.space.unfrozen()) is not None]
+def _frozen(sweep: SweepContext) -> list[tuple[TaskSpec, TaskRecord]]:
+    """The workload's freezing tasks (its graphs compiled frozen); none where the freezing phase settled them before
+    the searches."""
+    if sweep.freezing_settled:
+        return []
+    return sweep.workload.pairs(where(phase=FREEZING_KIND.phase))
 
 
 def _collect_outcomes(sweep: SweepContext) -> None:

@@ -1,0 +1,152 @@
+"""The freezing phase: whether an inference workload runs frozen, decided before any search.
+
+Freezing (weights folded in as constants, oneDNN's weight prepacking on the CPU) is what Inductor's strongest mode
+does, and it loses on some models: mnasnet0_5 at 64x64 ran 6.90 ms frozen against 5.76 unfrozen on a 2-core CPU, a
+2-layer BERT 1.94 against 1.82 (bench/results/cpu-epyc-2c/). Decided at the end, after the searches had tuned the
+frozen graphs, an unfrozen answer threw their winners away, and a short sweep found no time for it at all: tuned then
+ran 1.108x slower than Inductor's default. Here the workload with every frozen graph compiled unfrozen is timed
+against the capture's frozen compile first, in one run; where it wins by the budget's minimum gain and past the
+noise, those graphs' answer (``search_spaces/freezing.py``) is to compile unfrozen, and the workload is captured again without freezing, so the
+searches tune the graphs a compile with ``backend="tuned"`` will run (the frozen graph's answer restarts its compile
+unfrozen, ``backend/hooks/restart.py``, and the unfrozen graph finds its own answers). A rerun reads the stored answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core import Forcing, TaskOutcome
+from tuner.errors import TunerError
+from tuner.kinds import where
+from tuner.sweep import clock
+from tuner.sweep.clock import CAPTURE, fits
+from tuner.sweep.phases.base import Phase, Plan, SweepContext, Workload
+from tuner.sweep.phases import cuda_graphs
+from tuner.study.context import record
+from tuner.search_spaces.freezing import unfrozen
+from tuner.sweep.tasks import tasks_from_capture
+from tuner.sweep.winners import stored_outcome
+
+UNFROZEN = "whole workload unfrozen"  # the cost kind of one measurement of the workload unfrozen
+
+
+class FreezingPhase(Phase):
+    name = "freezing"
+    whole_step = True
+    # Of the time left when it starts, as the template sites' first share: its measurement is one compile and its
+    # timing. Where freezing wins big (resnet18 on a 2-core CPU: 6.7 ms frozen, 22.2 unfrozen), a short budget's
+    # compile goes to the sites instead: a 40-s sweep had 24 s after its capture, and an 11-s compile does not fit
+    # 40% of them; a 60-s mnasnet0_5 sweep (31 s left, a 12-s compile) times it.
+    share = 0.4
+
+    def __init__(self) -> None:
+        self.pairs: list[Any] = []  # the freezing tasks: the graphs the capture compiled frozen
+        self.switched = False  # the workload was captured again, unfrozen
+        self.idle_share: float | None = None  # of that capture's default step
+
+    def plan(self, sweep: SweepContext) -> Plan:
+        self.pairs = sweep.workload.pairs(where(phase=self.name))
+        if not self.pairs:
+            return Plan([], 0)
+        return Plan([t for t, _ in self.pairs], 1, seconds=self.measure_s(sweep))  # a capture follows only where unfrozen wins
+
+    def measure_s(self, sweep: SweepContext) -> float:
+        """Its measurement: the unfrozen compile, and the baseline's where that is not the capture's (under CUDA
+        graphs), then their timing."""
+        compiles = 1 + (_base(sweep) != Forcing())
+        return sweep.tuning.costs.expect(UNFROZEN) or compiles * sweep.tuning.costs.expect(CAPTURE)
+
+    def run(self, sweep: SweepContext, deadline: float | None) -> None:
+        wins = self._stored(sweep)
+        if wins is None:
+            m = self._measure(sweep, deadline)
+            if m is None:
+                sweep.progress.note("no time to time the workload without freezing before the searches: it is tuned frozen")
+            else:
+                wins = self._store(sweep, m)
+        sweep.settle_freezing()  # the end's check does not time it
+        if wins:
+            self._capture_unfrozen(sweep)
+
+    def _stored(self, sweep: SweepContext) -> bool | None:
+        """What an earlier sweep settled (True: unfrozen won), or None where it never timed the workload unfrozen."""
+        winners = sweep.db.winner_configs([r.id for _, r in self.pairs], sweep.tuning.device_id)
+        if any((winners.get(r.id) or {}).get("freezing") is False for _, r in self.pairs):
+            sweep.progress.note("an earlier sweep found this workload faster without freezing: it is tuned unfrozen")
+            sweep.add([o for t, r in self.pairs if (o := stored_outcome(sweep.db, sweep.tuning.device_id, r, t)) is not None])
+            return True
+        if all(sweep.db.find_trial(r.id, sweep.tuning.device_id, unfrozen()) is not None for _, r in self.pairs):
+            return False
+        return None
+
+    def _measure(self, sweep: SweepContext, deadline: float | None) -> Any:
+        """The workload with its frozen graphs compiled unfrozen against the capture's frozen compile (under CUDA
+        graphs where the sweep keeps them), or None where that does not fit before ``deadline``."""
+        costs, base = sweep.tuning.costs, _base(sweep)
+        if not fits(deadline, self.measure_s(sweep)):
+            return None
+        from tuner.measure import GraphTrial
+
+        candidate = Forcing.union([base, *(t.forcing(unfrozen()) for t, _ in self.pairs)])
+        sweep.progress.note("timing the workload without freezing against the capture's frozen compile, before any search")
+        with costs.timed(UNFROZEN):
+            return sweep.worker.run(GraphTrial(base.to_json(), candidate.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
+
+    def _store(self, sweep: SweepContext, m: Any) -> bool:
+        """Each frozen graph's trial and its answer: unfrozen where that won, else frozen. Whether it won."""
+        if not m.ok:
+            sweep.progress.note(f"the workload without freezing failed: {m.status.value}: {m.error}")
+        wins = m.ok and m.beats_default(sweep.budget.min_gain)
+        if m.ok:
+            sweep.progress.note(f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen ({m.ratio:.3f}x): "
+                                + ("kept, unfrozen" if wins else "frozen stays"))
+        store(sweep, self.pairs, m, wins)
+        return wins
+
+    def _capture_unfrozen(self, sweep: SweepContext) -> None:
+        """The workload captured again with its frozen graphs' answer forced, as a tuned compile runs it (Dynamo's
+        trace with freezing on, each graph compiled again unfrozen); its tasks become the sweep's, and every later
+        compile of the worker forces that answer beneath its own. Where that does not fit, the searches stop: they
+        would tune frozen graphs that a tuned compile no longer runs."""
+        former = [r for _, r in sweep.workload.pairs()]
+        empty = Workload(sweep.db, sweep.workload.name)
+        if not fits(sweep.tuning.deadline, _capture_s(sweep)):
+            sweep.progress.note("no time to capture the workload without freezing: it runs unfrozen with Inductor's defaults")
+            sweep.replace_workload(empty, former)
+            return
+        sweep.progress.note("capturing the workload again without freezing (compiling with Inductor's defaults)")
+        sweep.worker.base = Forcing.union(t.forcing(unfrozen()) for t, _ in self.pairs).to_json()
+        try:
+            capture = sweep.worker.start(max(1.0, sweep.tuning.settle_by - clock.now()) if sweep.tuning.settle_by else None)
+        except TunerError as e:
+            sweep.progress.note(f"the capture without freezing failed ({e}): the workload runs unfrozen with Inductor's defaults")
+            sweep.replace_workload(empty, former)
+            return
+        sweep.progress.note(capture.cost_line())
+        empty.register(tasks_from_capture(capture, sweep.model))
+        sweep.replace_workload(empty, former, capture)
+        self.switched, self.idle_share = True, capture.idle_share
+
+
+def store(sweep: SweepContext, pairs: list[Any], m: Any, wins: bool) -> None:
+    """Each frozen graph's trial (``m``: the workload unfrozen against frozen) and its answer: unfrozen where that
+    ``wins``, else frozen, so that every task of a swept workload has an answer."""
+    for t, r in pairs:
+        trial = record(sweep.tuning, r, unfrozen(), m)
+        if wins:
+            sweep.db.set_winner(r.id, sweep.tuning.device_id, trial.id, unfrozen(), m.median_ms, m.baseline_ms)
+        elif m.ok:
+            sweep.db.set_winner(r.id, sweep.tuning.device_id, None, t.space.default, None, None)
+        sweep.outcomes[r.id] = TaskOutcome(r, unfrozen() if wins else t.space.default, not wins, m.baseline_ms,
+                                           m.median_ms if wins else m.baseline_ms, 1, 1)
+    sweep.unfrozen_ratio = m.ratio if wins else None
+
+
+def _base(sweep: SweepContext) -> Forcing:
+    """What the measurement's both arms run on: CUDA graphs where the sweep keeps them."""
+    return Forcing.union(cuda_graphs.kept(sweep).values())
+
+
+def _capture_s(sweep: SweepContext) -> float:
+    """What a capture of the workload costs: the sweep's own took this long, start to end."""
+    return sweep.capture_s or sweep.tuning.costs.expect(CAPTURE)
