@@ -63,18 +63,7 @@ def test_sweep_then_tuned_compile_benchmarks_nothing(sweep_at_batch_1):
     assert said_measured == sum(n for status, n in by_status.items() if status != "invalid"), (said_measured, by_status)
     assert _freezing(db_url) == ([], None) and "without freezing" not in flat
 
-    inductor_config.freezing = True
-    tb.reset_stats()
-    m, x = mlp().eval(), torch.randn(1, 64)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)  # CPU winners are keyed by thread count: deploy with the count tuned for
-    try:
-        with torch.no_grad():
-            y = torch.compile(m, backend="tuned", options={"db": db_url})(x)
-            torch.testing.assert_close(y, m(x))
-    finally:
-        torch.set_num_threads(threads)
-    s = tb.stats()
+    s = _tuned_compile_stats(db_url)
     assert s["benchmarks"] == 0
     assert (s["hits"], s["misses"]) == (4, 0), s  # the graph's two answers and its two sites'
 
@@ -91,18 +80,24 @@ def test_the_workload_is_timed_unfrozen_before_the_searches_and_tuned_as_it_won(
     said = flat.index("without freezing: ")
     first_search = flat.index("capturing the workload again without freezing" if unfrozen else "template sites: 2 tasks")
     assert said < first_search, flat
+    s = _tuned_compile_stats(db_url)
+    assert s["benchmarks"] == 0 and s["misses"] == 0, s  # unfrozen: the graph compiled again finds the answers tuned for it
+
+
+def _tuned_compile_stats(db_url):
+    """The lookup counts of a user's frozen compile of the mlp at batch 1 with ``backend="tuned"``, checked against
+    eager."""
     inductor_config.freezing = True
     tb.reset_stats()
     m, x = mlp().eval(), torch.randn(1, 64)
     threads = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(2)  # CPU winners are keyed by thread count: deploy with the count tuned for
     try:
         with torch.no_grad():
             torch.testing.assert_close(torch.compile(m, backend="tuned", options={"db": db_url})(x), m(x))
     finally:
         torch.set_num_threads(threads)
-    s = tb.stats()
-    assert s["benchmarks"] == 0 and s["misses"] == 0, s  # unfrozen: the graph compiled again finds the answers tuned for it
+    return tb.stats()
 
 
 def _freezing(db_url):
@@ -157,17 +152,7 @@ def test_a_workload_faster_unfrozen_is_captured_again_and_tuned_unfrozen(sweep_a
     db.close()
     assert stats["tasks"] == 7, stats  # the frozen graph's five, the unfrozen graph's codegen knobs and fusion grouping
 
-    inductor_config.freezing = True
-    tb.reset_stats()
-    m, x = mlp().eval(), torch.randn(1, 64)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        with torch.no_grad():
-            torch.testing.assert_close(torch.compile(m, backend="tuned", options={"db": db_url})(x), m(x))
-    finally:
-        torch.set_num_threads(threads)
-    s = tb.stats()
+    s = _tuned_compile_stats(db_url)
     assert s["benchmarks"] == 0 and s["misses"] == 0 and s["hits"] >= 4, s  # the frozen graph's answer, the unfrozen one's
 
 

@@ -261,7 +261,8 @@ def test_a_cold_first_run_keeps_its_time_budget_and_compiles_benchmarking_nothin
     db = Database.open(db_url)
     stats = db.stats()
     db.close()
-    assert stats["winners"] >= 1 and stats["trials_by_status"].get("ok", 0) >= 2
+    # At least its first measurement: here whether freezing pays (one compile and its timing, before any search)
+    assert stats["winners"] >= 1 and stats["trials_by_status"].get("ok", 0) >= 1
 
     inductor_config.freezing = True
     tb.reset_stats()
