@@ -163,10 +163,6 @@ class FusionSpace(Space):
         config = {p.name: p.suggest(trial) for p in self.params if p.name != FREEZING}
         return {**config, FREEZING: True} if FREEZING in self.default else config
 
-    def unfrozen(self) -> dict[str, Any] | None:
-        """The config that compiles this graph unfrozen, if it was compiled frozen."""
-        return {**self.default, FREEZING: False} if FREEZING in self.default else None
-
     def evidence(self) -> list[dict[str, Any]]:
         """The default with ``aggressive_fusion``, where the graph has template epilogues only it would fuse, with each
         rewrite knob offered (where the graph has what it applies to), and with ``combo_kernels`` where the step is a
