@@ -33,7 +33,7 @@ def test_unfrozen_with_no_time_to_capture_again_stops_the_searches_and_keeps_the
     (t, r), = phase.pairs
     from tuner.sweep.phases.freezing import store
 
-    store(sweep, phase.pairs, Measurement(Status.OK, 0.9, 0.9, 0.01, 1.0, baseline_spread_ms=0.01), True)
+    assert store(sweep, phase.pairs, Measurement(Status.OK, 0.9, 0.9, 0.01, 1.0, baseline_spread_ms=0.01), "frozen")
     sweep.settle_freezing()
     assert sweep.freezing_settled and sweep.freed_s == 0.0
     phase._capture_unfrozen(sweep)  # a capture of 60 s does not fit the 30 left
@@ -52,7 +52,7 @@ def test_a_rerun_reads_what_an_earlier_sweep_settled(db_url):
     slower = Measurement(Status.OK, 1.2, 1.2, 0.01, 1.0, baseline_spread_ms=0.01)
     from tuner.sweep.phases.freezing import store
 
-    store(sweep, phase.pairs, slower, False)
+    assert not store(sweep, phase.pairs, slower, "frozen")
     assert phase._stored(sweep) is False  # timed, frozen stays: not timed again
     (t, r), = phase.pairs
     assert sweep.db.winner_config(r.id, sweep.tuning.device_id) == t.space.default

@@ -358,5 +358,5 @@ def _finish(report: SweepReport, sweep: SweepContext | None, whole: WholeCheckPh
     # Every trial this sweep stored but those its spaces rejected unmeasured: the defaults' timings included.
     report.trials_measured = sum(n for status, n in sweep.tuning.stored.items() if status != Status.INVALID.value)
     report.whole_checked = whole.checked
-    report.default_ms, report.tuned_ms, report.unfrozen_ratio = whole.default_ms, whole.tuned_ms, whole.unfrozen_ratio or sweep.unfrozen_ratio
+    report.default_ms, report.tuned_ms, report.unfrozen_ratio = whole.default_ms, whole.tuned_ms, sweep.unfrozen_ratio
     report.baseline = whole.baseline

@@ -19,6 +19,7 @@ from typing import Any
 from tuner.core import Forcing, TaskOutcome
 from tuner.errors import TunerError
 from tuner.kinds import where
+from tuner.measure import GraphTrial
 from tuner.sweep import clock
 from tuner.sweep.clock import CAPTURE, fits
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, Workload
@@ -88,8 +89,6 @@ class FreezingPhase(Phase):
         costs, base = sweep.tuning.costs, _base(sweep)
         if not fits(deadline, self.measure_s(sweep)):
             return None
-        from tuner.measure import GraphTrial
-
         candidate = Forcing.union([base, *(t.forcing(unfrozen()) for t, _ in self.pairs)])
         sweep.progress.note("timing the workload without freezing against the capture's frozen compile, before any search")
         with costs.timed(UNFROZEN):
@@ -99,12 +98,7 @@ class FreezingPhase(Phase):
         """Each frozen graph's trial and its answer: unfrozen where that won, else frozen. Whether it won."""
         if not m.ok:
             sweep.progress.note(f"the workload without freezing failed: {m.status.value}: {m.error}")
-        wins = m.ok and m.beats_default(sweep.budget.min_gain)
-        if m.ok:
-            sweep.progress.note(f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen ({m.ratio:.3f}x): "
-                                + ("kept, unfrozen" if wins else "frozen stays"))
-        store(sweep, self.pairs, m, wins)
-        return wins
+        return store(sweep, self.pairs, m, "frozen")
 
     def _capture_unfrozen(self, sweep: SweepContext) -> None:
         """The workload captured again with its frozen graphs' answer forced, as a tuned compile runs it (Dynamo's
@@ -139,9 +133,14 @@ def _stop(sweep: SweepContext, empty: Workload, former: list[Any]) -> None:
     sweep.tuning = dataclasses.replace(sweep.tuning, deadline=clock.now())
 
 
-def store(sweep: SweepContext, pairs: list[Any], m: Any, wins: bool) -> None:
-    """Each frozen graph's trial (``m``: the workload unfrozen against frozen) and its answer: unfrozen where that
-    ``wins``, else frozen, so that every task of a swept workload has an answer."""
+def store(sweep: SweepContext, pairs: list[Any], m: Any, against: str) -> bool:
+    """Each frozen graph's trial (``m``: the workload unfrozen against ``against``, its frozen baseline) and its
+    answer: unfrozen where that wins by the budget's gain and past the noise, else frozen, so that every task of a
+    swept workload has an answer. Whether unfrozen won."""
+    wins = m.ok and m.beats_default(sweep.budget.min_gain)
+    if m.ok:
+        sweep.progress.note(f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms {against} ({m.ratio:.3f}x): "
+                            + ("kept, unfrozen" if wins else "frozen stays"))
     for t, r in pairs:
         trial = record(sweep.tuning, r, unfrozen(), m)
         if wins:
@@ -151,6 +150,7 @@ def store(sweep: SweepContext, pairs: list[Any], m: Any, wins: bool) -> None:
         sweep.outcomes[r.id] = TaskOutcome(r, unfrozen() if wins else t.space.default, not wins, m.baseline_ms,
                                            m.median_ms if wins else m.baseline_ms, 1, 1)
     sweep.unfrozen_ratio = m.ratio if wins else None
+    return wins
 
 
 def _base(sweep: SweepContext) -> Forcing:

@@ -40,7 +40,6 @@ class WholeCheckPhase(Phase):
         self.reverted: dict[int, dict] = {}
         self.default_ms: float | None = None
         self.tuned_ms: float | None = None
-        self.unfrozen_ratio: float | None = None  # the workload unfrozen over the winners frozen, where unfrozen won
         self.baseline = "Inductor's defaults"  # what ``default_ms`` timed
 
     def plan(self, sweep: SweepContext) -> Plan:
@@ -120,10 +119,7 @@ class WholeCheckPhase(Phase):
         if m is None or not m.ok:
             sweep.progress.note("no time was left to measure the workload without freezing" if m is None else f"the workload without freezing failed: {m.status.value}: {m.error}")
             return
-        wins = m.beats_default(sweep.budget.min_gain)
-        sweep.progress.note(f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen with the winners ({m.ratio:.3f}x): " + ("kept, unfrozen" if wins else "frozen stays"))
-        store(sweep, frozen, m, wins)
-        self.unfrozen_ratio = sweep.unfrozen_ratio
+        store(sweep, frozen, m, "frozen with the winners")
 
 
 def _keeping_unfrozen(sweep: SweepContext, measure: Callable[..., Measurement | None]) -> Callable[[Forcing], Measurement | None]:
