@@ -25,6 +25,9 @@ FAMILY = "attention"
 ANSWER_KNOB = "tuner.attention_backends"  # not an Inductor flag: the backend turns it into a post-grad pass
 BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math"), "cpu": ("flash_cpu", "math")}
 MAX_SITES = 16
+# Timed alone (``tuner.sweep.attention_alone``): a backend's output may differ from math attention's (float32) by this
+# much of its largest value, per dtype.
+ALONE_TOLERANCE = {"float16": 2e-2, "bfloat16": 4e-2, "float32": 2e-3}
 _SITE_ID = re.compile(r"^[0-9a-f]{16}$")
 _DTYPE = re.compile(r"^[a-z0-9_]{0,24}$")
 
@@ -39,6 +42,12 @@ def _options(device: str, site: dict[str, Any]) -> list[str]:
     """The backends a site may take on ``device``: its own first; flash only without a mask."""
     allowed = [b for b in BACKENDS[device] if not (b == "flash" and site.get("mask"))]
     return [site["backend"], *(b for b in allowed if b != site["backend"])]
+
+
+def rebuildable(site: dict[str, Any]) -> bool:
+    """Whether ``site`` can be rebuilt from what it records and timed alone: five sizes, a floating dtype, no mask
+    (whose shape is not recorded)."""
+    return len(site.get("shape") or []) == 5 and str(site.get("dtype")) in ALONE_TOLERANCE and not site.get("mask")
 
 
 def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -122,4 +131,5 @@ def _work(space: dict[str, Any]) -> float:
 
 KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="attention backends", cost="graph", group="attention", answer=_answer, beside_base=True,
                 forward_only=True, quiet_miss=True, label="attention", graph_task=_graph_task, adapter="tuner.backend.hooks.attention",
-                work=_work)
+                work=_work, library_ops=tuple(f"_scaled_dot_product_{op}" for op in ("flash_attention", "efficient_attention", "cudnn_attention",
+                                                                                   "flash_attention_for_cpu")))

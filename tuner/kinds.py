@@ -48,7 +48,9 @@ class TaskKind:
     by a graph study of its own (``tuner.sweep.phases.graphs.GraphStudyPhase``). ``work``: the multiply-adds per step
     of what a task of the kind decides, from its signature's ``space`` entry (an attention site's two GEMMs, say):
     its share of the step's library time, from which the sweep expects what its phase can gain
-    (``tuner.sweep.gain``); None: the kind claims none."""
+    (``tuner.sweep.gain``); None: the kind claims none. ``library_ops``: the library calls (``measure/busy.LIBRARY_OPS``,
+    without ``aten::``) whose profiled time its tasks decide: where the capture timed them, that time is its phase's
+    share instead."""
 
     value: str
     space: Callable[[dict[str, Any]], Space]
@@ -66,6 +68,7 @@ class TaskKind:
     graph_task: Callable[[dict[str, Any], list[dict[str, Any]], dict[str, Any]], dict[str, Any] | None] | None = None
     adapter: str = ""
     work: Callable[[dict[str, Any]], float] | None = None
+    library_ops: tuple[str, ...] = ()
 
 
 _REGISTRY: dict[str, TaskKind] = {}

@@ -94,7 +94,7 @@ def found(gm: Any) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def _call(backend: str, a: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+def call(backend: str, a: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     """(op, args, kwargs) of ``backend``'s fused attention for the call's arguments."""
     import torch
 
@@ -117,7 +117,7 @@ def _fused(node: Any, backend: str, a: dict[str, Any], fake_mode: Any) -> Any:
 
     import torch
 
-    op, args, kwargs = _call(backend, a)
+    op, args, kwargs = call(backend, a)
     g = node.graph
     with g.inserting_before(node):
         new = g.call_function(op, args, kwargs)

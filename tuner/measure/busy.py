@@ -36,7 +36,9 @@ def device_ms(step: Callable[[int], Any], sync: Callable[[], None], steps: int =
 
 # The library calls a compiled graph makes (ATen ops outside Inductor's Triton kernels) whose time the sweep weighs
 # levers by; each counted at its outermost call, its nested ops' device time included.
-LIBRARY_OPS = ("aten::convolution", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm")
+LIBRARY_OPS = ("aten::convolution", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm",
+               "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+               "aten::_scaled_dot_product_cudnn_attention", "aten::_scaled_dot_product_flash_attention_for_cpu")
 
 
 def library_ops(step: Callable[[int], Any], sync: Callable[[], None], steps: int = 5, device: bool = True) -> list[dict[str, Any]]:

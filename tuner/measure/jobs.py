@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tuner.errors import WorkloadError
-from tuner.measure.result import KernelResults, Measurement, SiteTimings, Status
+from tuner.measure.result import AttentionTimings, KernelResults, Measurement, SiteTimings, Status
 
 if TYPE_CHECKING:
     from tuner.measure.session import Session
@@ -69,6 +69,22 @@ class SiteBatch:
 
 
 @dataclass(frozen=True)
+class AttentionAlone:
+    """Each of these attention sites (``backend/hooks/attention.describe``) rebuilt from its sizes, and these fused
+    backends timed there alone, interleaved, each checked against math attention first. No compile."""
+
+    sites: tuple[dict[str, Any], ...]
+    backends: tuple[str, ...]
+    capture: ClassVar[bool] = False
+
+    def run(self, session: Session) -> AttentionTimings:
+        return session.time_attention(self)
+
+    def lost(self, status: Status, error: str) -> AttentionTimings:
+        return AttentionTimings(status, error=error)
+
+
+@dataclass(frozen=True)
 class KernelBatch:
     """These configs of one Triton kernel (its task key), each timed at the kernel against its default."""
 
@@ -113,6 +129,6 @@ class CaptureGraphs:
         raise WorkloadError(f"recording the graphs failed: {error}")
 
 
-Job = GraphTrial | GraphReplay | SiteBatch | KernelBatch | CaptureKernels | CaptureGraphs
+Job = GraphTrial | GraphReplay | SiteBatch | AttentionAlone | KernelBatch | CaptureKernels | CaptureGraphs
 
-__all__ = ["CaptureGraphs", "CaptureKernels", "GraphReplay", "GraphTrial", "Job", "KernelBatch", "SiteBatch"]
+__all__ = ["AttentionAlone", "CaptureGraphs", "CaptureKernels", "GraphReplay", "GraphTrial", "Job", "KernelBatch", "SiteBatch"]

@@ -73,6 +73,20 @@ class SiteTimings:
 
 
 @dataclass(frozen=True)
+class AttentionTimings:
+    """Each attention site's fused backends timed alone: {site id: {backend: {"ms", "spread", "error"} or {"error"}}}
+    (``backend/instrument/attention_timing.time_backends``)."""
+
+    status: Status
+    timings: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def errors(self) -> list[str]:
+        return [self.error] if self.error else []
+
+
+@dataclass(frozen=True)
 class KernelResults:
     """One measurement per config of a kernel batch. ``lost``: the worker died or timed out on the batch as a
     whole, so no config of it was measured on its own."""

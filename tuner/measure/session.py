@@ -17,11 +17,11 @@ from tuner.sweep.affinity import available_cores
 from tuner.measure.classify import CompileFailed, Inaccurate, classify, describe
 from tuner.core import Forcing
 from tuner.measure import quiet
-from tuner.measure.jobs import GraphReplay, GraphTrial, KernelBatch, SiteBatch
+from tuner.measure.jobs import AttentionAlone, GraphReplay, GraphTrial, KernelBatch, SiteBatch
 from tuner.measure.numerics import (
     TOLERANCE, eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within, worst_excess,
 )
-from tuner.measure.result import CaptureResult, KernelResults, Measurement, SiteTimings, Status
+from tuner.measure.result import AttentionTimings, CaptureResult, KernelResults, Measurement, SiteTimings, Status
 from tuner.measure.timing import interleaved
 from tuner.workloads.steps import run_step, synchronizer
 from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
@@ -290,6 +290,18 @@ class Session:
         pruned = {k: sorted(v) for k, v in done.pruned.items()}
         return SiteTimings(Status.OK, {k: dict(v) for k, v in done.timings.items()}, compile_s=done.compile_s, pruned=pruned,
                            fallbacks=counters.count(FALLBACK) - before)
+
+    def time_attention(self, job: AttentionAlone) -> AttentionTimings:
+        """Each attention site's backends timed alone on this worker's device (CUDA), in one timing window."""
+        from tuner.backend.instrument.attention_timing import time_backends
+
+        if self.spec.device != "cuda":
+            return AttentionTimings(Status.RUNTIME_ERROR, error="attention sites are timed alone on CUDA only")
+        try:
+            with quiet.timing(device=self._lock):
+                return AttentionTimings(Status.OK, {s["site"]: time_backends(s, list(job.backends)) for s in job.sites})
+        except Exception as e:  # noqa: BLE001 - classified
+            return AttentionTimings(classify(e), error=describe(e))
 
     def time_kernel(self, job: KernelBatch) -> KernelResults:
         if self.kernels is None:

@@ -14,7 +14,8 @@ from tuner.sweep.budget import MAX_AUTOTUNE_SHARE, Budget, within_max_autotune
 from tuner.core import Status, TaskOutcome, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
-from tuner.sweep.estimate import SITE_CHOICE_MARGINAL, max_autotune_choices, max_autotune_s
+from tuner.search_spaces.attention import KIND as ATTENTION
+from tuner.sweep.estimate import ALONE, PRIORS, SITE_CHOICE_MARGINAL, max_autotune_choices, max_autotune_s
 from tuner.measure import CaptureResult, Worker
 from tuner.sweep.phases import (
     CudaGraphPhase, FreezingPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases,
@@ -97,7 +98,7 @@ def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPh
     unfrozen, CUDA graphs are measured again for that capture); then the searches ``middle``
     (:func:`searches_by_gain`), the whole-workload check, and the kernels of the set the check kept where the kernel
     search did not capture those (the check dropped a winner, or there was no time to compile the winners before it).
-    ``lead``: the first search takes all the time left (:func:`with_shares`)."""
+    ``lead``: the template sites take all the time left (:func:`with_shares`)."""
     if cuda_graphs is not None:
         yield cuda_graphs
     if freezing is not None:
@@ -120,7 +121,7 @@ def searches(opts: SweepOptions) -> list[Phase]:
     attention backends: a decomposed attention makes GEMM sites of its own), the fusion groupings, then the Triton
     kernels, captured with every winner so far forced (a grouping decides which kernels exist: an epilogue fused into a
     template is a kernel fewer); on the CPU the graph knobs, the studies, the fusion groupings."""
-    studies = [GraphStudyPhase(name) for name in study_phases(opts.spec.device)]
+    studies = [GraphStudyPhase(name, device_type=opts.spec.device) for name in study_phases(opts.spec.device)]
     fusion = [FusionPhase(compiles=FUSION_COMPILES if opts.spec.device == "cuda" else 0.0)] if opts.fusion else []
     if opts.spec.device == "cuda":
         return [SitePhase(), *studies, *fusion, KernelPhase("compiling with every winner so far forced")]
@@ -129,10 +130,15 @@ def searches(opts: SweepOptions) -> list[Phase]:
 
 def with_shares(middle: list[Phase], lead: bool = False) -> list[Phase]:
     """The phases, each with its share of the time left when it starts (:data:`PHASE_SHARE`); the last, all of it.
-    ``lead``: the first takes all of it too (the budget was sized to hold it, :func:`_floor_s`)."""
+    ``lead``: the template sites take all of it too (the budget was sized to hold their batch, :func:`_floor_s`)."""
     for i, p in enumerate(middle):
-        p.share = 1.0 if i == len(middle) - 1 or (lead and i == 0) else PHASE_SHARE.get(p.name, STUDY_SHARE)
+        p.share = 1.0 if i == len(middle) - 1 or (lead and p.name == SitePhase.name) else PHASE_SHARE.get(p.name, STUDY_SHARE)
     return middle
+
+
+# A search expected to take at most this long, with no whole-workload trial (the attention sites timed alone), runs
+# before the phase a budget was raised to hold, which then takes all the time left: the floor holds both.
+CHEAP_S = 5.0
 
 
 def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress,
@@ -145,7 +151,12 @@ def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[s
     middle = {p.name: p for p in searches(opts)}
     if profile is None:
         return sorted(middle.values(), key=lambda p: p.name != held)
-    order = sorted(gain.by_gain(list(middle), profile, cost_s, first_s), key=lambda n: n != held)
+
+    def rank(name: str) -> int:
+        cheap = held is not None and not middle[name].whole_step and 0 < cost_s.get(name, 0.0) <= CHEAP_S and (profile.gain_ms(name) or 0.0) > 0
+        return 0 if cheap else 1 if name == held else 2
+
+    order = sorted(gain.by_gain(list(middle), profile, cost_s, first_s), key=rank)
     for name in [n for n in order if middle[n].whole_step and opts.budget.time_budget_s is not None]:
         if not gain.worth_a_trial(profile, name, opts.budget.min_gain, graphs_first):
             progress.note(f"{name}: expected gain ~{profile.gain_ms(name) or 0.0:.3g} ms, under the {opts.budget.min_gain:.0%} of the step a "
@@ -333,10 +344,18 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
     if not capture.sites or (profile is not None and not gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True)):
         return one, False
     probe = (FLOOR_CHOICES + 1) * len(capture.sites) * SITE_CHOICE_MARGINAL.get(opts.spec.device, 0.0)
-    with_sites = first_trials_s(spent_s, graphs + capture.compile_s + probe)
+    with_sites = first_trials_s(spent_s, graphs + capture.compile_s + probe + _alone_s(opts, profile))
     if with_sites <= MAX_AUTOTUNE_SHARE * (max_autotune_s or 0.0):
         return one, False
     return with_sites, True
+
+
+def _alone_s(opts: SweepOptions, profile: Profile | None) -> float:
+    """What timing the attention sites alone is expected to cost, where the profile found attention calls to time on
+    CUDA (they then run before the template sites, :data:`CHEAP_S`); else 0."""
+    if opts.spec.device != "cuda" or profile is None or not profile.study_ms.get(ATTENTION.phase):
+        return 0.0
+    return PRIORS["cuda"][ALONE]
 
 
 def _graphs_first(opts: SweepOptions, capture: CaptureResult) -> bool:

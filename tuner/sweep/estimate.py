@@ -16,6 +16,7 @@ from tuner.search_spaces.template import BEYOND_MAX_AUTOTUNE
 from tuner.sweep.clock import CAPTURE, Costs
 
 SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site batch (its share of the compile included)
+ALONE = "attention alone"  # the cost kind of timing a workload's attention sites alone (``tuner.sweep.attention_alone``)
 # Seconds per trial, medians of sweeps on the H200 (torch 2.11, resnet50/squeezenet1_1/vit_b_16, bf16 b32) and on a
 # 2-core Xeon (CI, resnet18 b1 64x64): a site choice includes its share of the batch's compile; a graph trial is a
 # whole compile and its timing. The H200's site choice: 0.32 s in a batch of 72 generated choices for resnet50
@@ -23,7 +24,7 @@ SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site bat
 # a --budget default sweep whose first batch is sized to its deadline (264 site trials and 48 verified choices in
 # 58.5 s; 0.65 s when a site was first probed with 2 choices).
 PRIORS = {
-    "cuda": {SITE_CHOICE: 0.2, "kernel": 0.3, "graph": 25.0},
+    "cuda": {SITE_CHOICE: 0.2, "kernel": 0.3, "graph": 25.0, ALONE: 3.0},
     "cpu": {SITE_CHOICE: 2.0, "kernel": 1.0, "graph": 8.0},
 }
 
@@ -79,8 +80,8 @@ def max_autotune_s(device_type: str, default_compile_s: float, choices: list[str
 
 def _prior_kind(kind: str) -> str:
     """The prior line of a cost kind: a task kind's own (its descriptor's ``cost``), else a whole compile's."""
-    if kind == SITE_CHOICE:
-        return SITE_CHOICE
+    if kind in (SITE_CHOICE, ALONE):
+        return kind
     try:
         return descriptor(kind).cost
     except KeyError:
@@ -100,4 +101,4 @@ def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str,
     return sum(n * per_trial(costs, device_type, kind) for kind, n in kinds_and_trials)
 
 
-__all__ = ["MAX_AUTOTUNE_CHOICE_S", "MAX_AUTOTUNE_KERNEL_S", "MAX_AUTOTUNE_TILE_S", "choice_s", "max_autotune_choices", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]
+__all__ = ["ALONE", "MAX_AUTOTUNE_CHOICE_S", "MAX_AUTOTUNE_KERNEL_S", "MAX_AUTOTUNE_TILE_S", "choice_s", "max_autotune_choices", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]

@@ -92,6 +92,7 @@ class Profile:
     short_launches: int = 0  # Triton kernel launches a step, where they are short (:func:`short_launches`)
     recompute_ms: float = 0.0  # the Triton kernels' time that recomputes broadcast values (:func:`_recompute_ms`)
     site_rate: float = RATES[SITES]  # the sites' rate, weighted by their multiply-adds (:func:`site_rate`)
+    study_ms: dict[str, float] = field(default_factory=dict)  # {phase: the profiled time of its kinds' library calls}
 
     @classmethod
     def of(cls, capture: CaptureResult, tasks: Iterable[TaskSpec]) -> Profile | None:
@@ -100,7 +101,7 @@ class Profile:
             return None
         triton = min(capture.busy_ms, sum(step_share_ms(k) for k in capture.kernels))
         counts = {s["key"]: int(s.get("count") or 1) for s in capture.sites}
-        sites, weighted, studies = 0.0, 0.0, {}
+        sites, weighted, studies, study_ms = 0.0, 0.0, {}, {}
         for t in tasks:
             if t.kind == Kind.SITE:
                 work = site_work(t) * counts.get(t.key, 1)
@@ -108,9 +109,11 @@ class Profile:
             elif (work := _work(t)) is not None:
                 phase = descriptor(t.kind).phase
                 studies[phase] = studies.get(phase, 0.0) + work
+                if (ms := _library_ms(capture, descriptor(t.kind).library_ops)) > 0:
+                    study_ms[phase] = ms
         return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies,
                    _s2d_ms(capture), any(g.get("epilogue_convs") for g in capture.graphs), _merge_ms(capture),
-                   short_launches(capture), _recompute_ms(capture), weighted / sites if sites else RATES[SITES])
+                   short_launches(capture), _recompute_ms(capture), weighted / sites if sites else RATES[SITES], study_ms)
 
     def lever_ms(self, phase: str) -> float | None:
         """The time of the step that ``phase`` acts on; None for a graph study whose kinds claim no multiply-adds
@@ -119,12 +122,16 @@ class Profile:
             return self.idle_ms
         if phase in (KERNELS, FUSION):
             return self.triton_ms
-        macs = self.site_macs + sum(self.study_macs.values())
+        if phase in self.study_ms:
+            return self.study_ms[phase]
+        # The library time no study's calls were profiled for, shared by multiply-adds.
+        unmeasured = {p: m for p, m in self.study_macs.items() if p not in self.study_ms}
+        rest, macs = max(0.0, self.library_ms - sum(self.study_ms.values())), self.site_macs + sum(unmeasured.values())
         if phase == SITES:
-            return self.library_ms * (self.site_macs / macs if macs else 1.0)
-        if phase not in self.study_macs:
+            return rest * (self.site_macs / macs if macs else 1.0)
+        if phase not in unmeasured:
             return None
-        return self.library_ms * self.study_macs[phase] / macs if macs else 0.0
+        return rest * unmeasured[phase] / macs if macs else 0.0
 
     def gain_ms(self, phase: str) -> float | None:
         """What ``phase`` is expected to take off the step (ms); None where its share is unknown."""
@@ -141,6 +148,11 @@ class Profile:
             return 0.0
         return (self.s2d_ms * S2D_RATE + (self.triton_ms * EPILOGUE_RATE if self.epilogues else 0.0) + self.merge_ms * MERGE_RATE
                 + self.recompute_ms * RECOMPUTE_RATE + self.short_launches * COMBO_MS_PER_LAUNCH)
+
+
+def _library_ms(capture: CaptureResult, ops: tuple[str, ...]) -> float:
+    """The profiled time of the step's library calls to ``ops``."""
+    return sum(op["ms"] for op in capture.library if op["op"] in ops) if ops else 0.0
 
 
 def _s2d_ms(capture: CaptureResult) -> float:

@@ -15,7 +15,7 @@ from tuner.sweep.phases.base import SweepContext
 from tuner.sweep.phases.cuda_graphs import CudaGraphPhase
 from tuner.sweep.phases.freezing import FreezingPhase
 from tuner.sweep.phases import study_phases
-from tuner.sweep.phases.graphs import FusionPhase, GraphKnobPhase
+from tuner.sweep.phases.graphs import FusionPhase, GraphKnobPhase, GraphStudyPhase
 from tuner.sweep.phases.kernels import KernelPhase
 from tuner.sweep.phases.sites import SitePhase
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES, WholeCheckPhase
@@ -37,7 +37,7 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_g
         SitePhase.name: SitePhase.expected_s(sweep, measured_by(SitePhase.name)),
         KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
         GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(GraphKnobPhase.name))[1]),
-        **{name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(name))[1]) for name in study_phases(dev)},
+        **{name: expected_s(costs, dev, GraphStudyPhase.trials(sweep, measured_by(name))[1]) for name in study_phases(dev)},
     }
     if fusion_graphs:  # one grouping per graph, each with its budget's trials (the groupings are recorded later)
         out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), fusion_graphs * sweep.budget.fusion_target)])

@@ -10,7 +10,10 @@ from typing import Any
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.kinds import KERNEL_HOOK, where
 from tuner.measure import CaptureGraphs, GraphTrial
+from tuner.search_spaces.attention import KIND as ATTENTION
 from tuner.search_spaces.fusion import REWRITE_KNOBS
+from tuner.sweep.attention_alone import settle_alone, timed_alone
+from tuner.sweep.estimate import ALONE
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.scheduler import tune_tasks
 from tuner.study.context import Measure
@@ -70,14 +73,26 @@ class GraphKnobPhase(Phase):
 
 class GraphStudyPhase(GraphKnobPhase):
     """The tasks of the graph-hooked kinds whose ``phase`` is ``name`` (one no built-in phase has: the attention
-    backends, say), each measured end to end with every winner so far forced."""
+    backends, say), each measured end to end with every winner so far forced; on CUDA, the attention tasks whose
+    sites can be rebuilt are settled by timing those alone first (``tuner.sweep.attention_alone``), with no compile,
+    so the phase is then no run of whole-workload trials (``whole_step``)."""
 
-    def __init__(self, name: str, share: float = 1.0):
+    def __init__(self, name: str, share: float = 1.0, device_type: str = "cpu"):
         super().__init__(share)
         self.name = name
+        self.whole_step = not (device_type == "cuda" and name == ATTENTION.phase)
+
+    @staticmethod
+    def trials(sweep: SweepContext, graphs: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
+        """One timing of the sites of every task timed alone, then the trials of the others."""
+        alone = [g for g in graphs if timed_alone(g, sweep.device_type)]
+        n, each = GraphKnobPhase.trials(sweep, [g for g in graphs if g not in alone])
+        return (n + 1, [(ALONE, 1), *each]) if alone else (n, each)
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
-        _tune(sweep, deadline, self.graphs, sweep.winners().forcing(sweep.workload.pairs()))
+        left = settle_alone(sweep, self.graphs, deadline)
+        if left:
+            _tune(sweep, deadline, left, sweep.winners().forcing(sweep.workload.pairs()))
 
 
 def lowering(sweep: SweepContext, winners: Winners) -> dict[int, dict[str, Any]]:

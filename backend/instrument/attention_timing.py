@@ -1,0 +1,93 @@
+"""An attention site's backends timed alone, without a compile: each fused kernel called on inputs of the site's sizes.
+
+A site (``backend/hooks/attention.describe``: batch, heads, query length, head size, key length, dtype, causality) is
+rebuilt as random query, key and value tensors; each backend's ATen op runs on them as a CUDA graph of calls back to
+back over copies that together outgrow the L2 (``site_timing.rotated``, ``_graph_of``): the device's time, as a
+workload under CUDA graphs pays it. Each backend's output is checked against ATen's math attention in float32 first;
+one that differs, or that this torch or device refuses, gets no time. Sites with a mask are not rebuilt (the mask's
+shape is not recorded): their backends are measured in the workload.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from tuner.backend.hooks.attention import call
+from tuner.backend.instrument.site_timing import _graph_of, rotated
+from tuner.search_spaces.attention import ALONE_TOLERANCE as TOLERANCE
+
+
+def inputs(site: dict[str, Any], device: str, seed: int = 0) -> dict[str, Any]:
+    """The call's arguments (``call``'s form): query ``(b, h, sq, d)``, key and value ``(b, h, sk, d)``, normal values."""
+    import torch
+
+    b, h, sq, d, sk = (int(x) for x in site["shape"])
+    dtype = getattr(torch, str(site["dtype"]))
+    gen = torch.Generator(device).manual_seed(seed)
+
+    def normal(*shape: int) -> Any:
+        return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)
+
+    return {"q": normal(b, h, sq, d), "k": normal(b, h, sk, d), "v": normal(b, h, sk, d), "mask": None,
+            "causal": bool(site.get("causal")), "scale": None}
+
+
+def _output(backend: str, a: dict[str, Any]) -> Any:
+    op, args, kwargs = call(backend, a)
+    return op(*args, **kwargs)[0]
+
+
+def _error(backend: str, a: dict[str, Any]) -> float:
+    """max |backend - math| / max |math|, the reference in float32."""
+    import torch
+
+    wide = {**a, **{n: a[n].float() for n in "qkv"}}
+    ref = torch.ops.aten._scaled_dot_product_attention_math.default(wide["q"], wide["k"], wide["v"], None, 0.0, a["causal"])[0]
+    got = _output(backend, a).float()
+    return float((got - ref).abs().max() / ref.abs().max().clamp_min(1e-6))
+
+
+def _graph(backend: str, a: dict[str, Any]) -> tuple[Any, int]:
+    """A CUDA graph of the backend's calls over rotated copies of q, k and v, and how many calls it holds."""
+    sets = rotated((a["q"], a["k"], a["v"]))
+    op, _, _ = call(backend, a)
+
+    def make(q: Any, k: Any, v: Any) -> Any:
+        _, args, kwargs = call(backend, {**a, "q": q, "k": k, "v": v})
+        return functools.partial(op, *args, **kwargs)
+
+    return _graph_of([functools.partial(make, *each) for each in sets]), len(sets)
+
+
+ROUNDS = 5  # each backend's graph replayed in turn, round by round: its time, the median of its rounds
+
+
+def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda", rounds: int = ROUNDS) -> dict[str, dict[str, Any]]:
+    """{backend: {"ms": per call (median of ``rounds``), "spread": the rounds' interquartile range, "error": relative
+    error} or {"error": why it has no time} for ``site`` on ``device`` (CUDA): the backends interleaved, round by round."""
+    import statistics
+
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    a = inputs(site, device)
+    out: dict[str, dict[str, Any]] = {}
+    graphs: dict[str, tuple[Any, int]] = {}
+    for backend in backends:
+        try:
+            err = _error(backend, a)
+            if not err <= TOLERANCE[str(site["dtype"])]:
+                out[backend] = {"error": f"differs from math attention by {err:.3g} of its largest value"}
+                continue
+            graphs[backend] = _graph(backend, a)
+            out[backend] = {"error": err}
+        except Exception as e:  # noqa: BLE001 - a backend this torch, device or site refuses gets no time
+            out[backend] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+    runs: dict[str, list[float]] = {b: [] for b in graphs}
+    for _ in range(rounds):
+        for backend, (graph, calls) in graphs.items():
+            runs[backend].append(float(benchmarker.benchmark_gpu(graph.replay)) / calls)
+    for backend, ms in runs.items():
+        q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
+        out[backend].update(ms=statistics.median(ms), spread=q[2] - q[0])
+    return out

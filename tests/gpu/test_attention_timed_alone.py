@@ -1,0 +1,43 @@
+"""Attention backends timed alone on the GPU for real (``pytest -m gpu``): every fused backend of a bf16 site is timed
+and checked against math attention, and a CUDA sweep settles an attention task from those timings, with no
+whole-workload trial of its own."""
+
+import pytest
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from tuner.backend.instrument.attention_timing import time_backends
+from tuner.cli import app
+from tuner.db import Database
+from tuner.db.models import Task, Trial, Winner
+from tuner.search_spaces.attention import ALONE_TOLERANCE, FAMILY
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("shape,causal", [([8, 12, 1, 64, 512], False), ([2, 4, 32, 16, 32], True)])
+def test_each_fused_backend_is_timed_alone_after_its_numerics(shape, causal):
+    got = time_backends({"shape": shape, "dtype": "bfloat16", "causal": causal, "mask": False}, ["flash", "efficient", "cudnn"])
+    timed = {b: t for b, t in got.items() if "ms" in t}
+    assert {"flash", "efficient"} <= set(timed), got
+    for t in timed.values():
+        assert 0 < t["ms"] < 1.0 and t["spread"] >= 0 and t["error"] <= ALONE_TOLERANCE["bfloat16"]
+
+
+def test_a_cuda_sweep_settles_the_attention_backends_alone(db_url, cwd_root):
+    args = ["sweep", "--model", "tests.helpers.models:attention", "--input-shape", "2,32,64", "--device", "cuda", "--dtype", "bf16",
+            "--budget", "quick", "--trials", "2", "--no-fusion", "--no-time-unfrozen", "--db", db_url]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "attention site(s) alone" in " ".join(res.output.split())
+    db = Database.open(db_url)
+    try:
+        with db.session() as s:
+            (task,) = s.execute(select(Task).where(Task.kind == FAMILY)).scalars().all()
+            trials = [(t.config, t.status, t.median_ms) for t in s.execute(select(Trial).where(Trial.task_id == task.id)).scalars()]
+            (winner,) = s.execute(select(Winner.config).where(Winner.task_id == task.id)).scalars().all()
+    finally:
+        db.close()
+    assert 1 <= len(trials) <= 2 and all(status == "ok" for _, status, _ in trials), trials  # the default and the fastest
+    assert all(ms < 0.1 for _, _, ms in trials)  # the attention's time alone (two calls), not the workload's step
+    assert winner in [c for c, _, _ in trials]

@@ -1,0 +1,95 @@
+"""The attention backends chosen site by site, each timed alone: no compile (CUDA).
+
+A whole-workload trial of a backend costs a compile, and budgets sized to max-autotune's compile never reached one
+(gpt2's decode step: cuDNN's attention ran ~87 us of its 0.5-ms step, untried). Here every site of a task is rebuilt
+from its sizes and its fused backends are timed there, interleaved (``AttentionAlone``,
+``backend/instrument/attention_timing``). A task whose sites were all timed is settled by those timings: each site
+takes its fastest backend, and that config wins where the task's attention time (each site's time by how many calls
+share it) beats the default's by ``UNVERIFIED_GAIN`` and past the timings' spread; else the default stays. Both are
+stored as trials, their times the attention's alone. The whole-workload check at the end still times every winner
+together. A task with a site that cannot be rebuilt (a mask) is left to the graph study, as is the decomposed (math)
+backend, which Inductor compiles into kernels of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core import TaskSpec
+from tuner.db import TaskRecord
+from tuner.measure import AttentionAlone, Measurement, Status
+from tuner.search_spaces.attention import FAMILY, rebuildable
+from tuner.study.context import record
+from tuner.study.settle import UNVERIFIED_GAIN, settle_measured, unverified
+from tuner.sweep.clock import fits
+from tuner.sweep.estimate import ALONE, per_trial
+
+FUSED = ("flash", "efficient", "cudnn")  # the backends timed alone: fused kernels the site calls as they are
+Pair = tuple[TaskSpec, TaskRecord]
+
+
+def timed_alone(task: TaskSpec, device_type: str) -> bool:
+    """Whether ``task``'s sites are all timed alone (an attention task on CUDA, no site with a mask)."""
+    sites = task.space.context.get("sites") or []
+    return str(task.kind) == FAMILY and device_type == "cuda" and bool(sites) and all(rebuildable(s) for s in sites)
+
+
+def fastest(task: TaskSpec, timings: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, Any], Measurement] | None:
+    """The config giving each site its fastest timed backend, and its attention time against the default's (each site's
+    time by its ``count``; spreads summed alike); None where a site's default backend has no time."""
+    config, ms, base, spread, base_spread = dict(task.space.default), 0.0, 0.0, 0.0, 0.0
+    for s in task.space.context["sites"]:
+        param, count = f"site.{s['site']}", int(s.get("count", 1))
+        timed = {b: t for b, t in (timings.get(s["site"]) or {}).items() if "ms" in t}
+        default = timed.get(config[param])
+        if default is None:
+            return None
+        best = min(timed, key=lambda b: timed[b]["ms"])
+        config[param] = best
+        ms, spread = ms + count * timed[best]["ms"], spread + count * timed[best]["spread"]
+        base, base_spread = base + count * default["ms"], base_spread + count * default["spread"]
+    return config, Measurement(Status.OK, ms, ms, spread, base, baseline_spread_ms=base_spread)
+
+
+def settle_alone(sweep: Any, pairs: list[Pair], deadline: float | None) -> list[Pair]:
+    """Settle the tasks of ``pairs`` whose sites are timed alone and have no stored winner, where that fits by
+    ``deadline``; the pairs left to the graph study (the others, and all of them where the timing failed)."""
+    alone = {r.id for t, r in pairs if timed_alone(t, sweep.device_type)}
+    todo = [(t, r) for t, r in pairs if r.id in alone and sweep.db.winner_config(r.id, sweep.tuning.device_id) is None]
+    sites = {s["site"]: s for t, _ in todo for s in t.space.context["sites"]}
+    if not sites or not fits(deadline, per_trial(sweep.tuning.costs, sweep.device_type, ALONE)):
+        return _without(pairs, alone)
+    sweep.progress.note(f"timing {len(sites)} attention site(s) alone, each backend ({', '.join(FUSED)}) on inputs of its sizes")
+    with sweep.tuning.costs.timed(ALONE):
+        got = sweep.worker.run(AttentionAlone(tuple(sites.values()), FUSED))
+    if got.status is not Status.OK:
+        sweep.progress.note(f"the attention sites could not be timed alone ({got.error}): the graph study measures them")
+        return pairs
+    return _without(pairs, {r.id for t, r in todo if _settle(sweep, t, r, got.timings)} | (alone - {r.id for _, r in todo}))
+
+
+def _without(pairs: list[Pair], ids: set[int]) -> list[Pair]:
+    return [(t, r) for t, r in pairs if r.id not in ids]
+
+
+def _settle(sweep: Any, task: TaskSpec, rec: TaskRecord, timings: dict[str, Any]) -> bool:
+    """Store ``task``'s winner from its sites' timings; False where they do not say (a default backend untimed)."""
+    found = fastest(task, timings)
+    for s in task.space.context["sites"]:
+        sweep.progress.note(f"{task.name}: attention site {s['site'][:8]} {s['shape']} ({s['count']} call(s)) timed alone: " + _said(timings.get(s["site"]) or {}))
+    if found is None:
+        return False
+    config, m = found
+    tuning = sweep.tuning
+    default = record(tuning, rec, task.space.default, Measurement(Status.OK, m.baseline_ms, m.baseline_ms, m.baseline_spread_ms, m.baseline_ms))
+    if config == task.space.default:
+        outcome = unverified(tuning, rec, task.space, m.baseline_ms)
+    else:
+        top = record(tuning, rec, config, m)
+        outcome = settle_measured(tuning, rec, task.space, default, top if m.beats_default(UNVERIFIED_GAIN) else None, UNVERIFIED_GAIN)
+    sweep.add([outcome])
+    return True
+
+
+def _said(timed: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(f"{b} {t['ms'] * 1e3:.2f} us" if "ms" in t else f"{b} none ({t['error'][:80]})" for b, t in timed.items())
