@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 import torch
-from sqlalchemy import select
 from torch._inductor.utils import run_and_get_code
 from typer.testing import CliRunner
 
+from tests.helpers.attention_db import attention_task
 from tests.helpers.models import attention
 from tuner.backend import journal
 from tuner.backend.compiler import compile_with_context
@@ -17,8 +17,6 @@ from tuner.backend.instrument.context import MeasuringContext
 from tuner.backend.instrument.recorder import Recorder
 from tuner.cli import app
 from tuner.core import Forcing
-from tuner.db import Database
-from tuner.db.models import Task, Trial, Winner
 from tuner.kinds import descriptor
 from tuner.search_spaces import InvalidConfig, space_for
 from tuner.search_spaces.attention import ANSWER_KNOB, FAMILY
@@ -93,15 +91,8 @@ def test_a_sweep_measures_the_backends_and_stores_its_answer(db_url, cwd_root):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "attention backends" in " ".join(result.output.split())
-    db = Database.open(db_url)
-    try:
-        with db.session() as s:
-            (task,) = s.execute(select(Task).where(Task.kind == FAMILY)).scalars().all()
-            sites = task.signature["space"]["sites"]
-            trials = [(t.config, t.status) for t in s.execute(select(Trial).where(Trial.task_id == task.id)).scalars()]
-            (winner,) = s.execute(select(Winner.config).where(Winner.task_id == task.id)).scalars().all()
-    finally:
-        db.close()
+    sites, stored, winner = attention_task(db_url)
+    trials = [(config, status) for config, status, _ in stored]
     (site,) = sites
     name = f"site.{site['site']}"
     assert site["backend"] == "flash_cpu" and ({name: "math"}, "ok") in trials  # measured against the default

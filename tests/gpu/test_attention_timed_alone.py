@@ -3,14 +3,12 @@ and checked against math attention, and a CUDA sweep settles an attention task f
 whole-workload trial of its own."""
 
 import pytest
-from sqlalchemy import select
 from typer.testing import CliRunner
 
+from tests.helpers.attention_db import attention_task
 from tuner.backend.instrument.attention_timing import time_backends
 from tuner.cli import app
-from tuner.db import Database
-from tuner.db.models import Task, Trial, Winner
-from tuner.search_spaces.attention import ALONE_TOLERANCE, FAMILY
+from tuner.search_spaces.attention import ALONE_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 
@@ -30,14 +28,7 @@ def test_a_cuda_sweep_settles_the_attention_backends_alone(db_url, cwd_root):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "attention site(s) alone" in " ".join(res.output.split())
-    db = Database.open(db_url)
-    try:
-        with db.session() as s:
-            (task,) = s.execute(select(Task).where(Task.kind == FAMILY)).scalars().all()
-            trials = [(t.config, t.status, t.median_ms) for t in s.execute(select(Trial).where(Trial.task_id == task.id)).scalars()]
-            (winner,) = s.execute(select(Winner.config).where(Winner.task_id == task.id)).scalars().all()
-    finally:
-        db.close()
+    _, trials, winner = attention_task(db_url)
     assert 1 <= len(trials) <= 2 and all(status == "ok" for _, status, _ in trials), trials  # the default and the fastest
     assert all(ms < 0.1 for _, _, ms in trials)  # the attention's time alone (two calls), not the workload's step
     assert winner in [c for c, _, _ in trials]
