@@ -33,18 +33,18 @@ def inputs(site: dict[str, Any], device: str, seed: int = 0) -> dict[str, Any]:
             "causal": bool(site.get("causal")), "scale": None}
 
 
-def _output(backend: str, a: dict[str, Any]) -> Any:
-    op, args, kwargs = call(backend, a)
-    return op(*args, **kwargs)[0]
-
-
-def _error(backend: str, a: dict[str, Any]) -> float:
-    """max |backend - math| / max |math|, the reference in float32."""
+def _reference(a: dict[str, Any]) -> Any:
+    """Math attention over the inputs in float32: what each backend's output is checked against."""
     import torch
 
-    wide = {**a, **{n: a[n].float() for n in "qkv"}}
-    ref = torch.ops.aten._scaled_dot_product_attention_math.default(wide["q"], wide["k"], wide["v"], None, 0.0, a["causal"])[0]
-    got = _output(backend, a).float()
+    q, k, v = (a[n].float() for n in "qkv")
+    return torch.ops.aten._scaled_dot_product_attention_math.default(q, k, v, None, 0.0, a["causal"])[0]
+
+
+def _error(backend: str, a: dict[str, Any], ref: Any) -> float:
+    """max |backend - reference| / max |reference|."""
+    op, args, kwargs = call(backend, a)
+    got = op(*args, **kwargs)[0].float()
     return float((got - ref).abs().max() / ref.abs().max().clamp_min(1e-6))
 
 
@@ -71,11 +71,12 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
     from torch._inductor.runtime.benchmarking import benchmarker
 
     a = inputs(site, device)
+    ref = _reference(a)
     out: dict[str, dict[str, Any]] = {}
     graphs: dict[str, tuple[Any, int]] = {}
     for backend in backends:
         try:
-            err = _error(backend, a)
+            err = _error(backend, a, ref)
             if not err <= TOLERANCE[str(site["dtype"])]:
                 out[backend] = {"error": f"differs from math attention by {err:.3g} of its largest value"}
                 continue
