@@ -70,8 +70,22 @@ def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         if not _DTYPE.match(dtype):
             raise ValueError("an attention site's dtype is a short name")
         out.append({"site": s["site"], "backend": s["backend"], "mask": bool(s.get("mask")), "count": count,
-                    "shape": [int(d) for d in (s.get("shape") or [])][:5], "causal": bool(s.get("causal")), "dtype": dtype})
+                    "shape": [int(d) for d in (s.get("shape") or [])][:5], "causal": bool(s.get("causal")), "dtype": dtype,
+                    **_strides(s.get("strides"))})
     return device, out
+
+
+def _strides(strides: Any) -> dict[str, Any]:
+    """``{"strides": [q, k, v]}`` where a site records its inputs' strides (four non-negative integers each), else
+    nothing: the site is then rebuilt contiguous."""
+    if strides is None:
+        return {}
+    ok = isinstance(strides, list) and len(strides) == 3 and all(
+        isinstance(t, list) and len(t) == 4 and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**40 for x in t)
+        for t in strides)
+    if not ok:
+        raise ValueError("an attention site's strides are three lists of four non-negative integers (query, key, value)")
+    return {"strides": [list(t) for t in strides]}
 
 
 def space(context: dict[str, Any]) -> Space:

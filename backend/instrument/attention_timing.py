@@ -19,18 +19,26 @@ from tuner.search_spaces.attention import ALONE_TOLERANCE as TOLERANCE
 
 
 def inputs(site: dict[str, Any], device: str, seed: int = 0) -> dict[str, Any]:
-    """The call's arguments (``call``'s form): query ``(b, h, sq, d)``, key and value ``(b, h, sk, d)``, normal values."""
+    """The call's arguments (``call``'s form): query ``(b, h, sq, d)``, key and value ``(b, h, sk, d)``, normal values,
+    laid out with the strides the site records (the model's query is often a view of a fused projection), else
+    contiguous."""
     import torch
 
     b, h, sq, d, sk = (int(x) for x in site["shape"])
     dtype = getattr(torch, str(site["dtype"]))
     gen = torch.Generator(device).manual_seed(seed)
+    shapes = [(b, h, sq, d), (b, h, sk, d), (b, h, sk, d)]
+    strides = site.get("strides") or [None] * 3
 
-    def normal(*shape: int) -> Any:
-        return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)
+    def normal(shape: tuple[int, ...], stride: list[int] | None) -> Any:
+        if stride is None:
+            return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)
+        span = 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+        flat = torch.randn(span, generator=gen, device=device, dtype=torch.float32).to(dtype)
+        return torch.as_strided(flat, shape, stride)
 
-    return {"q": normal(b, h, sq, d), "k": normal(b, h, sk, d), "v": normal(b, h, sk, d), "mask": None,
-            "causal": bool(site.get("causal")), "scale": None}
+    q, k, v = (normal(shape, stride) for shape, stride in zip(shapes, strides))
+    return {"q": q, "k": k, "v": v, "mask": None, "causal": bool(site.get("causal")), "scale": None}
 
 
 def _reference(a: dict[str, Any]) -> Any:

@@ -13,6 +13,7 @@ from tests.helpers.attention_db import attention_task
 from tests.helpers.models import attention
 from tuner.backend import journal
 from tuner.backend.compiler import compile_with_context
+from tuner.backend.instrument.attention_timing import inputs
 from tuner.backend.instrument.context import MeasuringContext
 from tuner.backend.instrument.recorder import Recorder
 from tuner.cli import app
@@ -48,12 +49,25 @@ def test_the_recording_lists_a_graphs_attention_sites_once():
     (site,) = g.found[FAMILY]
     assert (site["backend"], site["count"], site["causal"], site["mask"]) == ("flash_cpu", 2, True, False)
     assert site["shape"] == [2, 4, 32, 16, 32]
+    assert site["strides"][0] == [6144, 16, 192, 1]  # q: a view of the fused projection's output, as timed alone
     space = _task_space(g)
     name = f"site.{site['site']}"
     assert space.default == {name: "flash_cpu"} and space.evidence() == [{name: "math"}]
     space.validate({name: "math"})
     with pytest.raises(InvalidConfig):
         space.validate({name: "cudnn"})  # a CUDA backend is no CPU option
+
+
+def test_a_site_is_rebuilt_with_its_recorded_strides_and_wrong_strides_are_refused():
+    site = {"site": "0" * 16, "backend": "flash_cpu", "count": 1, "shape": [2, 4, 32, 16, 32], "dtype": "float32",
+            "strides": [[6144, 16, 192, 1], [6144, 16, 192, 1], [2048, 0, 64, 1]]}  # v: expanded over the heads
+    (checked,) = space_for(FAMILY, {"space": {"device": "cpu", "sites": [site]}}).context["sites"]
+    a = inputs(checked, "cpu")
+    assert [list(a[n].stride()) for n in "qkv"] == site["strides"] and a["q"].abs().sum() > 0
+    assert list(inputs({**checked, "strides": None}, "cpu")["q"].stride()) == [2048, 512, 16, 1]  # none recorded: contiguous
+    for bad in ([[1, 2, 3]] * 3, [[-1, 1, 1, 1]] * 3, "6144,16", [[1, 1, 1, True]] * 3):
+        with pytest.raises(InvalidConfig):
+            space_for(FAMILY, {"space": {"device": "cpu", "sites": [{**site, "strides": bad}]}})
 
 
 def test_a_training_forward_has_no_site():
