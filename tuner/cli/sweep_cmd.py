@@ -26,7 +26,7 @@ def sweep(
     input_shape: InputShapeOpt = None,
     channels_last: ChannelsLastOpt = False,
     freezing: FreezingOpt = True,
-    time_unfrozen: Annotated[bool, typer.Option("--time-unfrozen/--no-time-unfrozen", help="Inference with --freezing: first time the workload without freezing against frozen, and where unfrozen is faster, capture it again unfrozen and tune that (one compile; two where it wins). --no-time-unfrozen tunes it frozen.")] = True,
+    time_unfrozen: Annotated[bool, typer.Option("--time-unfrozen/--no-time-unfrozen", help="Inference with --freezing: time the workload without freezing against frozen; on the CPU first, and where unfrozen is faster, capture it again unfrozen and tune that (one compile; two where it wins); on CUDA at the end, where time allows. --no-time-unfrozen tunes it frozen.")] = True,
     budget: Annotated[str, typer.Option(help="quick, default or full: trials per task. On a GPU, default with no --time-budget takes one of 0.9 x the time max-autotune is expected to need to compile the workload (at least what the capture and the trial under CUDA graphs take, where the GPU waits for the host, and one batch of template sites too where those do not fit within max-autotune's compile).")] = "default",
     trials: Annotated[int | None, typer.Option(help="Trials per task (overrides the budget's).", show_default=False)] = None,
     time_budget: Annotated[float | None, typer.Option(help="Seconds for the whole command, capture and checks included: it ends within 1.1 x this + 20 s, keeps every trial measured and leaves the rest resumable.", show_default=False)] = None,
