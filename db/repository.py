@@ -39,6 +39,7 @@ class TrialRecord:
     median_ms: float | None
     baseline_ms: float | None
     error: str | None
+    spread_ms: float | None = None  # the candidate's interquartile range in its trial
 
     @property
     def ratio(self) -> float | None:
@@ -337,7 +338,7 @@ def _rows(s: Session, tables: tuple[tuple[str, Any], ...]) -> dict[str, int]:
 
 
 def _trial_record(t: Trial) -> TrialRecord:
-    return TrialRecord(t.id, t.config, t.status, t.median_ms, t.baseline_ms, t.error)
+    return TrialRecord(t.id, t.config, t.status, t.median_ms, t.baseline_ms, t.error, t.spread_ms)
 
 
 def _baseline_drift(s: Session) -> dict[tuple[int, int], float]:

@@ -68,6 +68,13 @@ def _store_winner(tuning: StudyContext, task: TaskRecord, trial_id: int | None, 
 # timed beside it in the same run (a site batch's finalist, a graph-level trial; numerics checked), far past the
 # noise between two runs. (On the H200 a resnet50 grouping 14% faster stayed unstored for want of 3 s to verify.)
 UNVERIFIED_GAIN = 0.10
+# ... or, for a whole-workload trial (its base timed beside it, interleaved), by TIGHT_GAINS times the budget's gain
+# where that is also TIGHT_SPREADS times the trial's own interquartile range. On the H100 a Qwen2 prefill's fusion
+# grouping ran 2.623 against 2.800 ms beside its base (0.937x, a spread of 0.030 ms: the gain is 5.8 of them), and
+# was dropped for want of a verification (two compiles, ~50 s); with it the sweep would have met 0.95x the best
+# Inductor mode (bench/results/h100/sweep-hf_qwen2-8l-bf16-b8-s512-2026-12-05.log). A trial whose timing spread
+# as wide as its gain (a 2-core CPU's 4-11%) still needs its verification.
+TIGHT_GAINS, TIGHT_SPREADS = 2.0, 4.0
 
 
 def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure: Measure) -> TaskOutcome:
@@ -78,7 +85,7 @@ def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure:
     default_ms = default.median_ms if default else (ok[0].baseline_ms if ok else None)
     if top is not None and not tuning.can_verify(space.family, held=held(measure, top.config)):
         if beside_base(task.kind):
-            return settle_measured(tuning, task, space, default, top, UNVERIFIED_GAIN)
+            return settle_measured(tuning, task, space, default, top, UNVERIFIED_GAIN, tight=tuning.budget.min_gain * TIGHT_GAINS)
         return unverified(tuning, task, space, default_ms)
     m = None
     if top is not None:
@@ -94,16 +101,24 @@ def held(measure: Measure, config: dict[str, Any]) -> bool:
     return bool(holds is not None and holds(config))
 
 
-def clearly_faster(top: TrialRecord | None, gain: float) -> bool:
-    """Whether ``top``'s own trial beat the default timed beside it by ``gain`` (its ratio at most 1 - ``gain``)."""
-    return top is not None and top.ratio is not None and top.ratio <= 1 - gain and bool(top.median_ms) and bool(top.baseline_ms)
+def clearly_faster(top: TrialRecord | None, gain: float, tight: float | None = None) -> bool:
+    """Whether ``top``'s own trial beat the default timed beside it by ``gain`` (its ratio at most 1 - ``gain``), or
+    by ``tight`` where its gain is also :data:`TIGHT_SPREADS` times its measured spread."""
+    if top is None or top.ratio is None or not top.median_ms or not top.baseline_ms:
+        return False
+    if top.ratio <= 1 - gain:
+        return True
+    past_noise = top.spread_ms is not None and top.baseline_ms - top.median_ms >= TIGHT_SPREADS * top.spread_ms
+    return tight is not None and top.ratio <= 1 - tight and past_noise
 
 
-def settle_measured(tuning: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, top: TrialRecord | None, gain: float) -> TaskOutcome:
+def settle_measured(tuning: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, top: TrialRecord | None, gain: float,
+                    tight: float | None = None) -> TaskOutcome:
     """No time to verify: ``top`` wins on its own trial (timed beside the default in one run, numerics checked) when
-    that beat the default by ``gain``, far past the noise between two runs; else, as :func:`unverified`."""
+    that beat the default by ``gain``, far past the noise between two runs, or by ``tight`` and many times its own
+    spread (:func:`clearly_faster`); else, as :func:`unverified`."""
     default_ms = default.median_ms if default else (top.baseline_ms if top else None)
-    if not clearly_faster(top, gain):
+    if not clearly_faster(top, gain, tight):
         return unverified(tuning, task, space, default_ms)
     return _store_winner(tuning, task, top.id, top.config, False, top.baseline_ms, top.median_ms)
 
