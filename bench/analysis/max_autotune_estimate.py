@@ -5,7 +5,7 @@ export), its default compile and Triton kernel count (from the sweep's log) and 
 measured it (``freezing-max-autotune``, or ``max-autotune`` for a decode step). Prints the estimate and its error per
 run, with the per-tile model and with one flat figure a choice.
 
-    python bench/analysis/max_autotune_estimate.py [--results bench/results/h200]
+    python bench/analysis/max_autotune_estimate.py [--results bench/results/h200]   # or bench/results/h100
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 from tuner.sweep import estimate
 
-# (export, bench JSON, sweep log) under the results folder: every pair of a --budget default sweep and its bench.
-RUNS = [
+# (export, bench JSON, sweep log) under each results folder: every pair of a --budget default sweep and its bench.
+H200 = [
     ("hf_gpt2-decode-bf16-b8-s512-default-2026-12-04.jsonl.gz", "hf_gpt2-decode-bf16-b8-s512-default-2026-12-04.json",
      "sweep-hf_gpt2-decode-bf16-b8-s512-default-2026-12-04.log"),
     ("qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04.jsonl.gz", "qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04.json",
@@ -34,6 +34,15 @@ RUNS = [
     ("convnext_tiny-bf16-b32-default-2026-12-04.jsonl.gz", "convnext_tiny-bf16-b32-default-2026-12-04.json",
      "sweep-convnext_tiny-bf16-b32-default-2026-12-04.log"),
 ]
+H100 = [
+    ("hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05.jsonl.gz", "hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05.json",
+     "sweep-hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05.log"),
+    ("vit_b_32-bf16-b32-default-2026-12-05.jsonl.gz", "vit_b_32-bf16-b32-default-2026-12-05.json", "sweep-vit_b_32-bf16-b32-default-2026-12-05.log"),
+    ("vit_b_32-bf16-b32-freezing-first-2026-12-05.jsonl.gz", "vit_b_32-bf16-b32-freezing-first-2026-12-05.json",
+     "sweep-vit_b_32-bf16-b32-freezing-first-2026-12-05.log"),
+    ("hf_qwen2-8l-bf16-b8-s512-2026-12-05.jsonl.gz", "hf_qwen2-8l-bf16-b8-s512-2026-12-05.json", "sweep-hf_qwen2-8l-bf16-b8-s512-2026-12-05.log"),
+]
+RUNS = {"h200": H200, "h100": H100}
 COMPILE = re.compile(r"default compile ([0-9.]+) s")
 KERNELS = re.compile(r"template choices and ([0-9]+) Triton")
 
@@ -68,7 +77,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results", default="bench/results/h200")
     folder = Path(p.parse_args().results)
-    for r in (row(folder, *run) for run in RUNS):
+    for r in (row(folder, *run) for run in RUNS[folder.name]):
         print(json.dumps(r))
 
 
