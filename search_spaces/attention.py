@@ -44,10 +44,14 @@ def _options(device: str, site: dict[str, Any]) -> list[str]:
     return [site["backend"], *(b for b in allowed if b != site["backend"])]
 
 
+MASK_DTYPES = ("bool", "float16", "bfloat16", "float32")
+
+
 def rebuildable(site: dict[str, Any]) -> bool:
-    """Whether ``site`` can be rebuilt from what it records and timed alone: five sizes, a floating dtype, no mask
-    (whose shape is not recorded)."""
-    return len(site.get("shape") or []) == 5 and str(site.get("dtype")) in ALONE_TOLERANCE and not site.get("mask")
+    """Whether ``site`` can be rebuilt from what it records and timed alone: five sizes, a floating dtype, and no mask
+    or one whose layout it records (older records have none)."""
+    sized = len(site.get("shape") or []) == 5 and str(site.get("dtype")) in ALONE_TOLERANCE
+    return sized and (not site.get("mask") or bool(site.get("mask_layout")))
 
 
 def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -71,8 +75,22 @@ def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             raise ValueError("an attention site's dtype is a short name")
         out.append({"site": s["site"], "backend": s["backend"], "mask": bool(s.get("mask")), "count": count,
                     "shape": [int(d) for d in (s.get("shape") or [])][:5], "causal": bool(s.get("causal")), "dtype": dtype,
-                    **_strides(s.get("strides"))})
+                    **_strides(s.get("strides")), **_mask_layout(s.get("mask_layout"))})
     return device, out
+
+
+def _mask_layout(layout: Any) -> dict[str, Any]:
+    """``{"mask_layout": {dtype, shape, stride}}`` where a site records its mask's (at most four dimensions, each
+    broadcast to the scores' ``(b, h, sq, sk)``), else nothing."""
+    if layout is None:
+        return {}
+    shape, stride = (layout.get(k) if isinstance(layout, dict) else None for k in ("shape", "stride"))
+    ok = isinstance(layout, dict) and layout.get("dtype") in MASK_DTYPES and all(
+        isinstance(t, list) and 1 <= len(t) <= 4 and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**40 for x in t)
+        for t in (shape, stride)) and len(shape) == len(stride)
+    if not ok:
+        raise ValueError("an attention site's mask layout is a dtype (bool or floating) and one to four sizes and strides")
+    return {"mask_layout": {"dtype": layout["dtype"], "shape": list(shape), "stride": list(stride)}}
 
 
 def _strides(strides: Any) -> dict[str, Any]:

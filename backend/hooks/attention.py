@@ -79,8 +79,9 @@ def describe(node: Any) -> dict[str, Any] | None:
     if q is None or k is None or v is None or len(q[1]) != 4:
         return None
     site = {"q": q, "k": k, "v": v, "mask": mask, "causal": a["causal"], "scale": None if a["scale"] is None else float(a["scale"])}
+    layout = {"mask_layout": dict(zip(("dtype", "shape", "stride"), mask))} if mask is not None else {}
     return {"site": digest(site)[:16], "backend": backend, "shape": [*q[1], k[1][2]], "dtype": q[0], "mask": mask is not None,
-            "causal": a["causal"], "class": site_class(q[0], q[1][3], mask is not None, a["causal"]), "strides": [q[2], k[2], v[2]]}
+            "causal": a["causal"], "class": site_class(q[0], q[1][3], mask is not None, a["causal"]), "strides": [q[2], k[2], v[2]], **layout}
 
 
 def found(gm: Any) -> list[dict[str, Any]]:

@@ -4,8 +4,9 @@ A site (``backend/hooks/attention.describe``: batch, heads, query length, head s
 rebuilt as random query, key and value tensors; each backend's ATen op runs on them as a CUDA graph of calls back to
 back over copies that together outgrow the L2 (``site_timing.rotated``, ``_graph_of``): the device's time, as a
 workload under CUDA graphs pays it. Each backend's output is checked against ATen's math attention in float32 first;
-one that differs, or that this torch or device refuses, gets no time. Sites with a mask are not rebuilt (the mask's
-shape is not recorded): their backends are measured in the workload.
+one that differs, or that this torch or device refuses, gets no time. A site's mask is rebuilt in its recorded layout
+(flash, which takes none, is not timed there); a site recorded with a mask but not its layout is measured in the
+workload.
 """
 
 from __future__ import annotations
@@ -38,7 +39,23 @@ def inputs(site: dict[str, Any], device: str, seed: int = 0) -> dict[str, Any]:
         return torch.as_strided(flat, shape, stride)
 
     q, k, v = (normal(shape, stride) for shape, stride in zip(shapes, strides))
-    return {"q": q, "k": k, "v": v, "mask": None, "causal": bool(site.get("causal")), "scale": None}
+    return {"q": q, "k": k, "v": v, "mask": mask(site, device), "causal": bool(site.get("causal")), "scale": None}
+
+
+def mask(site: dict[str, Any], device: str) -> Any:
+    """The site's mask in its recorded layout, masking nothing (all true; a bias of zeros), or None without one. A fused
+    kernel reads all of a mask whatever it holds; one that masked whole rows would leave math attention's reference
+    undefined there."""
+    import torch
+
+    layout = site.get("mask_layout")
+    if not site.get("mask") or not layout:
+        return None
+    shape, stride = tuple(layout["shape"]), tuple(layout["stride"])
+    span = 1 + sum((n - 1) * st for n, st in zip(shape, stride))
+    dtype = getattr(torch, str(layout["dtype"]))
+    flat = torch.ones(span, dtype=dtype, device=device) if dtype == torch.bool else torch.zeros(span, dtype=dtype, device=device)
+    return torch.as_strided(flat, shape, stride)
 
 
 def _reference(a: dict[str, Any]) -> Any:
@@ -46,7 +63,8 @@ def _reference(a: dict[str, Any]) -> Any:
     import torch
 
     q, k, v = (a[n].float() for n in "qkv")
-    return torch.ops.aten._scaled_dot_product_attention_math.default(q, k, v, None, 0.0, a["causal"])[0]
+    m = a["mask"] if a["mask"] is None or a["mask"].dtype == torch.bool else a["mask"].float()
+    return torch.ops.aten._scaled_dot_product_attention_math.default(q, k, v, m, 0.0, a["causal"])[0]
 
 
 def _error(backend: str, a: dict[str, Any], ref: Any) -> float:
@@ -83,6 +101,9 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
     out: dict[str, dict[str, Any]] = {}
     graphs: dict[str, tuple[Any, int]] = {}
     for backend in backends:
+        if backend == "flash" and a["mask"] is not None:
+            out[backend] = {"error": "the flash kernel takes no mask"}
+            continue
         try:
             err = _error(backend, a, ref)
             if not err <= TOLERANCE[str(site["dtype"])]:

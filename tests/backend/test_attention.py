@@ -10,17 +10,17 @@ from torch._inductor.utils import run_and_get_code
 from typer.testing import CliRunner
 
 from tests.helpers.attention_db import attention_task
-from tests.helpers.models import attention
+from tests.helpers.models import attention, masked_attention
 from tuner.backend import journal
 from tuner.backend.compiler import compile_with_context
-from tuner.backend.instrument.attention_timing import inputs
+from tuner.backend.instrument.attention_timing import _reference, inputs
 from tuner.backend.instrument.context import MeasuringContext
 from tuner.backend.instrument.recorder import Recorder
 from tuner.cli import app
 from tuner.core import Forcing
 from tuner.kinds import descriptor
 from tuner.search_spaces import InvalidConfig, space_for
-from tuner.search_spaces.attention import ANSWER_KNOB, FAMILY
+from tuner.search_spaces.attention import ANSWER_KNOB, FAMILY, rebuildable
 
 FLASH_CPU = "_scaled_dot_product_flash_attention_for_cpu"
 
@@ -68,6 +68,30 @@ def test_a_site_is_rebuilt_with_its_recorded_strides_and_wrong_strides_are_refus
     for bad in ([[1, 2, 3]] * 3, [[-1, 1, 1, 1]] * 3, "6144,16", [[1, 1, 1, True]] * 3):
         with pytest.raises(InvalidConfig):
             space_for(FAMILY, {"space": {"device": "cpu", "sites": [{**site, "strides": bad}]}})
+
+
+def test_a_masked_site_records_its_masks_layout_and_is_rebuilt_with_it():
+    """A mask's dtype, sizes and strides are kept as the fused op receives it (the dispatcher has turned the model's
+    causal boolean mask into an additive float one), so the site is rebuilt and its reference computed alone; a
+    boolean mask broadcast over the heads (stride 0) is rebuilt so too; a site recorded with a mask but no layout is
+    not rebuilt."""
+    with torch.no_grad():
+        (g,) = _recorded(masked_attention().eval(), torch.randn(2, 32, 64))
+    (site,) = g.found[FAMILY]
+    layout = site["mask_layout"]
+    assert site["mask"] and layout == {"dtype": "float32", "shape": [2, 1, 32, 32], "stride": [1024, 1024, 32, 1]}
+    (checked,) = _task_space(g).context["sites"]
+    assert checked["mask_layout"] == layout and rebuildable(checked)
+    assert not rebuildable({**checked, "mask_layout": None})
+    a = inputs(checked, "cpu")
+    assert a["mask"].dtype == torch.float32 and list(a["mask"].shape) == layout["shape"] and not a["mask"].any()  # masks nothing
+    assert torch.isfinite(_reference(a)).all()
+    broadcast = {"dtype": "bool", "shape": [2, 1, 32, 32], "stride": [32, 0, 0, 1]}
+    b = inputs({**checked, "mask_layout": broadcast}, "cpu")
+    assert list(b["mask"].stride()) == broadcast["stride"] and bool(b["mask"].all()) and torch.isfinite(_reference(b)).all()
+    for bad in ({**layout, "dtype": "int64"}, {**layout, "shape": [2, 1, 32]}, {**layout, "stride": [1, 2, 3, 4, 5]}, "bool"):
+        with pytest.raises(InvalidConfig):
+            space_for(FAMILY, {"space": {"device": "cpu", "sites": [{**checked, "mask_layout": bad}]}})
 
 
 def test_a_training_forward_has_no_site():

@@ -32,3 +32,12 @@ def test_a_cuda_sweep_settles_the_attention_backends_alone(db_url, cwd_root):
     assert 1 <= len(trials) <= 2 and all(status == "ok" for _, status, _ in trials), trials  # the default and the fastest
     assert all(ms < 0.1 for _, _, ms in trials)  # the attention's time alone (two calls), not the workload's step
     assert winner in [c for c, _, _ in trials]
+
+
+def test_a_masked_site_is_timed_alone_with_its_mask_and_never_with_flash():
+    """An additive mask broadcast over the heads, as the dispatcher hands the fused kernels a model's boolean one."""
+    layout = {"dtype": "bfloat16", "shape": [8, 1, 128, 128], "stride": [16384, 0, 128, 1]}
+    site = {"shape": [8, 16, 128, 64, 128], "dtype": "bfloat16", "causal": False, "mask": True, "mask_layout": layout}
+    got = time_backends(site, ["flash", "efficient", "cudnn"])
+    assert "ms" not in got["flash"] and "mask" in got["flash"]["error"]
+    assert "ms" in got["efficient"] and got["efficient"]["error"] <= ALONE_TOLERANCE["bfloat16"], got

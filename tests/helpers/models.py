@@ -102,6 +102,22 @@ class _Attention(torch.nn.Module):
         return self._attend(x + self._attend(x))
 
 
+class _MaskedAttention(_Attention):
+    """The same block with an explicit boolean mask (causal, broadcast over batch and heads), as Transformers passes."""
+
+    def _attend(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        mask = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()[None, None].expand(b, 1, n, n)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.out(y.transpose(1, 2).reshape(b, n, d))
+
+
+def masked_attention() -> torch.nn.Module:
+    """``attention`` with an explicit causal mask, input ``[batch, tokens, 64]``."""
+    return _MaskedAttention()
+
+
 def attention() -> torch.nn.Module:
     """A small causal self-attention model, input ``[batch, tokens, 64]``: two attention calls, one attention site."""
     return _Attention()

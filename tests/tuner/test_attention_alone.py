@@ -34,10 +34,21 @@ def _timed(**ms):
     return {b: {"ms": t, "spread": 0.0001, "error": 0.001} for b, t in ms.items()}
 
 
-def test_attention_sites_are_timed_alone_on_cuda_unless_one_has_a_mask():
+LAYOUT = {"dtype": "bool", "shape": [8, 1, 1, 512], "stride": [512, 0, 512, 1]}
+
+
+def test_attention_sites_are_timed_alone_on_cuda_unless_a_mask_has_no_recorded_layout():
     assert timed_alone(_task([_sitedict(A)]), "cuda")
     assert not timed_alone(_task([_sitedict(A, backend="flash_cpu")], device="cpu"), "cpu")
     assert not timed_alone(_task([_sitedict(A), _sitedict(B, backend="efficient", mask=True)]), "cuda")
+    assert timed_alone(_task([_sitedict(A), {**_sitedict(B, backend="efficient", mask=True), "mask_layout": LAYOUT}]), "cuda")
+
+
+def test_a_masked_site_never_takes_flash_however_it_timed():
+    """Flash takes no mask: a masked site's timings (as a worker that timed it anyway would give) cannot make it win."""
+    task = _task([{**_sitedict(A, backend="efficient", mask=True), "mask_layout": LAYOUT}])
+    config, m = fastest(task, {A: _timed(flash=0.001, efficient=0.006, cudnn=0.005)})
+    assert config == {f"site.{A}": "cudnn"} and m.median_ms < m.baseline_ms
 
 
 def test_each_site_takes_its_fastest_backend_and_the_task_is_weighed_by_calls():

@@ -7,8 +7,8 @@ from its sizes and its fused backends are timed there, interleaved (``AttentionA
 takes its fastest backend, and that config wins where the task's attention time (each site's time by how many calls
 share it) beats the default's by ``UNVERIFIED_GAIN`` and past the timings' spread; else the default stays. Both are
 stored as trials, their times the attention's alone. The whole-workload check at the end still times every winner
-together. A task with a site that cannot be rebuilt (a mask) is left to the graph study, as is the decomposed (math)
-backend, which Inductor compiles into kernels of its own.
+together. A task with a site that cannot be rebuilt (a mask recorded without its layout) is left to the graph study,
+as is the decomposed (math) backend, which Inductor compiles into kernels of its own.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ Pair = tuple[TaskSpec, TaskRecord]
 
 
 def timed_alone(task: TaskSpec, device_type: str) -> bool:
-    """Whether ``task``'s sites are all timed alone (an attention task on CUDA, no site with a mask)."""
+    """Whether ``task``'s sites are all timed alone (an attention task on CUDA, every site rebuildable: a mask only
+    where its layout is recorded)."""
     sites = task.space.context.get("sites") or []
     return str(task.kind) == FAMILY and device_type == "cuda" and bool(sites) and all(rebuildable(s) for s in sites)
 
@@ -38,9 +39,10 @@ def fastest(task: TaskSpec, timings: dict[str, dict[str, dict[str, Any]]]) -> tu
     """The config giving each site its fastest timed backend, and its attention time against the default's (each site's
     time by its ``count``; spreads summed alike); None where a site's default backend has no time."""
     config, ms, base, spread, base_spread = dict(task.space.default), 0.0, 0.0, 0.0, 0.0
+    options = {p.name: p.options for p in task.space.params}  # type: ignore[attr-defined]
     for s in task.space.context["sites"]:
         param, count = f"site.{s['site']}", int(s.get("count", 1))
-        timed = {b: t for b, t in (timings.get(s["site"]) or {}).items() if "ms" in t}
+        timed = {b: t for b, t in (timings.get(s["site"]) or {}).items() if "ms" in t and b in options[param]}
         default = timed.get(config[param])
         if default is None:
             return None
