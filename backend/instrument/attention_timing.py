@@ -96,8 +96,11 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
 
     from torch._inductor.runtime.benchmarking import benchmarker
 
-    a = inputs(site, device)
-    ref = _reference(a)
+    try:
+        a = inputs(site, device)
+        ref = _reference(a)
+    except Exception as e:  # noqa: BLE001 - a site not rebuilt as recorded (a mask that does not broadcast, say): no time
+        return {b: {"error": f"the site could not be rebuilt ({_said(e)})"} for b in backends}
     out: dict[str, dict[str, Any]] = {}
     graphs: dict[str, tuple[Any, int]] = {}
     for backend in backends:
@@ -112,7 +115,7 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
             graphs[backend] = _graph(backend, a)
             out[backend] = {"error": err}
         except Exception as e:  # noqa: BLE001 - a backend this torch, device or site refuses gets no time
-            out[backend] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+            out[backend] = {"error": _said(e)}
     runs: dict[str, list[float]] = {b: [] for b in graphs}
     for _ in range(rounds):
         for backend, (graph, calls) in graphs.items():
@@ -121,3 +124,7 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
         q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
         out[backend].update(ms=statistics.median(ms), spread=q[2] - q[0])
     return out
+
+
+def _said(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"

@@ -13,7 +13,7 @@ from tests.helpers.attention_db import attention_task
 from tests.helpers.models import attention, masked_attention
 from tuner.backend import journal
 from tuner.backend.compiler import compile_with_context
-from tuner.backend.instrument.attention_timing import _reference, inputs
+from tuner.backend.instrument.attention_timing import _reference, inputs, time_backends
 from tuner.backend.instrument.context import MeasuringContext
 from tuner.backend.instrument.recorder import Recorder
 from tuner.cli import app
@@ -89,6 +89,8 @@ def test_a_masked_site_records_its_masks_layout_and_is_rebuilt_with_it():
     broadcast = {"dtype": "bool", "shape": [2, 1, 32, 32], "stride": [32, 0, 0, 1]}
     b = inputs({**checked, "mask_layout": broadcast}, "cpu")
     assert list(b["mask"].stride()) == broadcast["stride"] and bool(b["mask"].all()) and torch.isfinite(_reference(b)).all()
+    wrong = {**checked, "mask_layout": {"dtype": "bool", "shape": [3, 1, 32, 32], "stride": [1024, 0, 32, 1]}}  # 3 batches for 2
+    assert all("could not be rebuilt" in t["error"] for t in time_backends(wrong, ["flash_cpu"], device="cpu").values())
     for bad in ({**layout, "dtype": "int64"}, {**layout, "shape": [2, 1, 32]}, {**layout, "stride": [1, 2, 3, 4, 5]}, "bool"):
         with pytest.raises(InvalidConfig):
             space_for(FAMILY, {"space": {"device": "cpu", "sites": [{**checked, "mask_layout": bad}]}})
