@@ -85,10 +85,8 @@ def _mask_layout(layout: Any) -> dict[str, Any]:
     if layout is None:
         return {}
     shape, stride = (layout.get(k) if isinstance(layout, dict) else None for k in ("shape", "stride"))
-    ok = isinstance(layout, dict) and layout.get("dtype") in MASK_DTYPES and all(
-        isinstance(t, list) and 1 <= len(t) <= 4 and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**40 for x in t)
-        for t in (shape, stride)) and len(shape) == len(stride)
-    if not ok:
+    ok = isinstance(layout, dict) and layout.get("dtype") in MASK_DTYPES and _sizes(shape, 1, 4) and _sizes(stride, 1, 4)
+    if not ok or len(shape) != len(stride):
         raise ValueError("an attention site's mask layout is a dtype (bool or floating) and one to four sizes and strides")
     return {"mask_layout": {"dtype": layout["dtype"], "shape": list(shape), "stride": list(stride)}}
 
@@ -98,12 +96,14 @@ def _strides(strides: Any) -> dict[str, Any]:
     nothing: the site is then rebuilt contiguous."""
     if strides is None:
         return {}
-    ok = isinstance(strides, list) and len(strides) == 3 and all(
-        isinstance(t, list) and len(t) == 4 and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**40 for x in t)
-        for t in strides)
-    if not ok:
+    if not (isinstance(strides, list) and len(strides) == 3 and all(_sizes(t, 4, 4) for t in strides)):
         raise ValueError("an attention site's strides are three lists of four non-negative integers (query, key, value)")
     return {"strides": [list(t) for t in strides]}
+
+
+def _sizes(t: Any, least: int, most: int) -> bool:
+    """Whether ``t`` is a list of ``least`` to ``most`` non-negative integers (sizes or strides)."""
+    return isinstance(t, list) and least <= len(t) <= most and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**40 for x in t)
 
 
 def space(context: dict[str, Any]) -> Space:

@@ -34,8 +34,7 @@ def inputs(site: dict[str, Any], device: str, seed: int = 0) -> dict[str, Any]:
     def normal(shape: tuple[int, ...], stride: list[int] | None) -> Any:
         if stride is None:
             return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)
-        span = 1 + sum((n - 1) * s for n, s in zip(shape, stride))
-        flat = torch.randn(span, generator=gen, device=device, dtype=torch.float32).to(dtype)
+        flat = torch.randn(_span(shape, stride), generator=gen, device=device, dtype=torch.float32).to(dtype)
         return torch.as_strided(flat, shape, stride)
 
     q, k, v = (normal(shape, stride) for shape, stride in zip(shapes, strides))
@@ -51,11 +50,15 @@ def mask(site: dict[str, Any], device: str) -> Any:
     layout = site.get("mask_layout")
     if not site.get("mask") or not layout:
         return None
-    shape, stride = tuple(layout["shape"]), tuple(layout["stride"])
-    span = 1 + sum((n - 1) * st for n, st in zip(shape, stride))
+    shape, stride = layout["shape"], layout["stride"]
     dtype = getattr(torch, str(layout["dtype"]))
-    flat = torch.ones(span, dtype=dtype, device=device) if dtype == torch.bool else torch.zeros(span, dtype=dtype, device=device)
+    flat = (torch.ones if dtype == torch.bool else torch.zeros)(_span(shape, stride), dtype=dtype, device=device)
     return torch.as_strided(flat, shape, stride)
+
+
+def _span(shape: Any, stride: Any) -> int:
+    """The elements a tensor of these sizes and strides reaches in its storage."""
+    return 1 + sum((n - 1) * st for n, st in zip(shape, stride))
 
 
 def _reference(a: dict[str, Any]) -> Any:
