@@ -19,7 +19,11 @@ from tuner.sweep.driver import SweepReport
 
 
 class BoundedRemaining(TimeRemainingColumn):
-    """Rich's rate-based estimate of the time left, never past ``ends_by`` (a time budget's promised end)."""
+    """Rich's rate-based estimate of the time left, never past ``ends_by`` (a time budget's promised end). Rendered
+    afresh each time: Rich keeps a column's last render for half a second while no trial has completed, and a sweep
+    that ended so (its first trials outside the bar's count) showed 'eta 0:00:37' under its closing tables."""
+
+    max_refresh = None
 
     def __init__(self, ends_by: float | None):
         super().__init__()

@@ -13,7 +13,7 @@ from tuner.sweep.budget import Budget
 from tuner.sweep.clock import CAPTURE, Costs, fits
 from tuner.kinds import beside_base
 from tuner.db import Database, TaskRecord, TrialRecord
-from tuner.measure.result import Measurement
+from tuner.measure.result import Measurement, Status
 from tuner.search_spaces import Space
 
 FIRST_GRAPH_TRIAL_COMPILES = 2  # the first such trial compiles its baseline (the winners so far) and its candidate
@@ -42,6 +42,7 @@ class StudyContext:
     rankers: Any = None  # tuner.ranking.Rankers: the learned ranking (None: off)
     prior: Any = None  # tuner.ranking.PriorRows: shipped winners of this device model, seeds when the database has none
     stored: Counter[str] = field(default_factory=Counter)  # trials this sweep stored (context.record), by status
+    on_stored: Callable[[str], None] | None = None  # told each measured trial's status as it is stored (the progress bar)
     base_held: bool = False  # the worker holds the compile of the whole-workload trials' base (``Worker.holds``)
 
     def time_left(self) -> bool:
@@ -124,4 +125,6 @@ def record(tuning: TrialSink, task: TaskRecord, config: dict[str, Any], m: Measu
                                    min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error)
     if (tally := getattr(tuning, "stored", None)) is not None:
         tally[m.status.value] += 1
+    if (told := getattr(tuning, "on_stored", None)) is not None and m.status is not Status.INVALID:  # invalid: never measured
+        told(m.status.value)
     return trial

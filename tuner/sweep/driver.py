@@ -225,7 +225,7 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
         rankers=Rankers(db, device_id, prior) if opts.ranking else None,
         environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
         sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
-        from_similar=opts.from_similar, costs=worker.costs,
+        from_similar=opts.from_similar, costs=worker.costs, on_stored=progress.trial,
         **deadlines,
     )
     workload = Workload(db, opts.spec.name)

@@ -71,7 +71,6 @@ def tune_site_groups(
         beat = [time.monotonic()]
 
         def on_trial(t: Any) -> None:
-            progress.trial(t.status)
             if time.monotonic() - beat[0] >= HEARTBEAT_S:  # a batch stores hundreds of trials at once
                 beat[0] = time.monotonic()
                 for _, r in group:
@@ -145,7 +144,6 @@ def tune_tasks(
         measure = measure_for(spec_t, winners.forcing(zip(tasks, records), before=tid))
 
         def on_trial(t: Any, _tid: int = tid, _holder: bool = not joining) -> None:
-            progress.trial(t.status)
             if _holder:
                 renew(db, _tid, tuning.device_id, wid, ttl)
 
