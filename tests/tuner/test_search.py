@@ -4,6 +4,7 @@ scripted measurements."""
 import pytest
 
 from tests.helpers.replay import _context, replay_measure, tasks
+from tuner.core import Kind
 from tuner.db import Database
 from tuner.keys import config_hash
 from tuner.measure import Measurement, Status
@@ -221,4 +222,27 @@ def test_a_study_stops_exploring_in_time_to_verify_a_trial_that_beat_the_default
     assert measured == (1 if left_s < 100 else 4)
     out = choose_winner(tuning, rec, task.space, measure)
     assert not out.is_default and out.best_ms == 0.95 and clock.t <= tuning.deadline
+    db.close()
+
+
+def test_a_held_verification_is_expected_to_cost_its_trials_timing_without_their_compiles(db_url, monkeypatch):
+    """The Qwen2 prefill's first fusion trial on the H100: 36.6 s, two compiles and a few seconds of timing, after a
+    24.8-s capture compile; 19 s to its phase's deadline. Its verification re-times the two compiled workloads: with
+    the trials' measured timing (3 s, twice the rounds) it fits; taken as the trial less one compile it did not."""
+    import dataclasses
+
+    from tests.helpers.replay import _context
+    from tuner.study.context import timing_kind
+    from tuner.sweep.clock import CAPTURE
+
+    clock = type("Clock", (), {"t": 1000.0})()
+    monkeypatch.setattr("tuner.sweep.clock.now", lambda: clock.t)
+    db = Database.open(db_url)
+    tuning = dataclasses.replace(_context(db_url, db, trials=4), deadline=clock.t + 19.0)
+    fusion = str(Kind.FUSION)
+    tuning.costs.observe(CAPTURE, 24.8)
+    tuning.costs.observe(fusion, 36.6)
+    assert not tuning.can_verify(fusion, held=True) and not tuning.can_verify(fusion)
+    tuning.costs.observe(timing_kind(fusion), 3.0)
+    assert tuning.can_verify(fusion, held=True) and not tuning.can_verify(fusion)  # not held: two compiles again
     db.close()

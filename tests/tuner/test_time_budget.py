@@ -227,7 +227,8 @@ def test_the_end_of_a_sweep_counts_its_compiles_and_a_held_worker_is_not_recycle
         worker.start()
         with worker.held():
             for _ in range(2):
-                assert worker.run(GraphTrial({}, {}, 3, 0.5)).ok
+                m = worker.run(GraphTrial({}, {}, 3, 0.5))
+                assert m.ok and 0 < m.timing_s < 60  # the timing alone, measured in the worker
         assert worker.restarts == 0
         worker.run(GraphTrial({}, {}, 3, 0.5))  # served past its limit, no longer held: a fresh worker
         assert worker.restarts == 1

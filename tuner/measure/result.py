@@ -18,6 +18,7 @@ class Measurement:
     error: str | None = None
     compile_s: float | None = None
     baseline_spread_ms: float | None = None  # the default's spread in the same run (``spread_ms`` is the candidate's)
+    timing_s: float | None = None  # a whole-workload trial's timing alone, without its compiles (seconds)
 
     @property
     def ok(self) -> bool:

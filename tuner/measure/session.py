@@ -248,12 +248,13 @@ class Session:
         fns = {"candidate": self._step(cand.fn)}
         if cand.fn is not base.fn:
             fns["baseline"] = self._step(base.fn)
+        started = time.monotonic()
         try:
             with quiet.timing(device=self._lock):
                 t = interleaved(fns, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e), error=describe(e))
-        return _against(t, cand.compile_s)
+        return dataclasses.replace(_against(t, cand.compile_s), timing_s=time.monotonic() - started)
 
     def time_replay(self, job: GraphReplay) -> Measurement:
         """The capture's compile replayed as one CUDA graph by hand (``tuner.measure.replay``) against it launched

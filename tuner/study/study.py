@@ -26,7 +26,7 @@ from tuner.study.shared import suggest_unshared
 from tuner.study.names import study_name
 from tuner.search_spaces import InvalidConfig, Space
 
-from tuner.study.context import Measure, MeasureMany, StudyContext, one_by_one, record
+from tuner.study.context import Measure, MeasureMany, StudyContext, one_by_one, record, timing_kind
 from tuner.study.settle import choose_winner, keep_for_verifying
 
 
@@ -221,6 +221,9 @@ def run_study(
         configs = [c for c, _ in pending.values()]
         with tuning.costs.timed(space.family):
             results = many(configs, tuning.budget.rounds)
+        for m in results:
+            if m.timing_s is not None:  # a whole-workload trial: what re-timing its compiles would cost (``can_verify``)
+                tuning.costs.observe(timing_kind(space.family), m.timing_s)
         asker.tell_batch(pending, results)
         measured += len(configs)
     return measured
