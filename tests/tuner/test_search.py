@@ -246,3 +246,34 @@ def test_a_held_verification_is_expected_to_cost_its_trials_timing_without_their
     tuning.costs.observe(timing_kind(fusion), 3.0)
     assert tuning.can_verify(fusion, held=True) and not tuning.can_verify(fusion)  # not held: two compiles again
     db.close()
+
+
+def test_a_phase_with_no_time_for_a_trial_says_so_and_measures_nothing(db_url, monkeypatch):
+    """A graph study whose first trial (two compiles, before any was timed) would end past its deadline."""
+    import dataclasses
+
+    from tests.helpers.replay import _context, tasks
+    from tuner.sweep.clock import CAPTURE
+    from tuner.sweep.progress import Progress
+    from tuner.sweep.scheduler import tune_tasks
+    from tuner.sweep.winners import Winners
+
+    class Said(Progress):
+        def __init__(self):
+            self.notes = []
+
+        def note(self, text):
+            self.notes.append(text)
+
+    clock = type("Clock", (), {"t": 1000.0})()
+    monkeypatch.setattr("tuner.sweep.clock.now", lambda: clock.t)
+    db = Database.open(db_url)
+    specs = tasks(2)[:2]
+    records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
+    tuning = dataclasses.replace(_context(db_url, db, trials=4), deadline=clock.t + 19.0)
+    tuning.costs.observe(CAPTURE, 12.0)  # a graph trial: two compiles, 24 s
+    said = Said()
+    outcomes, measured = tune_tasks(tuning, specs, records, lambda task, base: pytest.fail("nothing may be measured"), Winners({}), said)
+    assert (outcomes, measured) == ([], 0) and db.stats()["trials"] == 0
+    assert said.notes == [f"{specs[0].name} and 1 more: a trial (~24 s) would end past this phase's deadline: not measured within this time budget"]
+    db.close()

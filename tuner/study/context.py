@@ -54,7 +54,11 @@ class StudyContext:
         the first one compiles its baseline too (a resnet50 grouping's on the H200: 37 s against a 19.7-s compile;
         taken as one compile, regnet_y_400mf's ran 18 s past its phase's deadline), or one where the worker holds
         that baseline's compile (``base_held``: the CUDA-graph trial's candidate is the fusion study's base)."""
-        return fits(self.deadline, (self.costs.expect(kind) or self._compile_floor(kind)) + reserve_s)
+        return fits(self.deadline, self.trial_s(kind) + reserve_s)
+
+    def trial_s(self, kind: str) -> float:
+        """What one more measurement of ``kind`` is expected to cost (:meth:`fits`); 0 where unknown."""
+        return self.costs.expect(kind) or self._compile_floor(kind)
 
     def settles(self, kind: str, fallback: str | None, compiles: int = 0, reserve_s: float = 0.0) -> bool:
         """Whether one verification-length measurement of ``kind`` ends by ``settle_by``, ``reserve_s`` before it."""

@@ -132,6 +132,9 @@ def tune_tasks(
     if not tasks:
         return outcomes, measured_total
     kind = tasks[0].space.family  # one phase's tasks: one kind
+    if not tuning.fits(kind):
+        progress.note(f"{tasks[0].name}{f' and {len(tasks) - 1} more' if len(tasks) > 1 else ''}: a trial (~{tuning.trial_s(kind):.0f} s) "
+                      "would end past this phase's deadline: not measured within this time budget")
     while tuning.fits(kind):
         tid = claim_next(db, ids, tuning.device_id, wid, target, ttl)
         joining = tid is None
