@@ -80,8 +80,8 @@ def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _mask_layout(layout: Any) -> dict[str, Any]:
-    """``{"mask_layout": {dtype, shape, stride}}`` where a site records its mask's (at most four dimensions, each
-    broadcast to the scores' ``(b, h, sq, sk)``), else nothing."""
+    """``{"mask_layout": {dtype, shape, stride}}`` where a site records its mask's (at most four dimensions, which
+    broadcast to the scores' ``(b, h, sq, sk)``: a site whose mask does not is not timed alone), else nothing."""
     if layout is None:
         return {}
     shape, stride = (layout.get(k) if isinstance(layout, dict) else None for k in ("shape", "stride"))

@@ -71,7 +71,7 @@ UNVERIFIED_GAIN = 0.10
 # ... or, for a whole-workload trial (its base timed beside it, interleaved), by TIGHT_GAINS times the budget's gain
 # where that is also TIGHT_SPREADS times the trial's own interquartile range. On the H100 a Qwen2 prefill's fusion
 # grouping ran 2.623 against 2.800 ms beside its base (0.937x, a spread of 0.030 ms: the gain is 5.8 of them), and
-# was dropped for want of a verification (two compiles, ~50 s); its 2.623 ms is 0.949x the best Inductor mode's
+# was dropped: its verification was expected to outlast the 19 s left (``StudyContext.can_verify``); its 2.623 ms is 0.949x the best Inductor mode's
 # time in the bench beside it (bench/results/h100/sweep-hf_qwen2-8l-bf16-b8-s512-2026-12-05.log). A trial whose timing spreads
 # as wide as its gain (a 2-core CPU's 4-11%) still needs its verification.
 TIGHT_GAINS, TIGHT_SPREADS = 2.0, 4.0
