@@ -95,8 +95,13 @@ class _Attention(torch.nn.Module):
     def _attend(self, x):
         b, n, d = x.shape
         q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        mask = self._mask(b, n, x.device)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
         return self.out(y.transpose(1, 2).reshape(b, n, d))
+
+    def _mask(self, b, n, device):
+        """None: causal through ``is_causal``."""
+        return None
 
     def forward(self, x):
         return self._attend(x + self._attend(x))
@@ -105,12 +110,8 @@ class _Attention(torch.nn.Module):
 class _MaskedAttention(_Attention):
     """The same block with an explicit boolean mask (causal, broadcast over batch and heads), as Transformers passes."""
 
-    def _attend(self, x):
-        b, n, d = x.shape
-        q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        mask = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()[None, None].expand(b, 1, n, n)
-        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        return self.out(y.transpose(1, 2).reshape(b, n, d))
+    def _mask(self, b, n, device):
+        return torch.ones(n, n, dtype=torch.bool, device=device).tril()[None, None].expand(b, 1, n, n)
 
 
 def masked_attention() -> torch.nn.Module:
