@@ -13,6 +13,9 @@ one of the few offered ids the Triton parameters cannot express (ATen, CPP GEMM,
 ranges); only for ``"triton"`` are the block sizes asked for, so TPE models the Triton parameters instead
 of thousands of unrelated categories. Every offered choice is a seed (:meth:`TemplateSpace.seeds`):
 the search starts where max-autotune ends.
+Where the recording saw a pointwise op read the site's output (``epilogue`` in the context), a Triton template
+takes it in and a library call leaves it to a kernel of its own (:meth:`TemplateSpace.absorbs_epilogue`); the sweep
+counts that kernel where it settles the site (``tuner/sweep/site_batches.with_epilogue``).
 Constraints reject what cannot run well before it compiles: shared memory above the H100/H200 limit,
 more than 128 accumulator values per thread, a block much larger than its dimension, 8 warps on a
 non-1x1 conv (Inductor caps those at 4 for triton#1254).
@@ -41,6 +44,8 @@ KTC_PREFIXES = ("triton::mm:", "triton::bmm:")
 CONV_PREFIX = "TritonTemplateCaller:triton_convolution2d:"
 # Offered choices of templates max-autotune does not offer (``backend/compiler.WIDER_SITES`` turns them on)
 BEYOND_MAX_AUTOTUNE = ("triton::mm_persistent_tma:",)
+# Choices Inductor fuses the pointwise ops after the site into (its epilogue fusion of Triton templates)
+FUSES_EPILOGUES = (*KTC_PREFIXES, *BEYOND_MAX_AUTOTUNE, CONV_PREFIX)
 SMEM_BYTES = 227 * 1024  # the largest shared memory one block may use on sm_90 (H100/H200)
 MAX_ACC_PER_THREAD = 128
 DTYPE_BYTES = {"torch.float32": 4, "torch.bfloat16": 2, "torch.float16": 2}
@@ -242,6 +247,11 @@ class TemplateSpace(Space):
             raise InvalidConfig(f"{self.family}: {reason}")
         return config
 
+    def absorbs_epilogue(self, cid: str) -> bool:
+        """Whether choice ``cid`` takes in the pointwise ops after the site (a Triton template, where the recording saw
+        a pointwise op read the site's output), which a library call leaves to a kernel of their own."""
+        return bool(self.context.get("epilogue")) and cid.startswith(FUSES_EPILOGUES)
+
     @cached_property
     def categories(self) -> list[str]:
         """Optuna's ``choice`` options: the offered ids the generated space cannot express, then ``GEN``."""
@@ -345,6 +355,8 @@ def space(context: dict[str, Any]) -> Space:
     ctx: dict[str, Any] = {"choices": options, "default": default}
     if gen is not None:
         ctx["generate"] = gen.describe()
+    if context.get("epilogue") is True:  # absent otherwise: older tasks keep their fingerprint
+        ctx["epilogue"] = True
     return TemplateSpace(FAMILY, params, {"choice": default}, (), ctx, gen)
 
 

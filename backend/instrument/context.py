@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.backend.context import CompileContext
+from tuner.backend.hooks import epilogue
 from tuner.backend.instrument.recorder import Recorder
 from tuner.core import Forcing, Kind
 from tuner.keys import task_key
@@ -62,7 +63,7 @@ class MeasuringContext(CompileContext):
         """The benchmarked set where this site is benchmarked, else the one answer."""
         key = task_key(Kind.SITE, payload)
         if self.recorder is not None:
-            self.recorder.site(key, payload, ids, default, scalars)
+            self.recorder.site(key, payload, ids, default, scalars, epilogue.current_site_has_epilogue())
         if key in self.benchmark:
             picked = list(dict.fromkeys(ids.index(c) for c in self.benchmark[key] if c in ids))
             if len(picked) >= 2:

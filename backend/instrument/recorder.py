@@ -21,6 +21,7 @@ class SiteRecord:
     scalars: dict[str, Any] | None = None  # e.g. addmm's alpha and beta (not part of the key)
     fp32_precision: str = ""
     count: int = 1  # the nodes met at this site (a transformer's repeated layers share one)
+    epilogue: bool = False  # a pointwise op reads the output of one of them (``hooks/epilogue``)
 
 
 @dataclass
@@ -60,12 +61,15 @@ class Recorder:
     # fusion tasks without importing Inductor itself (7 s on the H200's host, inside a 100-s budget).
     defaults: dict[str, dict[str, Any]] = field(default_factory=lambda: {d: fusion_defaults(d) for d in ("cpu", "cuda")})
 
-    def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> None:
+    def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None,
+             epilogue: bool = False) -> None:
         if key in self.sites:
             self.sites[key].count += 1
+            self.sites[key].epilogue |= epilogue
             return
         precision = str(payload.get("fp32_precision", ""))
-        self.sites[key] = SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision)
+        self.sites[key] = SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision,
+                                     epilogue=epilogue)
 
     def graph(self, key: str, kind: str, payload: dict[str, Any], fusion_key: str = "", device: str = "cpu",
               keys: dict[str, str] | None = None) -> None:

@@ -347,3 +347,55 @@ def test_a_finalist_clearly_faster_in_its_own_batch_wins_with_no_verification_co
     assert all(not o.is_default for o in outcomes)
     assert all(db.winner_config(o.task.id, tuning.device_id) == o.winner for o in outcomes)
     db.close()
+
+
+TRITON = ('triton::mm:{"ACC_TYPE":"tl.float32","BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"EVEN_K":true,"GROUP_M":8,'
+          '"USE_FAST_ACCUM":false,"hint_override":null,"num_stages":6,"num_warps":4}')
+
+
+def _epilogue_sites(db_url, epilogue):
+    """Two addmm sites (the library call Inductor's default, a Triton tile), a pointwise op after each or not."""
+    from tests.helpers.replay import _context
+    from tuner.core import Kind, TaskSpec
+    from tuner.db import Database
+    from tuner.search_spaces import space_for
+
+    db = Database.open(db_url)
+    group = []
+    for i in range(2):
+        space = {"choices": ["aten::bias_addmm:{}", TRITON], "default": "aten::bias_addmm:{}", **({"epilogue": True} if epilogue else {})}
+        sig = {"op": "addmm", "inputs": [], "space": space}
+        t = TaskSpec(f"{i + 200:064x}", Kind.SITE, f"epilogue site {i}", sig, space_for(Kind.SITE, sig))
+        group.append((t, db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint())))
+    return db, _context(db_url, db, trials=4), group
+
+
+@pytest.mark.parametrize("epilogue, alone, credit_ms, wins", [
+    (True, 0.97, 0.5, True),  # no slower alone, and a kernel fewer: far past the noise counted so
+    (True, 0.97, 0.0, False),  # no kernel measured to credit (the CPU): 3% alone is inside the noise
+    (False, 0.97, 0.5, False),  # nothing reads the output pointwise: nothing to take in
+    (True, 1.04, 0.5, False),  # slower alone: not credited, whatever it might take in
+])
+def test_a_template_no_slower_alone_wins_where_it_takes_in_the_epilogue(db_url, monkeypatch, epilogue, alone, credit_ms, wins):
+    """A site's Triton tile times ``alone`` x its library default in one compile; no time is left to verify. Where a
+    pointwise op reads the site's output, the library call leaves it to a kernel of its own (``credit_ms``, the step's
+    median pointwise kernel), which the tile takes in: counted so, a tile no slower alone wins and is said to."""
+    import dataclasses
+
+    from tuner.sweep.site_batches import EpilogueCredit, tune_sites
+
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    db, tuning, group = _epilogue_sites(db_url, epilogue)
+
+    def measure(request):
+        clock.t += 0.2 * sum(len(v) for v in request.values())
+        return SiteTimings(Status.OK, {k: {c: (1.0 if i == 0 else alone) for i, c in enumerate(v)} for k, v in request.items()})
+
+    said = []
+    tuning = dataclasses.replace(tuning, deadline=clock.t + 1.0, settle_by=clock.t + 1.0)
+    outcomes, _, _ = tune_sites(tuning, group, measure, batch=16, credit=EpilogueCredit(credit_ms, said.append))
+    assert [o.winner["choice"] == TRITON for o in outcomes] == [wins, wins]
+    assert all(db.winner_config(r.id, tuning.device_id)["choice"] == (TRITON if wins else t.space.default["choice"]) for t, r in group)
+    assert len(said) == (2 if wins else 0) and all("takes in" in s for s in said)
+    db.close()

@@ -200,6 +200,17 @@ def test_the_gemm_merge_is_weighed_by_the_profiled_time_of_the_gemms_it_merges()
     assert Profile.of(dataclasses.replace(capture, graphs=[{"sibling_gemms": 0, "sibling_dims": []}]), []).merge_ms == 0.0
 
 
+def test_a_sites_epilogue_is_credited_with_the_steps_median_pointwise_kernel():
+    """What a library call's epilogue costs: the launch-weighted median of the captured pointwise kernels (``_poi_``),
+    not of the reductions or templates; nothing where none was captured (the CPU)."""
+    kernels = [{"name": "triton_poi_fused_add", "default_ms": 0.003, "launches": 24}, {"name": "triton_poi_fused_gelu", "default_ms": 0.004, "launches": 12},
+               {"name": "triton_per_fused_native_layer_norm", "default_ms": 0.009, "launches": 50}]
+    capture = dataclasses.replace(_capture(0.57, 0.3, [], []), kernels=kernels)
+    assert gain.epilogue_ms(capture) == 0.003
+    assert gain.epilogue_ms(dataclasses.replace(capture, kernels=kernels[1:])) == 0.004
+    assert gain.epilogue_ms(_capture(0.57, 0.3, [], [])) == 0.0
+
+
 def test_a_step_of_short_kernels_measures_combo_kernels_first_and_weighs_them_by_their_launches():
     """gpt2's decode step: ~65 Triton launches of ~5 us. Combo kernels (off in every Inductor mode) are the first
     fusion trial there, weighed by the launches; a prefill whose kernels run ~17 us (Qwen2's) gets neither."""

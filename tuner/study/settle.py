@@ -120,7 +120,12 @@ def settle_measured(tuning: StudyContext, task: TaskRecord, space: Space, defaul
     default_ms = default.median_ms if default else (top.baseline_ms if top else None)
     if not clearly_faster(top, gain, tight):
         return unverified(tuning, task, space, default_ms)
-    return _store_winner(tuning, task, top.id, top.config, False, top.baseline_ms, top.median_ms)
+    return settle_won(tuning, task, top)
+
+
+def settle_won(tuning: StudyContext, task: TaskRecord, trial: TrialRecord) -> TaskOutcome:
+    """Store ``trial``'s config as the task's winner, on that trial's own timing beside the default."""
+    return _store_winner(tuning, task, trial.id, trial.config, False, trial.baseline_ms, trial.median_ms)
 
 
 def unverified(tuning: StudyContext, task: TaskRecord, space: Space, default_ms: float | None) -> TaskOutcome:

@@ -231,7 +231,7 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
     workload = Workload(db, opts.spec.name)
     workload.register(tasks)
     return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers, recorded=capture.graphs,
-                        short_kernels=gain.short_launches(capture), capture_s=sum(capture.costs.values()),
+                        short_kernels=gain.short_launches(capture), epilogue_ms=gain.epilogue_ms(capture), capture_s=sum(capture.costs.values()),
                         freezing_settled=not opts.time_unfrozen, freed_s=freed if freezing_first(opts) else 0.0)
 
 

@@ -171,18 +171,30 @@ def site_rate(task: TaskSpec) -> float:
     return LARGE_GEMM_RATE if mn is not None and min(mn) >= LARGE_GEMM else RATES[SITES]
 
 
+def _median_launch(kernels: list[dict[str, Any]]) -> float | None:
+    """The launch-weighted median of ``kernels``' default times (None: no kernel)."""
+    runs = sorted((k.get("default_ms") or 0.0, int(k.get("launches") or 1)) for k in kernels)
+    total, seen = sum(n for _, n in runs), 0
+    for ms, n in runs:
+        seen += n
+        if 2 * seen >= total:
+            return ms
+    return None
+
+
 def short_launches(capture: CaptureResult) -> int:
     """The captured Triton kernels' launches a step where, weighted by launches, their median default time is at
     most :data:`SHORT_KERNEL_MS` (the step is a run of short kernels, where one kernel fewer is worth its launch);
     else 0."""
-    runs = sorted((k.get("default_ms") or 0.0, int(k.get("launches") or 1)) for k in capture.kernels)
-    total = sum(n for _, n in runs)
-    seen = 0
-    for ms, n in runs:
-        seen += n
-        if 2 * seen >= total:
-            return total if ms <= SHORT_KERNEL_MS else 0
-    return 0
+    median = _median_launch(capture.kernels)
+    return sum(int(k.get("launches") or 1) for k in capture.kernels) if median is not None and median <= SHORT_KERNEL_MS else 0
+
+
+def epilogue_ms(capture: CaptureResult) -> float:
+    """What a pointwise kernel of the step costs, launch-weighted median of the captured ones (``triton_poi_``): what a
+    site's epilogue costs where a library call leaves it to a kernel of its own and a template takes it in (0: none
+    captured, as on the CPU)."""
+    return _median_launch([k for k in capture.kernels if "_poi_" in str(k.get("name", ""))]) or 0.0
 
 
 def _merge_ms(capture: CaptureResult) -> float:

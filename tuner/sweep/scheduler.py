@@ -16,7 +16,7 @@ from tuner.sweep.progress import Progress
 from tuner.study.context import StudyContext
 from tuner.study.settle import choose_winner
 from tuner.study.study import run_study
-from tuner.sweep.site_batches import MeasureSites, sites_that_fit, tune_sites
+from tuner.sweep.site_batches import EpilogueCredit, MeasureSites, sites_that_fit, tune_sites
 from tuner.sweep.winners import Winners, stored_outcome
 
 
@@ -48,8 +48,10 @@ def tune_site_groups(
     batch: int,
     workers: int,
     progress: Progress,
+    credit_ms: float = 0.0,
 ) -> tuple[dict[int, TaskOutcome], int]:
-    """Claim sites a group at a time (a share of them per worker) and tune each group in rounds."""
+    """Claim sites a group at a time (a share of them per worker) and tune each group in rounds; ``credit_ms``: what a
+    site's epilogue costs where a library call leaves it to a kernel of its own (``site_batches.EpilogueCredit``)."""
     wid = worker_id()
     ttl = tuning.budget.trial_timeout_s + SITE_CLAIM_GRACE_S
     by_id = {r.id: (t, r) for t, r in sites}
@@ -76,7 +78,7 @@ def tune_site_groups(
                 for _, r in group:
                     renew(tuning.db, r.id, tuning.device_id, wid, ttl)
 
-        got, measured, cut = tune_sites(tuning, group, measure, batch, on_trial)
+        got, measured, cut = tune_sites(tuning, group, measure, batch, on_trial, EpilogueCredit(credit_ms, progress.note))
         measured_total += measured
         for o in got:
             outcomes[o.task.id] = dataclasses.replace(o, measured=measured)

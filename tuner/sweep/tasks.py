@@ -27,6 +27,8 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
         gen = generator_context(s["op"], s["inputs"], s["choices"])
         if gen is not None:
             space["generate"] = gen
+        if s.get("epilogue"):
+            space["epilogue"] = True  # a pointwise op reads its output: a template takes it in (``hooks/epilogue``)
         sig = {"op": s["op"], "inputs": s["inputs"], "space": space}
         if s.get("scalars") is not None:
             sig["scalars"] = s["scalars"]

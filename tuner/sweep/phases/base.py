@@ -14,7 +14,7 @@ from tuner.sweep.clock import CAPTURE, fits
 from tuner.core import Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
 from tuner.sweep.estimate import expected_s
-from tuner.sweep.gain import short_launches
+from tuner.sweep.gain import short_launches, epilogue_ms
 from tuner.measure import Worker
 from tuner.sweep.progress import Progress
 from tuner.study.context import StudyContext
@@ -63,6 +63,7 @@ class SweepContext:
     outcomes: dict[int, TaskOutcome] = field(default_factory=dict)
     recorded: list[dict[str, Any]] = field(default_factory=list)  # the graphs as the capture recorded them (Inductor's defaults)
     short_kernels: int = 0  # the step's Triton launches, where it is a run of short kernels (``gain.short_launches``)
+    epilogue_ms: float = 0.0  # what a pointwise kernel of the step costs (``gain.epilogue_ms``): a site's epilogue credit
     capture_s: float = 0.0  # what the capture took, start to end
     former: list[TaskRecord] = field(default_factory=list)  # the tasks of a workload captured before this one (frozen)
     freezing_settled: bool = False  # whether the end leaves freezing as it is: timed before the searches (``FreezingPhase``), or not to be
@@ -100,6 +101,7 @@ class SweepContext:
         self.workload, self.former = workload, self.former + former
         if capture is not None:
             self.recorded, self.short_kernels, self.capture_s = capture.graphs, short_launches(capture), sum(capture.costs.values())
+            self.epilogue_ms = epilogue_ms(capture)
 
     def can_capture(self, keep_end: bool = False) -> bool:
         """Whether one more capture compile (its recent cost) ends by the sweep's own deadline; with ``keep_end``, by

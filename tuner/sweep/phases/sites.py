@@ -97,6 +97,6 @@ class SitePhase(Phase):
                                     "Inductor times them (the worker's log says why): at their sites, timings of two kinds are compared")
             return got
 
-        got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress)
+        got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress, sweep.epilogue_ms)
         sweep.add(list(got.values()))
         wait_for_others(sweep.db, sweep.tuning, [r.id for _, r in self.sites], sweep.progress)
