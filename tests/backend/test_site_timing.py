@@ -171,3 +171,21 @@ def test_graph_replays_rotate_over_copies_of_the_inputs_that_together_outgrow_th
         assert x.data_ptr() != a.data_ptr() and y.data_ptr() != w.data_ptr() and b is bias
     big = torch.empty(ROTATE_BYTES // 12 + 1, dtype=torch.float32)  # just over a third of the bytes: 3 sets
     assert len(rotated((big,))) == 3 and len(rotated((torch.empty(ROTATE_BYTES // 4),))) == 2
+
+
+def test_a_probe_slowed_by_the_host_is_taken_again_before_it_prunes():
+    """A candidate whose first probe the host slowed (another choice precompiling meanwhile) is probed again beside
+    the best choice, and kept where it is no slower then; one that is slower both times is pruned."""
+    import time
+
+    from tuner.backend.instrument.site_timing import _probe_ms, confirmed_slower
+
+    def sleeper(ms):
+        return lambda: time.sleep(ms / 1e3)
+
+    fast, slow = sleeper(0.2), sleeper(6.0)
+    best = _probe_ms(fast, None)
+    assert confirmed_slower(_probe_ms(slow, None), lambda: _probe_ms(slow, None), best, lambda: _probe_ms(fast, None), 1.0)
+    spiked = 6.0 + best  # a fast candidate's first probe, as the busy host had it
+    assert not confirmed_slower(spiked, lambda: _probe_ms(fast, None), best, lambda: _probe_ms(fast, None), 1.0)
+    assert not confirmed_slower(best, lambda: _probe_ms(slow, None), best, lambda: _probe_ms(fast, None), 1.0), "no second probe unless the first says slower"
