@@ -95,12 +95,23 @@ def found(gm: Any) -> list[dict[str, Any]]:
     return list(out.values())
 
 
+def full_mask(backend: str, q: list[int], k: list[int], mask: list[int] | None) -> list[int] | None:
+    """The sizes ``backend`` takes a mask of these sizes at, where they differ: the memory-efficient kernel takes a
+    bias of [batch, heads, queries, keys] only (the dispatcher expands a broadcast one, stride 0; cuDNN's takes it
+    as it is). None: as it is."""
+    full = [q[0], q[1], q[2], k[2]]
+    return full if backend == "efficient" and mask is not None and list(mask) != full else None
+
+
 def call(backend: str, a: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
-    """(op, args, kwargs) of ``backend``'s fused attention for the call's arguments."""
+    """(op, args, kwargs) of ``backend``'s fused attention for the call's arguments (tensors, or nodes whose mask
+    already has the sizes :func:`full_mask` asks)."""
     import torch
 
     aten = torch.ops.aten
     q, k, v, mask, causal, scale = a["q"], a["k"], a["v"], a["mask"], a["causal"], a["scale"]
+    if isinstance(mask, torch.Tensor) and (full := full_mask(backend, list(q.shape), list(k.shape), list(mask.shape))):
+        mask = mask.expand(full)
     if backend == "flash":
         return aten._scaled_dot_product_flash_attention.default, (q, k, v, 0.0, causal, False), {"scale": scale}
     if backend == "efficient":
@@ -112,14 +123,31 @@ def call(backend: str, a: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict[st
     raise ValueError(f"unknown attention backend {backend!r}")
 
 
+def _expanded(g: Any, node: Any, backend: str, a: dict[str, Any]) -> Any:
+    """The call's mask node, expanded before ``node`` where ``backend`` takes it at other sizes (:func:`full_mask`)."""
+    import torch
+
+    mask, val = a["mask"], (lambda n: getattr(n, "meta", {}).get("val"))
+    if mask is None or val(mask) is None:
+        return mask
+    full = full_mask(backend, list(val(a["q"]).shape), list(val(a["k"]).shape), list(val(mask).shape))
+    if full is None:
+        return mask
+    with g.inserting_before(node):
+        out = g.call_function(torch.ops.aten.expand.default, (mask, full))
+    out.meta["val"] = val(mask).expand(full)
+    return out
+
+
 def _fused(node: Any, backend: str, a: dict[str, Any], fake_mode: Any) -> Any:
     """The node of ``backend``'s fused kernel's output, inserted before ``node``."""
     import operator
 
     import torch
 
-    op, args, kwargs = call(backend, a)
     g = node.graph
+    a = {**a, "mask": _expanded(g, node, backend, a)}
+    op, args, kwargs = call(backend, a)
     with g.inserting_before(node):
         new = g.call_function(op, args, kwargs)
         with fake_mode:

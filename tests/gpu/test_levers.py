@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch._inductor.utils import run_and_get_code
 
-from tests.helpers.models import _Attention
+from tests.helpers.models import _Attention, _MaskedAttention
 from tuner.backend import journal, process
 from tuner.backend.compiler import compile_with_context
 from tuner.backend.instrument.context import MeasuringContext
@@ -49,6 +49,26 @@ def test_each_attention_backend_is_forced_and_keeps_numerics(backend):
         assert (f"aten.{op}.default" in code) == (name == backend), (name, backend)
 
 
+@pytest.mark.parametrize("backend", ["efficient", "cudnn"])
+def test_a_masked_site_is_forced_to_each_backend_that_takes_a_mask(backend):
+    """A boolean mask broadcast over the heads ([b, 1, n, n]): the memory-efficient kernel takes a bias of every head's
+    sizes only, so the forced rewrite expands it (stride 0), as the dispatcher does."""
+    torch.manual_seed(0)
+    m = _MaskedAttention(dim=256, heads=4).cuda().to(torch.bfloat16).eval()
+    x = torch.randn(4, 128, 256, device="cuda", dtype=torch.bfloat16)
+    rec = Recorder()
+    with torch.no_grad():
+        ref = m(x)
+        _compiled(m, recorder=rec)(x)
+        (g,) = rec.graphs.values()
+        (site,) = g.found[FAMILY]
+        assert site["mask"]
+        forcing = Forcing({FAMILY: {g.keys[FAMILY]: {ANSWER_KNOB: {site["site"]: backend}}}})
+        y, (code,) = run_and_get_code(_compiled(m, forcing), x)
+    torch.testing.assert_close(y, ref, rtol=0.05, atol=0.05)
+    assert f"aten.{OPS[backend]}.default" in code
+
+
 def test_the_persistent_tma_templates_are_offered_and_forced():
     if not process.has_inductor_flag("triton.enable_persistent_tma_matmul"):
         pytest.skip("this Inductor has no persistent TMA GEMM templates")
@@ -65,3 +85,22 @@ def test_the_persistent_tma_templates_are_offered_and_forced():
         torch.testing.assert_close(y, m(x), rtol=0.05, atol=0.05)
     assert [(d.outcome, d.answer) for d in decisions if d.kind == Kind.SITE] == [(journal.HIT, tma[0])]
     assert "tma" in code.lower()
+
+
+def test_a_forced_triton_template_takes_in_the_epilogue_a_library_call_leaves():
+    """A linear layer then a GELU at a decode step's size: the recording says the site has an epilogue; forced to its
+    library default the GELU is a kernel of its own, forced to a Triton tile it is part of the tile's kernel."""
+    m = torch.nn.Sequential(torch.nn.Linear(768, 3072), torch.nn.GELU(approximate="tanh")).cuda().to(torch.bfloat16).eval()
+    x = torch.randn(8, 768, device="cuda", dtype=torch.bfloat16)
+    rec = Recorder()
+    with torch.no_grad():
+        _compiled(m, recorder=rec)(x)
+        (site,) = rec.sites.values()
+        assert site.epilogue, "a GELU reads the site's output"
+        triton = next(c for c in site.choices if c.startswith("triton::mm:"))
+        codes = {}
+        for choice in (site.default, triton):
+            y, (codes[choice],) = run_and_get_code(_compiled(m, Forcing({Kind.SITE: {site.key: choice}})), x)
+            torch.testing.assert_close(y, m(x), rtol=0.05, atol=0.05)
+    assert "triton_poi_" in codes[site.default], "the library call leaves the GELU to a kernel of its own"
+    assert "triton_poi_" not in codes[triton] and "tanh" in codes[triton], "the Triton tile takes the GELU in"
