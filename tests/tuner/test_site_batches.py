@@ -210,12 +210,14 @@ def _known_costs(db_url, monkeypatch, left_s):
 
 def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_the_deadline(db_url, monkeypatch):
     """No probe where the device has a prior share per choice and the capture's compile was timed: batches cost 1 s
-    of compile plus 0.1 s per choice, 1.85 s are left, so the first batch offers each site its default and two
-    candidates (6 choices, 1.6 s). A probe (each site's default and one candidate: 4 choices, 1.4 s) would have left
-    0.45 s, no room for another compile."""
-    from tuner.sweep.site_batches import tune_sites
+    of compile plus 0.1 s per choice, the prior share, taken at ``PRIOR_MARGIN`` (0.2 s) until a batch has measured
+    it. 2.65 s are left, so the first batch offers each site its default and two candidates (6 choices: 2.2 s at the
+    margin, 1.6 s as it runs). A probe (each site's default and one candidate: 4 choices, 1.4 s) would have left 1.25
+    s, no room for another batch."""
+    from tuner.sweep.site_batches import PRIOR_MARGIN, tune_sites
 
-    db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=1.85)
+    assert PRIOR_MARGIN == 2.0
+    db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=2.65)
     calls = []
     _, measured, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock), batch=16)
     assert [n for n, _ in calls][:1] == [6] and calls[0][1] <= deadline
@@ -292,13 +294,14 @@ def _canonical(params):
 
 
 def test_a_phase_with_room_for_fewer_sites_than_it_has_measures_those_that_fit(db_url, monkeypatch):
-    """A batch costs 1 s of compile plus 0.1 s per choice and 1.35 s are left: a batch of both sites cannot offer
-    each a candidate besides its default (the H200's resnet50 training sweep: 26 sites, 42 s, a 39-s compile, no
-    batch and no word); one site can be, with its default (2 choices, 1.2 s). The other site is left for a rerun."""
+    """A batch costs 1 s of compile plus 0.1 s per choice (0.2 s at the prior's margin) and 1.65 s are left: a batch
+    of both sites cannot offer each a candidate besides its default (the H200's resnet50 training sweep: 26 sites, 42
+    s, a 39-s compile, no batch and no word); one site can be, with its default (2 choices, 1.4 s at the margin, 1.2 s as it runs). The
+    other site is left for a rerun."""
     from tuner.sweep.progress import Progress
     from tuner.sweep.scheduler import tune_site_groups
 
-    db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=1.35)
+    db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=1.65)
     calls = []
     outcomes, measured = tune_site_groups(tuning, group, _affine(calls, 1.0, 0.1, clock), 16, 1, Progress())
     assert [n for n, _ in calls] == [2] and calls[0][1] <= deadline and measured == 2

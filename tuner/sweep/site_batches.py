@@ -104,6 +104,11 @@ def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str
 
 
 PROBE_CHOICES = 2  # candidates per site in a batch whose cost is not known yet: the first batch measures the cost
+# Until a batch here has measured it, a choice's prior share of a batch (``SITE_CHOICE_MARGINAL``, from the H200) is
+# taken at this multiple where a batch is sized to a deadline: on an H100 host gpt2's decode batch of 40 choices took
+# 28 s against its 18-s compile, 0.25 s a choice against the prior 0.13, and ended 4 s past its phase's deadline
+# (bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.log).
+PRIOR_MARGIN = 2.0
 
 
 def _line(tuning: StudyContext) -> tuple[float, float] | None:
@@ -126,6 +131,8 @@ def choices_that_fit(tuning: StudyContext, batch: int, sites: int) -> int:
     if tuning.deadline is None:
         return batch
     fixed, per_choice = line
+    if not tuning.costs.sized.get(SITE_CHOICE):  # the share is a prior, from another machine: taken at a margin
+        per_choice *= PRIOR_MARGIN
     left = tuning.deadline - clock.now() - fixed
     if left <= 0:
         return 0
