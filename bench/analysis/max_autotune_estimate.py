@@ -41,6 +41,11 @@ H100 = [
     ("vit_b_32-bf16-b32-freezing-first-2026-12-05.jsonl.gz", "vit_b_32-bf16-b32-freezing-first-2026-12-05.json",
      "sweep-vit_b_32-bf16-b32-freezing-first-2026-12-05.log"),
     ("hf_qwen2-8l-bf16-b8-s512-2026-12-05.jsonl.gz", "hf_qwen2-8l-bf16-b8-s512-2026-12-05.json", "sweep-hf_qwen2-8l-bf16-b8-s512-2026-12-05.log"),
+    ("hf_qwen2-8l-bf16-b8-s512-2026-12-05-2.jsonl.gz", "hf_qwen2-8l-bf16-b8-s512-2026-12-05-2.json", "sweep-hf_qwen2-8l-bf16-b8-s512-2026-12-05-2.log"),
+    ("hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.jsonl.gz", "hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.json",
+     "sweep-hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.log"),
+    ("hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05-2.jsonl.gz", "hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05-2.json",
+     "sweep-hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05-2.log"),
 ]
 RUNS = {"h200": H200, "h100": H100}
 COMPILE = re.compile(r"default compile ([0-9.]+) s")

@@ -28,10 +28,11 @@ def _compiled(model, forcing=Forcing(), recorder=None):
     return torch.compile(model, backend=backend)
 
 
-@pytest.mark.parametrize("backend", ["flash", "efficient", "cudnn", "math"])
-def test_each_attention_backend_is_forced_and_keeps_numerics(backend):
+def _forced_attention(model_class, backend):
+    """A bf16 attention block recorded, then compiled with its attention site forced to ``backend``: (the site, the
+    compile's decisions, the output, eager's, the generated code)."""
     torch.manual_seed(0)
-    m = _Attention(dim=256, heads=4).cuda().to(torch.bfloat16).eval()
+    m = model_class(dim=256, heads=4).cuda().to(torch.bfloat16).eval()
     x = torch.randn(4, 128, 256, device="cuda", dtype=torch.bfloat16)
     rec = Recorder()
     with torch.no_grad():
@@ -39,10 +40,16 @@ def test_each_attention_backend_is_forced_and_keeps_numerics(backend):
         _compiled(m, recorder=rec)(x)
         (g,) = rec.graphs.values()
         (site,) = g.found[FAMILY]
-        assert site["backend"] in OPS and site["count"] == 2
         forcing = Forcing({FAMILY: {g.keys[FAMILY]: {ANSWER_KNOB: {site["site"]: backend}}}})
         with journal.recording() as decisions:
             y, (code,) = run_and_get_code(_compiled(m, forcing), x)
+    return site, decisions, y, ref, code
+
+
+@pytest.mark.parametrize("backend", ["flash", "efficient", "cudnn", "math"])
+def test_each_attention_backend_is_forced_and_keeps_numerics(backend):
+    site, decisions, y, ref, code = _forced_attention(_Attention, backend)
+    assert site["backend"] in OPS and site["count"] == 2
     torch.testing.assert_close(y, ref, rtol=0.05, atol=0.05)
     assert [d.outcome for d in decisions if d.kind == FAMILY] == [journal.HIT]
     for name, op in OPS.items():
@@ -53,18 +60,8 @@ def test_each_attention_backend_is_forced_and_keeps_numerics(backend):
 def test_a_masked_site_is_forced_to_each_backend_that_takes_a_mask(backend):
     """A boolean mask broadcast over the heads ([b, 1, n, n]): the memory-efficient kernel takes a bias of every head's
     sizes only, so the forced rewrite expands it (stride 0), as the dispatcher does."""
-    torch.manual_seed(0)
-    m = _MaskedAttention(dim=256, heads=4).cuda().to(torch.bfloat16).eval()
-    x = torch.randn(4, 128, 256, device="cuda", dtype=torch.bfloat16)
-    rec = Recorder()
-    with torch.no_grad():
-        ref = m(x)
-        _compiled(m, recorder=rec)(x)
-        (g,) = rec.graphs.values()
-        (site,) = g.found[FAMILY]
-        assert site["mask"]
-        forcing = Forcing({FAMILY: {g.keys[FAMILY]: {ANSWER_KNOB: {site["site"]: backend}}}})
-        y, (code,) = run_and_get_code(_compiled(m, forcing), x)
+    site, _, y, ref, code = _forced_attention(_MaskedAttention, backend)
+    assert site["mask"]
     torch.testing.assert_close(y, ref, rtol=0.05, atol=0.05)
     assert f"aten.{OPS[backend]}.default" in code
 
