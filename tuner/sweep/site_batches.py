@@ -213,15 +213,15 @@ def with_epilogue(tuning: StudyContext, site: _Site, credit_ms: float) -> TrialR
     The site's own timing cannot see this: on gpt2's decode step (H200) Triton tiles at each layer site timed within 6%
     of cuBLAS alone, and with all of them the step ran 0.451 ms against 0.485 with cuBLAS at three."""
     space = site.task.space
-    absorbs = getattr(space, "absorbs_epilogue", lambda cid: False)
-    if credit_ms <= 0 or not space.context.get("epilogue") or absorbs(site.default):
+    saves = getattr(space, "saves_epilogue_kernel", lambda cid: False)
+    if credit_ms <= 0:
         return None
     ok, _, top = finalist(tuning, site.rec, space)
-    fusing = [t for t in ok if absorbs(t.config["choice"]) and t.ratio is not None and t.ratio <= 1.0 and t.baseline_ms]
+    fusing = [t for t in ok if saves(t.config["choice"]) and t.ratio is not None and t.ratio <= 1.0 and t.baseline_ms]
     if not fusing:
         return None
     best = min(fusing, key=lambda t: t.ratio or 9e9)
-    if top is not None and not absorbs(top.config["choice"]) and top.median_ms + credit_ms < best.median_ms:
+    if top is not None and not saves(top.config["choice"]) and top.median_ms + credit_ms < best.median_ms:
         return None
     return best if best.median_ms <= (1 - UNVERIFIED_GAIN) * (best.baseline_ms + credit_ms) else None
 
