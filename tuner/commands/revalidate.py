@@ -67,8 +67,8 @@ def _saves_a_kernel(task: TaskSpec, config: dict[str, Any], m: Measurement) -> b
     """Whether a site's winner that takes in the epilogue its default leaves to a kernel of its own is still no slower
     alone: the sweep kept it for the kernel it saves in the step (``site_batches.with_epilogue``), which timing the
     site alone does not see."""
-    saves = getattr(task.space, "saves_epilogue_kernel", None)
-    return bool(m.ok and m.ratio is not None and m.ratio <= 1.0 and saves is not None and saves(config.get("choice", "")))
+    no_slower = m.ok and m.ratio is not None and m.ratio <= 1.0
+    return bool(no_slower and task.kind == Kind.SITE and task.space.saves_epilogue_kernel(config["choice"]))
 
 
 def _why_not(m: Measurement, min_gain: float) -> str:

@@ -212,10 +212,10 @@ def with_epilogue(tuning: StudyContext, site: _Site, credit_ms: float) -> TrialR
     the default plus that kernel by ``UNVERIFIED_GAIN``, and no choice that leaves the epilogue is faster counted so.
     The site's own timing cannot see this: on gpt2's decode step (H200) Triton tiles at each layer site timed within 6%
     of cuBLAS alone, and with all of them the step ran 0.451 ms against 0.485 with cuBLAS at three."""
-    space = site.task.space
-    saves = getattr(space, "saves_epilogue_kernel", lambda cid: False)
     if credit_ms <= 0:
         return None
+    space = site.task.space
+    saves = space.saves_epilogue_kernel
     ok, _, top = finalist(tuning, site.rec, space)
     fusing = [t for t in ok if saves(t.config["choice"]) and t.ratio is not None and t.ratio <= 1.0 and t.baseline_ms]
     if not fusing:

@@ -14,7 +14,7 @@ from tuner.sweep.clock import CAPTURE, fits
 from tuner.core import Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
 from tuner.sweep.estimate import expected_s
-from tuner.sweep.gain import short_launches, epilogue_ms
+from tuner.sweep.gain import epilogue_ms, short_launches
 from tuner.measure import Worker
 from tuner.sweep.progress import Progress
 from tuner.study.context import StudyContext
