@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from tuner.backend.errors import HookUnavailable
-from tuner.backend.hooks.custom_pass import Base, log, rewrite_each, traced_call
+from tuner.backend.hooks.custom_pass import Base, aten_op, log, rewrite_each, traced_call
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 AMPLIFICATION = 4
@@ -40,18 +40,11 @@ def _numel(node: Any) -> int | None:
     return math.prod(shape)
 
 
-def _aten(node: Any) -> Any:
-    """The op overload ``node`` calls, or None for any other node."""
-    import torch
-
-    return node.target if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) else None
-
-
 def _passes_through(node: Any) -> bool:
     """Whether Inductor can inline ``node``'s inputs into the kernel that computes it: a pointwise or view op."""
     import torch
 
-    op = _aten(node)
+    op = aten_op(node)
     return op is not None and (torch.Tag.pointwise in op.tags or op.is_view or op.overloadpacket.__name__ in _PASS_THROUGH)
 
 
@@ -67,7 +60,7 @@ def _reach(node: Any) -> int:
 
 def _op_name(node: Any) -> str | None:
     """The transcendental op ``node`` computes (``cos``), or None."""
-    op = _aten(node)
+    op = aten_op(node)
     name = op.overloadpacket.__name__ if op is not None else None
     return name if name in TRANSCENDENTAL else None
 

@@ -1,6 +1,6 @@
 """Inductor's custom post-grad pass interface, as tuner's graph rewrites use it (``rewrites``: the space-to-depth stem,
 cuDNN's epilogue, merged GEMMs; ``attention``: the attention backends): the base class of a pass, where a compile puts
-one, and how a pass adds a node."""
+one, how a pass adds a node and which ATen op a node calls."""
 
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ else:
     IMPORT_ERROR = None
 
 log = logging.getLogger("tuner.backend")
+
+
+def aten_op(node: Any) -> Any:
+    """The ATen op overload an FX ``node`` calls, or None for any other node."""
+    import torch
+
+    return node.target if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) else None
 
 
 def placed(knobs: dict[str, Any], slot: str, current: Any, make: Any, what: str) -> dict[str, Any]:

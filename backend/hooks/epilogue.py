@@ -12,29 +12,24 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tuner.backend.hooks.custom_pass import aten_op
+
 log = logging.getLogger("tuner")
-_VIEWS = {"_unsafe_view", "reshape", "view", "expand", "squeeze", "unsqueeze", "permute", "t", "transpose"}
+_RESHAPES = ("_unsafe_view", "reshape")  # views in effect, not tagged as views
 _warned: list[bool] = []
-
-
-def _is_view(target: Any) -> bool:
-    name = getattr(getattr(target, "overloadpacket", None), "__name__", "")
-    return bool(getattr(target, "is_view", False)) or name in _VIEWS
-
-
-def _pointwise(target: Any) -> bool:
-    import torch
-
-    return torch.Tag.pointwise in (getattr(target, "tags", None) or ())
 
 
 def feeds_pointwise(node: Any, depth: int = 3) -> bool:
     """Whether a user of ``node``, looked through at most ``depth`` views, is a pointwise op."""
-    for user in getattr(node, "users", ()):
-        target = getattr(user, "target", None)
-        if _pointwise(target):
+    import torch
+
+    for user in node.users:
+        op = aten_op(user)
+        if op is None:
+            continue
+        if torch.Tag.pointwise in op.tags:
             return True
-        if depth > 0 and _is_view(target) and feeds_pointwise(user, depth - 1):
+        if depth > 0 and (op.is_view or op.overloadpacket.__name__ in _RESHAPES) and feeds_pointwise(user, depth - 1):
             return True
     return False
 

@@ -15,6 +15,7 @@ import functools
 from typing import Any
 
 from tuner.backend.hooks.attention import call
+from tuner.backend.instrument.capture import storage_span
 from tuner.backend.instrument.site_timing import _graph_of, rotated
 from tuner.search_spaces.attention import ALONE_TOLERANCE as TOLERANCE
 
@@ -34,7 +35,7 @@ def inputs(site: dict[str, Any], device: str, seed: int = 0) -> dict[str, Any]:
     def normal(shape: tuple[int, ...], stride: list[int] | None) -> Any:
         if stride is None:
             return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)
-        flat = torch.randn(_span(shape, stride), generator=gen, device=device, dtype=torch.float32).to(dtype)
+        flat = torch.randn(storage_span(shape, stride), generator=gen, device=device, dtype=torch.float32).to(dtype)
         return torch.as_strided(flat, shape, stride)
 
     q, k, v = (normal(shape, stride) for shape, stride in zip(shapes, strides))
@@ -52,13 +53,8 @@ def mask(site: dict[str, Any], device: str) -> Any:
         return None
     shape, stride = layout["shape"], layout["stride"]
     dtype = getattr(torch, str(layout["dtype"]))
-    flat = (torch.ones if dtype == torch.bool else torch.zeros)(_span(shape, stride), dtype=dtype, device=device)
+    flat = (torch.ones if dtype == torch.bool else torch.zeros)(storage_span(shape, stride), dtype=dtype, device=device)
     return torch.as_strided(flat, shape, stride)
-
-
-def _span(shape: Any, stride: Any) -> int:
-    """The elements a tensor of these sizes and strides reaches in its storage."""
-    return 1 + sum((n - 1) * st for n, st in zip(shape, stride))
 
 
 def _reference(a: dict[str, Any]) -> Any:

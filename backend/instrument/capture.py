@@ -37,6 +37,11 @@ def make_config(config: dict[str, Any]) -> Any:
 
 
 # --- recording the real launch arguments -------------------------------------------------------
+def storage_span(shape: Any, stride: Any) -> int:
+    """The elements a tensor of these sizes and strides reaches in its storage."""
+    return 1 + sum((n - 1) * st for n, st in zip(shape, stride))
+
+
 def clone_preserving_strides(x: Any) -> Any:
     """A tensor copied with its strides (a plain ``clone`` would make a strided view contiguous); other values as they
     are. The memory span the view covers is copied as it is, so an expanded input (stride 0: elements sharing memory,
@@ -46,8 +51,7 @@ def clone_preserving_strides(x: Any) -> Any:
     if isinstance(x, torch.Tensor):
         if x.numel() == 0:
             return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
-        span = 1 + sum((n - 1) * st for n, st in zip(x.size(), x.stride()))
-        buf = torch.as_strided(x, (span,), (1,)).clone()
+        buf = torch.as_strided(x, (storage_span(x.size(), x.stride()),), (1,)).clone()
         return torch.as_strided(buf, x.size(), x.stride())
     return x
 
