@@ -22,7 +22,7 @@ from tuner.measure import GraphTrial, SiteBatch, Worker
 from tuner.measure.result import Measurement
 from tuner.study.context import record
 from tuner.settings import settings
-from tuner.sweep.site_batches import measure_split
+from tuner.sweep.site_batches import measure_split, saves_a_kernel
 from tuner.sweep.tasks import fusion_tasks, tasks_from_capture
 from tuner.core import WorkloadName
 from tuner.workloads.spec import WorkloadSpec
@@ -55,20 +55,15 @@ class _Run:
         if m is not None:
             record(self, rec, config, m)
         speedup = 1 / m.ratio if m is not None and m.ratio else None
-        if m is not None and (m.beats_default(self.budget.min_gain) or _saves_a_kernel(task, config, m)):
+        # a site's template kept for the epilogue kernel it saves, which timing it alone cannot see, stays while no
+        # slower alone (``site_batches.with_epilogue``)
+        saves = task.kind == Kind.SITE and m is not None and m.ok and saves_a_kernel(task.space, config["choice"], m.ratio)
+        if m is not None and (m.beats_default(self.budget.min_gain) or saves):
             self.db.set_winner(rec.id, self.device_id, None, config, m.median_ms, m.baseline_ms)
             return Drift(task.name, str(task.kind), stored, speedup, KEPT)
         why = _why_not(m, self.budget.min_gain) if speedup else (m.error or m.status.value) if m is not None else "not valid in its space here"
         self.db.set_winner(rec.id, self.device_id, None, task.space.default, None, None)
         return Drift(task.name, str(task.kind), stored, speedup, REVERTED, why)
-
-
-def _saves_a_kernel(task: TaskSpec, config: dict[str, Any], m: Measurement) -> bool:
-    """Whether a site's winner that takes in the epilogue its default leaves to a kernel of its own is still no slower
-    alone: the sweep kept it for the kernel it saves in the step (``site_batches.with_epilogue``), which timing the
-    site alone does not see."""
-    no_slower = m.ok and m.ratio is not None and m.ratio <= 1.0
-    return bool(no_slower and task.kind == Kind.SITE and task.space.saves_epilogue_kernel(config["choice"]))
 
 
 def _why_not(m: Measurement, min_gain: float) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tuner.study.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
@@ -205,23 +206,27 @@ def tune_sites(
     return _verify(tuning, sites, measure, credit), measured, cut
 
 
-def with_epilogue(tuning: StudyContext, site: _Site, credit_ms: float) -> TrialRecord | None:
-    """The site's choice that wins once its epilogue is counted, if one does. At a site whose output a pointwise op
-    reads and whose default, a library call, leaves that op to a kernel of its own (``credit_ms``), a Triton template
-    takes it in: its fastest measured choice that was no slower than the default timed beside it wins where it beats
-    the default plus that kernel by ``UNVERIFIED_GAIN``, and no choice that leaves the epilogue is faster counted so.
-    The site's own timing cannot see this: on gpt2's decode step (H200) Triton tiles at each layer site timed within 6%
-    of cuBLAS alone, and with all of them the step ran 0.451 ms against 0.485 with cuBLAS at three."""
+def saves_a_kernel(space: Any, choice: str, ratio: float | None) -> bool:
+    """Whether ``choice``, timed alone at ``ratio`` of the site's default, is no slower and takes in the epilogue the
+    default leaves to a kernel of its own (``TemplateSpace.saves_epilogue_kernel``): it is then faster in the step."""
+    return ratio is not None and ratio <= 1.0 and space.saves_epilogue_kernel(choice)
+
+
+def with_epilogue(space: Any, ok: list[TrialRecord], top: TrialRecord | None, credit_ms: float) -> TrialRecord | None:
+    """The site's choice that wins once its epilogue is counted, if one does, among its measured trials ``ok`` (``top``:
+    its finalist, :func:`finalist`). At a site whose output a pointwise op reads and whose default, a library call,
+    leaves that op to a kernel of its own (``credit_ms``), a Triton template takes it in: its fastest measured choice
+    that was no slower than the default timed beside it wins where it beats the default plus that kernel by
+    ``UNVERIFIED_GAIN``, and no choice that leaves the epilogue is faster counted so. The site's own timing cannot see
+    this: on gpt2's decode step (H200) Triton tiles at each layer site timed within 6% of cuBLAS alone, and with all of
+    them the step ran 0.451 ms against 0.485 with cuBLAS at three."""
     if credit_ms <= 0:
         return None
-    space = site.task.space
-    saves = space.saves_epilogue_kernel
-    ok, _, top = finalist(tuning, site.rec, space)
-    fusing = [t for t in ok if saves(t.config["choice"]) and t.ratio is not None and t.ratio <= 1.0 and t.baseline_ms]
+    fusing = [t for t in ok if t.baseline_ms and saves_a_kernel(space, t.config["choice"], t.ratio)]
     if not fusing:
         return None
     best = min(fusing, key=lambda t: t.ratio or 9e9)
-    if top is not None and not saves(top.config["choice"]) and top.median_ms + credit_ms < best.median_ms:
+    if top is not None and not space.saves_epilogue_kernel(top.config["choice"]) and top.median_ms + credit_ms < best.median_ms:
         return None
     return best if best.median_ms <= (1 - UNVERIFIED_GAIN) * (best.baseline_ms + credit_ms) else None
 
@@ -232,10 +237,10 @@ def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites, cre
     that batch's compile ran it (Inductor takes a site's fastest choice; its numerics were checked), and the gain is
     far past the noise of two timings in one compile (gpt2's decode step on the H200: its vocabulary projection, 103
     us in cuBLAS, 26 in a Triton template, verified by a compile of 12 s)."""
-    fused = {s.task.key: t for s in sites if (t := with_epilogue(tuning, s, credit.ms)) is not None}
-    outcomes = [_won_with_epilogue(tuning, s, fused[s.task.key], credit) for s in sites if s.task.key in fused]
-    sites = [s for s in sites if s.task.key not in fused]
-    best = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)[1:]) for s in sites}
+    finals = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)) for s in sites}
+    fused = {k: t for k, (s, ok, _, top) in finals.items() if (t := with_epilogue(s.task.space, ok, top, credit.ms)) is not None}
+    outcomes = [_won_with_epilogue(tuning, s, fused[k], credit) for k, (s, *_) in finals.items() if k in fused]
+    best = {k: (s, default, top) for k, (s, _, default, top) in finals.items() if k not in fused}
     clear = {k for k, (_, _, top) in best.items() if clearly_faster(top, UNVERIFIED_GAIN)}
     request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None and k not in clear}
     # One compile for every site, within the phase's deadline: the phase's share counts it (``SitePhase.compiles``).
