@@ -19,33 +19,32 @@ from typing import Any
 
 from tuner.sweep import estimate
 
+
+def _same(name: str) -> tuple[str, str, str]:
+    """A run whose export, bench JSON and sweep log all carry ``name``."""
+    return f"{name}.jsonl.gz", f"{name}.json", f"sweep-{name}.log"
+
+
 # (export, bench JSON, sweep log) under each results folder: every pair of a --budget default sweep and its bench.
 H200 = [
-    ("hf_gpt2-decode-bf16-b8-s512-default-2026-12-04.jsonl.gz", "hf_gpt2-decode-bf16-b8-s512-default-2026-12-04.json",
-     "sweep-hf_gpt2-decode-bf16-b8-s512-default-2026-12-04.log"),
-    ("qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04.jsonl.gz", "qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04.json",
-     "sweep-qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04.log"),
-    ("qwen2-8l-default-2026-12-03-3.jsonl.gz", "qwen2-8l-bf16-b8-s512-2026-12-03-3.json", "sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03-3.log"),
-    ("vit_b_32-bf16-b32-default-2026-12-04-3.jsonl.gz", "vit_b_32-bf16-b32-default-2026-12-04-3.json", "sweep-vit_b_32-bf16-b32-default-2026-12-04-3.log"),
-    ("vit_b_32-bf16-b32-default-2026-12-04.jsonl.gz", "vit_b_32-bf16-b32-default-2026-12-04.json", "sweep-vit_b_32-bf16-b32-default-2026-12-04.log"),
-    ("vit_b_32-bf16-b32-default-2026-12-04-2.jsonl.gz", "vit_b_32-bf16-b32-default-2026-12-04-2.json", "sweep-vit_b_32-bf16-b32-default-2026-12-04-2.log"),
-    ("resnext50_32x4d-bf16-b32-default-2026-12-04.jsonl.gz", "resnext50_32x4d-bf16-b32-default-2026-12-04.json",
-     "sweep-resnext50_32x4d-bf16-b32-default-2026-12-04.log"),
-    ("convnext_tiny-bf16-b32-default-2026-12-04.jsonl.gz", "convnext_tiny-bf16-b32-default-2026-12-04.json",
-     "sweep-convnext_tiny-bf16-b32-default-2026-12-04.log"),
+    _same("hf_gpt2-decode-bf16-b8-s512-default-2026-12-04"),
+    _same("qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04"),
+    ("qwen2-8l-default-2026-12-03-3.jsonl.gz", "qwen2-8l-bf16-b8-s512-2026-12-03-3.json",
+     "sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03-3.log"),
+    _same("vit_b_32-bf16-b32-default-2026-12-04-3"),
+    _same("vit_b_32-bf16-b32-default-2026-12-04"),
+    _same("vit_b_32-bf16-b32-default-2026-12-04-2"),
+    _same("resnext50_32x4d-bf16-b32-default-2026-12-04"),
+    _same("convnext_tiny-bf16-b32-default-2026-12-04"),
 ]
 H100 = [
-    ("hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05.jsonl.gz", "hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05.json",
-     "sweep-hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05.log"),
-    ("vit_b_32-bf16-b32-default-2026-12-05.jsonl.gz", "vit_b_32-bf16-b32-default-2026-12-05.json", "sweep-vit_b_32-bf16-b32-default-2026-12-05.log"),
-    ("vit_b_32-bf16-b32-freezing-first-2026-12-05.jsonl.gz", "vit_b_32-bf16-b32-freezing-first-2026-12-05.json",
-     "sweep-vit_b_32-bf16-b32-freezing-first-2026-12-05.log"),
-    ("hf_qwen2-8l-bf16-b8-s512-2026-12-05.jsonl.gz", "hf_qwen2-8l-bf16-b8-s512-2026-12-05.json", "sweep-hf_qwen2-8l-bf16-b8-s512-2026-12-05.log"),
-    ("hf_qwen2-8l-bf16-b8-s512-2026-12-05-2.jsonl.gz", "hf_qwen2-8l-bf16-b8-s512-2026-12-05-2.json", "sweep-hf_qwen2-8l-bf16-b8-s512-2026-12-05-2.log"),
-    ("hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.jsonl.gz", "hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.json",
-     "sweep-hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.log"),
-    ("hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05-2.jsonl.gz", "hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05-2.json",
-     "sweep-hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05-2.log"),
+    _same("hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05"),
+    _same("vit_b_32-bf16-b32-default-2026-12-05"),
+    _same("vit_b_32-bf16-b32-freezing-first-2026-12-05"),
+    _same("hf_qwen2-8l-bf16-b8-s512-2026-12-05"),
+    _same("hf_qwen2-8l-bf16-b8-s512-2026-12-05-2"),
+    _same("hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05"),
+    _same("hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05-2"),
 ]
 RUNS = {"h200": H200, "h100": H100}
 COMPILE = re.compile(r"default compile ([0-9.]+) s")
