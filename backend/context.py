@@ -117,9 +117,9 @@ class CompileContext:
         want, _ = self._answer(key, payload)
         return (want,) if want is not None else ()
 
-    def forced_only(self, key: str, payload: dict[str, Any]) -> str | None:
-        """The forced choice of a site (so the others need not be built)."""
-        return self._answer(key, payload)[0]
+    def site_listed(self, key: str, ids: list[str]) -> None:
+        """Told every config id Inductor listed at a site (``hooks/choices``), before the ones it need not render are
+        left out (``templates.trim``)."""
 
     def trims_conv(self) -> bool:
         """Whether Inductor's own Triton conv configs can be skipped: no max-autotune mode will tune a miss (forced
@@ -237,8 +237,9 @@ class CompileContext:
 
     @property
     def wants_choices_hook(self) -> bool:
-        """Whether this compile needs ``TunedChoices``: to veto fusions, or to build template choices."""
-        return bool(self.vetoes) or self.builds_choices
+        """Whether this compile needs ``TunedChoices``: to veto fusions, to build template choices or, on CUDA, to
+        render only the template configs it may pick (dozens a site that it would otherwise render, ``hooks/templates``)."""
+        return bool(self.vetoes) or self.builds_choices or self.device_type == "cuda"
 
 
 def _source(moved: Transfer | None) -> str:

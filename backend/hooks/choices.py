@@ -1,6 +1,6 @@
 """The ``InductorChoices`` handler of a tuner compile, installed with ``V.set_choices_handler`` for the
-compile's thread: fusion vetoes (``hooks/fusion.py``) and template choices built from ids
-(``hooks/templates.py``). Everything else is Inductor's own."""
+compile's thread: fusion vetoes (``hooks/fusion.py``), template choices built from ids and the configs a
+compile renders trimmed to those it may pick (``hooks/templates.py``). Everything else is Inductor's own."""
 
 from __future__ import annotations
 
@@ -24,19 +24,21 @@ class TunedChoices(_Base):  # type: ignore[misc, valid-type]
     def _finalize_template_configs(self, template_choices: Any, kernel_inputs: Any, templates_: Any, op_name: str, *args: Any, **kwargs: Any) -> Any:
         out = super()._finalize_template_configs(template_choices, kernel_inputs, templates_, op_name, *args, **kwargs)
         ctx = active()
-        if ctx is None or not ctx.builds_choices:
+        if ctx is None:
             return out
         try:
             payload = site_payload(op_name, list(kernel_inputs.nodes()))
         except Exception:  # noqa: BLE001 - unrealized inputs have no key (INDUCTOR_HOOKS); leave the site alone
             return out
         key = task_key(Kind.SITE, payload)
-        have = {templates.ktc_id(k) for k in out}
-        missing = [c for c in ctx.site_wants(key, payload) if c not in have]
-        if missing:
-            out = [*out, *templates.extra_ktcs(self, kernel_inputs, list(templates_), op_name, missing)]
-        keep = ctx.forced_only(key, payload)
-        return templates.trim(out, keep) if keep else out
+        wants = ctx.site_wants(key, payload)
+        if ctx.builds_choices:
+            have = {templates.ktc_id(k) for k in out}
+            missing = [c for c in wants if c not in have]
+            if missing:
+                out = [*out, *templates.extra_ktcs(self, kernel_inputs, list(templates_), op_name, missing)]
+        ctx.site_listed(key, [templates.ktc_id(k) for k in out])
+        return templates.trim(out, wants)
 
     def get_conv_configs(self, *args: Any, **kwargs: Any) -> Any:
         ctx = active()

@@ -9,14 +9,16 @@ A site may be forced to (or benchmark) a Triton template config from tuner's wid
 * convolution (no ``KernelTemplateChoice``): ``conv2d_template.maybe_append_choice`` with the id's
   kwargs, from the selection site, where the inputs and layout are at hand.
 
-The same place trims what a forcing compile renders: a site forced to one choice keeps only that
-choice, the ATen ones and one Triton config (so the layout decision is the one the sweep measured
-under), instead of rendering every template config Inductor lists.
+The same place trims what every compile renders (:func:`trim`): the choices it hands Inductor (its
+forced one, or those a site batch times), the ATen ones and each template's first config (so the
+layout decision is the one Inductor makes with its whole list), instead of every config listed. The
+recording compile still records every listed id (:func:`untrimmed`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from typing import Any
 
 from tuner.backend.errors import HookUnavailable
@@ -67,13 +69,31 @@ def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: 
     return out
 
 
-def trim(ktcs: list[Any], keep: str) -> list[Any]:
-    """The forced choice, the ATen choices and the first Triton one; all of them when ``keep`` is absent."""
-    ids = [ktc_id(k) for k in ktcs]
-    if keep not in ids:
-        return ktcs
-    first_template = next((i for i, k in enumerate(ktcs) if not str(k.template.uid).startswith("aten")), None)
-    return [k for i, (k, cid) in enumerate(zip(ktcs, ids)) if cid == keep or i == first_template or str(k.template.uid).startswith("aten")]
+def trim(ktcs: list[Any], keep: Collection[str]) -> list[Any]:
+    """What a compile renders of a site's configs: the ATen ones, the first config of each template (so the layout
+    decision is the one Inductor makes with them all) and those in ``keep``. Rendering a config costs tens of
+    milliseconds and most sites list dozens; a compile that hands Inductor one choice (``select_site``) needs no
+    others, and one that times several needs those alone."""
+    seen: set[str] = set()
+    out = []
+    for k in ktcs:
+        uid = str(k.template.uid)
+        if uid.startswith("aten") or uid not in seen or ktc_id(k) in keep:
+            out.append(k)
+        seen.add(uid)
+    return out
+
+
+def untrimmed(ids: list[str], listed: list[str]) -> list[str]:
+    """A site's choice ids as Inductor lists them before :func:`trim`: ``ids`` (what reached the site) with each run
+    of ``listed`` (every config listed) that the trim left out put back after the kept id before it."""
+    kept, after, prev = set(ids), {}, None
+    for cid in listed:
+        if cid in kept:
+            prev = cid
+        elif prev is not None:
+            after.setdefault(prev, []).append(cid)
+    return list(dict.fromkeys(c for cid in ids for c in (cid, *after.get(cid, ()))))
 
 
 def conv_choices(ids: list[str], input_nodes: list[Any], layout: Any) -> list[Any]:

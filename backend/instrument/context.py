@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.backend.context import CompileContext
-from tuner.backend.hooks import epilogue
+from tuner.backend.hooks import epilogue, templates
 from tuner.backend.instrument.recorder import Recorder
 from tuner.core import Forcing, Kind
 from tuner.keys import task_key
@@ -42,6 +42,7 @@ class MeasuringContext(CompileContext):
         self.site_defer = site_defer
         self.timings: dict[str, dict[str, float]] = {}
         self.pruned: dict[str, dict[str, float]] = {}  # {site key: {choice id: probe ms}}: stopped early, slower
+        self._listed: dict[str, list[str]] = {}  # {site key: every config id listed}, while the site is lowered
 
     # --- template sites -----------------------------------------------------------------------------------------
     def site_wants(self, key: str, payload: dict[str, Any]) -> tuple[str, ...]:
@@ -50,11 +51,10 @@ class MeasuringContext(CompileContext):
             return tuple(self.benchmark[key])
         return super().site_wants(key, payload)
 
-    def forced_only(self, key: str, payload: dict[str, Any]) -> str | None:
-        """None where the site is recorded or benchmarked: every choice must be built."""
-        if self.recorder is not None or key in self.benchmark:
-            return None
-        return super().forced_only(key, payload)
+    def site_listed(self, key: str, ids: list[str]) -> None:
+        """Kept for the recording: it records every config Inductor listed, rendered or not."""
+        if self.recorder is not None:
+            self._listed.setdefault(key, []).extend(ids)
 
     def trims_conv(self) -> bool:
         return self.recorder is None and not self.benchmark and super().trims_conv()
@@ -63,7 +63,8 @@ class MeasuringContext(CompileContext):
         """The benchmarked set where this site is benchmarked, else the one answer."""
         key = task_key(Kind.SITE, payload)
         if self.recorder is not None:
-            self.recorder.site(key, payload, ids, default, scalars, epilogue.current_site_has_epilogue())
+            full = templates.untrimmed(ids, self._listed.pop(key, []))
+            self.recorder.site(key, payload, full, full.index(ids[default]), scalars, epilogue.current_site_has_epilogue())
         if key in self.benchmark:
             picked = list(dict.fromkeys(ids.index(c) for c in self.benchmark[key] if c in ids))
             if len(picked) >= 2:
@@ -126,6 +127,7 @@ class MeasuringContext(CompileContext):
     def graph_met(self, payload: dict[str, Any], keys: dict[str, str]) -> None:
         """Record the graph, keyed by its codegen knobs' task (its fusion grouping's beside)."""
         if self.recorder is not None:
+            self._listed.clear()  # a site's lists are read as it is lowered; one listed under other inputs is never read
             kind = graph_knobs_kind(self.device_type) or ""
             key, fkey = (keys.get(k) or task_key(k, payload) for k in (kind, Kind.FUSION))
             self.recorder.graph(key, kind, payload, fkey, self.device_type, keys)
