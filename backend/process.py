@@ -94,6 +94,22 @@ def configure_measuring(threads: int | None, freezing: bool, *, sweep: bool) -> 
         share_triton_cache()
 
 
+def warm_compile_workers() -> None:
+    """Start Inductor's pool of compile workers now, in processes of their own, as its registered backend does when
+    first called; a measuring process calls this before it builds the model, so that the pool's start overlaps the
+    build instead of the first compile (where, until the pool is ready, kernels compile one by one in this process).
+    Where this torch lacks the helper, nothing changes but the time."""
+    import logging
+
+    try:
+        from torch._inductor.async_compile import maybe_warm_pool
+    except ImportError:
+        logging.getLogger("tuner.backend").info("torch._inductor.async_compile.maybe_warm_pool is missing: the compile "
+                                                "workers start with the first compile")
+        return
+    maybe_warm_pool()
+
+
 def share_triton_cache() -> None:
     """Have this process's Triton build with the ptxas Inductor's compile workers use (torch's own, where the build
     ships one), so that a kernel the workers compiled is found in Triton's cache here. Inductor points its workers at

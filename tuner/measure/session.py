@@ -54,6 +54,10 @@ class Session:
         from tuner.backend.process import configure_measuring
 
         configure_measuring(spec.threads, spec.uses_freezing, sweep=True)  # see _backend: sweeps leave no cache entries
+        if spec.device == "cuda":
+            from tuner.backend.process import warm_compile_workers
+
+            warm_compile_workers()  # they start while the model is built
         clock.done("Inductor setup")
         self.torch = torch
         self.model = build_model(spec)
