@@ -48,7 +48,7 @@ H100 = [
 ]
 RUNS = {"h200": H200, "h100": H100}
 COMPILE = re.compile(r"default compile ([0-9.]+) s")
-KERNELS = re.compile(r"template choices and ([0-9]+) Triton")
+KERNELS = re.compile(r"template choices(?:, rendered ([0-9]+) times at its sites,)? and ([0-9]+) Triton")
 
 
 def choices(export: Path) -> list[str]:
@@ -69,11 +69,15 @@ def measured_s(bench: dict[str, Any]) -> float:
 
 def row(folder: Path, export: str, bench: str, log: str) -> dict[str, Any]:
     text = " ".join((folder / log).read_text().split())
-    default_s, kernels = float(COMPILE.search(text).group(1)), int(KERNELS.search(text).group(1))  # type: ignore[union-attr]
+    found = KERNELS.search(text)
+    default_s, renders, kernels = float(COMPILE.search(text).group(1)), int(found.group(1) or 0), int(found.group(2))  # type: ignore[union-attr]
     listed, real = choices(folder / export), measured_s(json.loads((folder / bench).read_text()))
-    tiled = estimate.max_autotune_s("cuda", default_s, listed, kernels) or 0.0
-    flat = default_s + len(listed) * estimate.MAX_AUTOTUNE_CHOICE_S["cuda"] + kernels * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
-    return {"run": bench, "choices": len(listed), "kernels": kernels, "default_compile_s": default_s, "measured_s": real,
+    # A sweep's log names the renders where its default compile rendered only the choices it may pick; before, the
+    # default compile rendered them all and its time holds them.
+    tiled = estimate.max_autotune_s("cuda", default_s, listed, kernels, renders) or 0.0
+    flat = (default_s + len(listed) * estimate.MAX_AUTOTUNE_CHOICE_S["cuda"] + kernels * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
+            + renders * estimate.MAX_AUTOTUNE_RENDER_S["cuda"])
+    return {"run": bench, "choices": len(listed), "renders": renders, "kernels": kernels, "default_compile_s": default_s, "measured_s": real,
             "estimate_s": round(tiled, 1), "error": round(tiled / real - 1, 3), "flat_estimate_s": round(flat, 1), "flat_error": round(flat / real - 1, 3)}
 
 

@@ -100,13 +100,13 @@ def test_a_floor_past_max_autotunes_compile_holds_a_template_site_batch_too():
     a compile and a probe's choices at every site) too; where that fits within max-autotune's expected compile, the
     CUDA-graph trial alone."""
     from tuner.sweep.driver import FLOOR_CHOICES, first_trials_s, _floor_s
-    from tuner.sweep.estimate import SITE_CHOICE_MARGINAL
+    from tuner.sweep.estimate import PRIOR_MARGIN, SITE_CHOICE_MARGINAL
     from tuner.sweep.phases.cuda_graphs import REPLAY_S
 
     opts = _decode_opts()
     one = first_trials_s(35.0, REPLAY_S)
     floor, sites = _floor_s(opts, _capture(0.5), 35.0, 50.0)
-    probe = (FLOOR_CHOICES + 1) * SITE_CHOICE_MARGINAL["cuda"]
+    probe = (FLOOR_CHOICES + 1) * SITE_CHOICE_MARGINAL["cuda"] * PRIOR_MARGIN  # the share the batch is sized with
     assert sites and floor == pytest.approx(first_trials_s(35.0, REPLAY_S + 14.4 + probe)) and floor > one
     assert _floor_s(opts, _capture(0.5), 35.0, 300.0) == (one, False)
     assert within_max_autotune(make_budget("default"), 50.0, floor).time_budget_s == round(floor)

@@ -214,7 +214,8 @@ def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_t
     it. 2.65 s are left, so the first batch offers each site its default and two candidates (6 choices: 2.2 s at the
     margin, 1.6 s as it runs). A probe (each site's default and one candidate: 4 choices, 1.4 s) would have left 1.25
     s, no room for another batch."""
-    from tuner.sweep.site_batches import PRIOR_MARGIN, tune_sites
+    from tuner.sweep.estimate import PRIOR_MARGIN
+    from tuner.sweep.site_batches import tune_sites
 
     assert PRIOR_MARGIN == 2.0
     db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=2.65)

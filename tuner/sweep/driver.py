@@ -15,7 +15,7 @@ from tuner.core import Status, TaskOutcome, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.search_spaces.attention import KIND as ATTENTION
-from tuner.sweep.estimate import ALONE, PRIORS, SITE_CHOICE_MARGINAL, max_autotune_choices, max_autotune_s
+from tuner.sweep.estimate import ALONE, PRIORS, max_autotune_choices, max_autotune_renders, max_autotune_s, prior_choice_share
 from tuner.measure import CaptureResult, Worker
 from tuner.sweep.phases import (
     CudaGraphPhase, FreezingPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases,
@@ -315,7 +315,8 @@ def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: f
     was raised to hold the first trials (:func:`_floor_s`); and whether they include a site batch, which then goes
     first and takes all the time left."""
     listed = max_autotune_choices(capture.sites)
-    expected = max_autotune_s(opts.spec.device, capture.compile_s, listed, len(capture.kernels))
+    renders = max_autotune_renders(capture.sites)
+    expected = max_autotune_s(opts.spec.device, capture.compile_s, listed, len(capture.kernels), renders)
     floor, sites = _floor_s(opts, capture, time.monotonic() - t0, expected, profile)
     budget = within_max_autotune(opts.budget, expected, floor)
     if budget is opts.budget:
@@ -323,7 +324,7 @@ def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: f
     held = floor > MAX_AUTOTUNE_SHARE * (expected or 0.0)
     first = "the workload under CUDA graphs, then a batch of its template sites," if sites else "the workload under CUDA graphs,"
     progress.note(f"--budget {budget.name}: max-autotune would take ~{expected:.0f} s to compile this workload (an estimate, from "
-                  f"its {len(listed)} template choices and {len(capture.kernels)} Triton kernels), so this sweep takes a time budget of {budget.time_budget_s:.0f} s from the "
+                  f"its {len(listed)} template choices, rendered {renders} times at its sites, and {len(capture.kernels)} Triton kernels), so this sweep takes a time budget of {budget.time_budget_s:.0f} s from the "
                   "command's start (--time-budget S: another)"
                   + (f"; more than that share of it, so that its first trials, {first} fit after the "
                      f"capture's {sum(capture.costs.values()):.0f} s" if held else ""))
@@ -347,7 +348,7 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
     one = first_trials_s(spent_s, graphs)
     if not capture.sites or (profile is not None and not gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True)):
         return one, False
-    probe = (FLOOR_CHOICES + 1) * len(capture.sites) * SITE_CHOICE_MARGINAL.get(opts.spec.device, 0.0)
+    probe = (FLOOR_CHOICES + 1) * len(capture.sites) * prior_choice_share(opts.spec.device)  # as the batch is sized
     with_sites = first_trials_s(spent_s, graphs + capture.compile_s + probe + _alone_s(opts, profile))
     if with_sites <= MAX_AUTOTUNE_SHARE * (max_autotune_s or 0.0):
         return one, False

@@ -34,6 +34,16 @@ PRIORS = {
 # that benchmarks nothing in 13-19 s (tuner bench's tuned compiles). None measured on the CPU: there a batch's first
 # cost is taken as all per choice, as before.
 SITE_CHOICE_MARGINAL = {"cuda": 0.13}
+# Until a batch here has measured it, that share is taken at this multiple wherever a batch is sized or held by a
+# deadline: on an H100 host gpt2's decode batch of 40 choices took 28 s against its 18-s compile, 0.25 s a choice
+# against the prior 0.13, and ended 4 s past its phase's deadline
+# (bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.log).
+PRIOR_MARGIN = 2.0
+
+
+def prior_choice_share(device_type: str) -> float:
+    """Seconds a choice is taken to add to a site batch before a batch here has measured it (0: no prior)."""
+    return SITE_CHOICE_MARGINAL.get(device_type, 0.0) * PRIOR_MARGIN
 
 
 # Seconds max-autotune's compile spends per choice it benchmarks at the template sites, and per Triton kernel (its
@@ -47,6 +57,12 @@ SITE_CHOICE_MARGINAL = {"cuda": 0.13}
 # bench/analysis/max_autotune_estimate.py). The same workload's compile varies by up to 50% between runs (vit_b_32:
 # 84-127 s), so no model of the choices alone does much better.
 MAX_AUTOTUNE_CHOICE_S = {"cuda": 0.5}
+# Seconds max-autotune spends rendering one listed choice each time a site is lowered (a site met in every layer is
+# lowered once a layer), which the capture's default compile no longer spends: it renders only the choices it may
+# pick (``backend/hooks/templates.trim``). H100, torch 2.11, gpt2's decode step: its recording compile rendered 1225
+# choices in 9.5 s (median of 3) and 98 in 6.1 s (bench/results/h100/render-trim-hf_gpt2-decode-2026-12-05.json).
+# The figures above were fit to default compiles that rendered every choice.
+MAX_AUTOTUNE_RENDER_S = {"cuda": 0.003}
 MAX_AUTOTUNE_TILE_S = {"cuda": 0.34}
 MAX_AUTOTUNE_KERNEL_S = {"cuda": 2.2}
 
@@ -54,6 +70,11 @@ MAX_AUTOTUNE_KERNEL_S = {"cuda": 2.2}
 def max_autotune_choices(sites: list[dict[str, Any]]) -> list[str]:
     """The choices max-autotune would benchmark at these recorded sites: those of templates it offers."""
     return [str(c) for s in sites for c in s["choices"] if not str(c).startswith(BEYOND_MAX_AUTOTUNE)]
+
+
+def max_autotune_renders(sites: list[dict[str, Any]]) -> int:
+    """How many choices max-autotune renders at these recorded sites: each site's listed choices, each time it is met."""
+    return sum(int(s.get("count") or 1) * len(max_autotune_choices([s])) for s in sites)
 
 
 def choice_s(device_type: str, choice: str) -> float:
@@ -69,13 +90,15 @@ def choice_s(device_type: str, choice: str) -> float:
     return per_tile * tile / 1e6 if per_tile is not None else flat
 
 
-def max_autotune_s(device_type: str, default_compile_s: float, choices: list[str], kernels: int = 0) -> float | None:
+def max_autotune_s(device_type: str, default_compile_s: float, choices: list[str], kernels: int = 0, renders: int = 0) -> float | None:
     """About how long max-autotune would take to compile a workload whose default compile took
-    ``default_compile_s``, whose template sites list ``choices`` (:func:`max_autotune_choices`) and which has
-    ``kernels`` Triton kernels; None where not measured."""
+    ``default_compile_s``, whose template sites list ``choices`` (:func:`max_autotune_choices`), rendered ``renders``
+    times (:func:`max_autotune_renders`; 0 where the default compile rendered them all) and which has ``kernels``
+    Triton kernels; None where not measured."""
     if device_type not in MAX_AUTOTUNE_CHOICE_S or not choices:
         return None
-    return default_compile_s + sum(choice_s(device_type, c) for c in choices) + kernels * MAX_AUTOTUNE_KERNEL_S.get(device_type, 0.0)
+    return (default_compile_s + sum(choice_s(device_type, c) for c in choices) + kernels * MAX_AUTOTUNE_KERNEL_S.get(device_type, 0.0)
+            + renders * MAX_AUTOTUNE_RENDER_S.get(device_type, 0.0))
 
 
 def _prior_kind(kind: str) -> str:
@@ -101,4 +124,5 @@ def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str,
     return sum(n * per_trial(costs, device_type, kind) for kind, n in kinds_and_trials)
 
 
-__all__ = ["ALONE", "MAX_AUTOTUNE_CHOICE_S", "MAX_AUTOTUNE_KERNEL_S", "MAX_AUTOTUNE_TILE_S", "choice_s", "max_autotune_choices", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]
+__all__ = ["ALONE", "MAX_AUTOTUNE_CHOICE_S", "MAX_AUTOTUNE_KERNEL_S", "MAX_AUTOTUNE_RENDER_S", "MAX_AUTOTUNE_TILE_S", "PRIOR_MARGIN", "choice_s",
+           "max_autotune_choices", "max_autotune_renders", "prior_choice_share", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]

@@ -19,7 +19,7 @@ from tuner.study.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
 from tuner.sweep import clock
 from tuner.sweep.clock import CAPTURE, fits
-from tuner.sweep.estimate import SITE_CHOICE
+from tuner.sweep.estimate import PRIOR_MARGIN, SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
 from tuner.study.context import StudyContext
@@ -105,11 +105,6 @@ def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str
 
 
 PROBE_CHOICES = 2  # candidates per site in a batch whose cost is not known yet: the first batch measures the cost
-# Until a batch here has measured it, a choice's prior share of a batch (``SITE_CHOICE_MARGINAL``, from the H200) is
-# taken at this multiple where a batch is sized to a deadline: on an H100 host gpt2's decode batch of 40 choices took
-# 28 s against its 18-s compile, 0.25 s a choice against the prior 0.13, and ended 4 s past its phase's deadline
-# (bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.log).
-PRIOR_MARGIN = 2.0
 
 
 def _line(tuning: StudyContext) -> tuple[float, float] | None:
