@@ -45,8 +45,11 @@ H100 = [
     _same("hf_qwen2-8l-bf16-b8-s512-2026-12-05-2"),
     _same("hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05"),
     _same("hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05-2"),
+    _same("hf_gpt2-decode-bf16-b8-s512-render-trim-2026-12-05-2"),
+    _same("hf_qwen2-8l-bf16-b8-s512-render-trim-2026-12-05"),
 ]
 RUNS = {"h200": H200, "h100": H100}
+STAMP = re.compile(r"^\[ *[0-9.]+\] ", re.M)
 COMPILE = re.compile(r"default compile ([0-9.]+) s")
 KERNELS = re.compile(r"template choices(?:, rendered ([0-9]+) times at its sites,)? and ([0-9]+) Triton")
 
@@ -68,7 +71,7 @@ def measured_s(bench: dict[str, Any]) -> float:
 
 
 def row(folder: Path, export: str, bench: str, log: str) -> dict[str, Any]:
-    text = " ".join((folder / log).read_text().split())
+    text = " ".join(STAMP.sub("", (folder / log).read_text()).split())  # the lines without their timestamps
     found = KERNELS.search(text)
     default_s, renders, kernels = float(COMPILE.search(text).group(1)), int(found.group(1) or 0), int(found.group(2))  # type: ignore[union-attr]
     listed, real = choices(folder / export), measured_s(json.loads((folder / bench).read_text()))

@@ -49,6 +49,16 @@ def test_rows_for_the_h200_hold_timed_site_and_kernel_trials_and_winners(fresh_p
     assert rows.winners and rows.files
     assert rows_for("cuda", "NVIDIA H100 80GB HBM3") == PriorRows()  # another device model: nothing
     assert rows_for("cpu", "NVIDIA H200") == PriorRows()
+    assert rows.devices == ("NVIDIA H200",)
+
+
+def test_a_device_model_with_no_prior_of_its_own_learns_from_its_architectures(fresh_prior_cache):
+    """An H100 (compute capability 9.0) gets the H200's rows, said to be the H200's; another architecture gets none."""
+    h200 = rows_for(*H200)
+    h100 = rows_for("cuda", "NVIDIA H100 80GB HBM3", "9.0")
+    assert h100.trials == h200.trials and h100.winners == h200.winners and h100.devices == ("NVIDIA H200",)
+    assert rows_for("cuda", "NVIDIA A100-SXM4-80GB", "8.0") == PriorRows()
+    assert rows_for(*H200, "9.0") == h200  # its own model's rows first
 
 
 def test_TUNER_PRIOR_0_turns_it_off(fresh_prior_cache, monkeypatch):

@@ -38,7 +38,7 @@ def sweep(
     from_similar: Annotated[bool, typer.Option(help="Seed each study with this task's winners from other device models (re-measured here before use).")] = False,
     fusion: Annotated[bool, typer.Option("--fusion/--no-fusion", help="After the kernels, search each graph's fusion grouping (knobs and vetoes of single fusions), measured end to end.")] = True,
     ranking: Annotated[bool, typer.Option("--ranking/--no-ranking", help="Measure first the candidates that a cost model, fit on this database's trials of the same device model, predicts fastest (with too few trials there, the unranked order).")] = True,
-    prior: Annotated[bool, typer.Option("--prior/--no-prior", help="Also learn the ranking from, and seed studies with, the measurements tuner ships for this device model (tuner/ranking/priors; none for most devices). Never written into --db.")] = True,
+    prior: Annotated[bool, typer.Option("--prior/--no-prior", help="Also learn the ranking from, and seed studies with, the measurements tuner ships for this device model, else for its architecture (the same compute capability; tuner/ranking/priors: the H200, so Hopper GPUs). Never written into --db.")] = True,
     share_gpu: Annotated[bool, typer.Option(help="With --workers on CUDA: let all workers share the visible GPUs' first one.")] = False,
     db: DbOption = None,
 ) -> None:

@@ -19,7 +19,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 log = logging.getLogger("tuner.ranking")
 
@@ -34,6 +34,7 @@ class PriorRows:
     trials: tuple[tuple[str, str, dict[str, Any], dict[str, Any], float], ...] = ()  # (kind, key, signature, config, ratio)
     winners: tuple[tuple[str, str, dict[str, Any], dict[str, Any], float | None], ...] = ()  # (kind, key, sig, config, speedup)
     files: tuple[str, ...] = field(default=())
+    devices: tuple[str, ...] = field(default=())  # the device models they were measured on
 
     def timed(self, kinds: tuple[str, ...]) -> list[tuple[str, dict[str, Any], dict[str, Any], float]]:
         """(task key, signature, config, ratio) of the timed trials of ``kinds``, as ``Database.timed_trials``."""
@@ -50,22 +51,33 @@ def prior_files(directory: Path = PRIOR_DIR) -> list[Path]:
 
 
 @functools.lru_cache(maxsize=8)
-def rows_for(device_kind: str, device_name: str, directory: Path = PRIOR_DIR) -> PriorRows:
-    """The prior's rows measured on this device model (empty when none was, or when priors are off)."""
+def rows_for(device_kind: str, device_name: str, capability: str | None = None, directory: Path = PRIOR_DIR) -> PriorRows:
+    """The prior's rows measured on this device model; where none was, those measured on devices of the same kind and
+    compute ``capability`` (one architecture: its configs rank alike, and each candidate is measured here before it can
+    win); empty when there are none, or when priors are off."""
     from tuner.settings import settings
 
     if not settings().prior:
         return PriorRows()
+    same_model = _rows(directory, lambda d: d["kind"] == device_kind and d["name"] == device_name)
+    if same_model.files or not capability:
+        return same_model
+    return _rows(directory, lambda d: d["kind"] == device_kind and str((d.get("info") or {}).get("capability")) == capability)
+
+
+def _rows(directory: Path, here: Callable[[dict[str, Any]], bool]) -> PriorRows:
     trials: list[Any] = []
     winners: list[Any] = []
     files: list[str] = []
+    devices: set[str] = set()
     for path in prior_files(directory):
-        got = _read(path, device_kind, device_name)
+        got = _read(path, here)
         if got is not None and (got[0] or got[1]):
             trials += got[0]
             winners += got[1]
             files.append(path.name)
-    return PriorRows(tuple(trials), tuple(winners), tuple(files))
+            devices |= got[2]
+    return PriorRows(tuple(trials), tuple(winners), tuple(files), tuple(sorted(devices)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -80,12 +92,13 @@ def _plan(path: Path) -> tuple[Any, str | None]:
         return None, str(e)
 
 
-def _read(path: Path, device_kind: str, device_name: str) -> tuple[list[Any], list[Any]] | None:
+def _read(path: Path, device: Callable[[dict[str, Any]], bool]) -> tuple[list[Any], list[Any], set[str]] | None:
+    """(timed trials, winners, device names) of the devices in ``path`` that ``device`` accepts."""
     plan, error = _plan(path)
     if plan is None:
         log.warning("ranking prior %s skipped: %s", path.name, error)
         return None
-    here = {fp for fp, d in plan.devices.items() if d["kind"] == device_kind and d["name"] == device_name}
+    here = {fp for fp, d in plan.devices.items() if device(d)}
     tasks = plan.tasks
     trials = [
         (tasks[t["task"]]["kind"], t["task"], tasks[t["task"]]["signature"], t["config"], t["median_ms"] / t["baseline_ms"])
@@ -98,7 +111,7 @@ def _read(path: Path, device_kind: str, device_name: str) -> tuple[list[Any], li
         for w in plan.winners
         if w["device"] in here and w["task"] in tasks
     ]
-    return trials, winners
+    return trials, winners, {plan.devices[fp]["name"] for fp in here}
 
 
 def read_ahead(device_kind: str, ranking: bool = True, directory: Path = PRIOR_DIR) -> threading.Thread:

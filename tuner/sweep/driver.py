@@ -46,7 +46,7 @@ class SweepOptions:
     workers: int = 1  # local workers sharing this sweep (each takes a share of the template sites)
     fusion: bool = True  # search fusion groupings per graph after the kernel winners
     ranking: bool = True  # measure the candidates a model fit on the database predicts fastest (tuner.ranking)
-    prior: bool = True  # also learn from (and seed with) the measurements tuner ships for this device model
+    prior: bool = True  # also learn from (and seed with) the measurements tuner ships for this device model or its architecture
     started: float | None = None  # time.monotonic() when the command started: a time budget counts from there
     time_unfrozen: bool = True  # frozen inference: time the workload unfrozen first (``FreezingPhase``), else tune it frozen
 
@@ -211,9 +211,11 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
              tasks: list[TaskSpec], keep_end: bool = True) -> SweepContext:
     device = DeviceInfo(**capture.device)
     device_id = db.device_id(device)
-    prior = rows_for(device.kind, device.name) if opts.prior else PriorRows()
+    prior = rows_for(device.kind, device.name, (device.info or {}).get("capability")) if opts.prior else PriorRows()
     if prior.files:
-        progress.note(f"learning also from the measurements tuner ships for the {device.name} ({', '.join(prior.files)}; --no-prior: not)")
+        where = device.name if prior.devices == (device.name,) else f"{', '.join(prior.devices)} (the {device.name}'s architecture, " \
+            f"compute capability {device.info['capability']})"
+        progress.note(f"learning also from the measurements tuner ships for the {where} ({', '.join(prior.files)}; --no-prior: not)")
     check_s = WHOLE_COMPILES * capture.compile_s
     deadlines = _deadlines(opts.budget.time_budget_s, t0, check_s, _end_compiles(opts) * capture.compile_s, keep_end)
     # The end's share holds the unfrozen measurement until the freezing phase has taken it at the start; then the phases
