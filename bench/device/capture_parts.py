@@ -14,6 +14,8 @@ import copy
 import json
 import time
 
+import workload_args
+
 T0 = time.perf_counter()
 PARTS: dict[str, float] = {}
 
@@ -27,11 +29,7 @@ def done(name: str, since: list[float]) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--model", required=True)
-    p.add_argument("--mode", default="inference")
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--seq-len", type=int, default=None)
+    workload_args.add(p)
     p.add_argument("--out", required=True)
     a = p.parse_args()
     since = [T0]
@@ -45,9 +43,9 @@ def main() -> None:
 
     done("import Dynamo and Inductor", since)
     from tuner.backend.process import configure_measuring
-    from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
+    from tuner.workloads.spec import build_model, make_inputs
 
-    spec = WorkloadSpec(a.model, device="cuda", dtype=a.dtype, batch=a.batch, mode=a.mode, **({"seq_len": a.seq_len} if a.seq_len else {}))
+    spec = workload_args.spec(a)
     configure_measuring(None, spec.uses_freezing, sweep=True)
     done("tuner imports, measuring setup", since)
     from tuner.workloads import model_zoo

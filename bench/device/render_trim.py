@@ -13,15 +13,12 @@ import json
 import statistics
 import time
 
+import workload_args
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--model", required=True)
-    p.add_argument("--mode", default="inference")
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--seq-len", type=int, default=None)
-    p.add_argument("--channels-last", action="store_true")
+    workload_args.add(p)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", required=True)
     a = p.parse_args()
@@ -31,11 +28,8 @@ def main() -> None:
     from tuner.backend.hooks import templates
     from tuner.backend.instrument.recorder import Recorder
     from tuner.measure.session import Session
-    from tuner.workloads.spec import WorkloadSpec
 
-    spec = WorkloadSpec(a.model, device="cuda", dtype=a.dtype, batch=a.batch, mode=a.mode, channels_last=a.channels_last,
-                        **({"seq_len": a.seq_len} if a.seq_len else {}))
-    session = Session(spec)
+    session = Session(workload_args.spec(a))
     renders = [0]
     generate, trim = TritonTemplate.generate, templates.trim
 

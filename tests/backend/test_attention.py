@@ -2,6 +2,7 @@
 calls as one), the space offers the device's backends, a forced answer rewrites the graph's attention and keeps
 eager's numerics, and a sweep measures the backends and stores its answer."""
 
+import functools
 import dataclasses
 
 import pytest
@@ -9,12 +10,12 @@ import torch
 from torch._inductor.utils import run_and_get_code
 from typer.testing import CliRunner
 
+from tests.helpers.compiling import measured
 from tests.helpers.attention_db import attention_task
 from tests.helpers.models import attention, masked_attention
 from tuner.backend import journal
 from tuner.backend.compiler import compile_with_context
 from tuner.backend.instrument.attention_timing import _reference, inputs, time_backends
-from tuner.backend.instrument.context import MeasuringContext
 from tuner.backend.instrument.recorder import Recorder
 from tuner.cli import app
 from tuner.core import Forcing
@@ -25,12 +26,7 @@ from tuner.search_spaces.attention import ANSWER_KNOB, FAMILY, rebuildable
 FLASH_CPU = "_scaled_dot_product_flash_attention_for_cpu"
 
 
-def _compiled(model, forcing=Forcing(), recorder=None):
-    def backend(gm, ex, **_):
-        return compile_with_context(gm, ex, MeasuringContext(forcing, "cpu", recorder), {"fx_graph_cache": False})
-
-    torch._dynamo.reset()
-    return torch.compile(model, backend=backend)
+_compiled = functools.partial(measured, device="cpu")
 
 
 def _recorded(model, x):

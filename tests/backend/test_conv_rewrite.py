@@ -14,8 +14,7 @@ import torch
 import torch._inductor.config as inductor_config
 from torch._inductor.utils import run_and_get_code
 
-from tuner.backend.compiler import compile_with_context
-from tuner.backend.instrument.context import MeasuringContext
+from tests.helpers.compiling import measured
 from tuner.backend.instrument.recorder import Recorder
 from tuner.backend.hooks import conv_rewrite, rewrites
 from tuner.core import Forcing, Kind
@@ -44,12 +43,7 @@ def _inference(freezing=False):
         yield
 
 
-def _compiled(model, forcing=Forcing(), recorder=None, device="cpu"):
-    def backend(gm, ex, **_):
-        return compile_with_context(gm, ex, MeasuringContext(forcing, device, recorder), {"fx_graph_cache": False})
-
-    torch._dynamo.reset()
-    return torch.compile(model, backend=backend)
+_compiled = measured
 
 
 def _grouping(model, x, device="cpu", freezing=False):

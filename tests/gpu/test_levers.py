@@ -2,14 +2,14 @@
 attention site keeps eager's numerics, and the persistent TMA GEMM templates are offered at an mm site and can be
 forced."""
 
+import functools
 import pytest
 import torch
 from torch._inductor.utils import run_and_get_code
 
+from tests.helpers.compiling import measured, recorded
 from tests.helpers.models import _Attention, _MaskedAttention
 from tuner.backend import journal, process
-from tuner.backend.compiler import compile_with_context
-from tuner.backend.instrument.context import MeasuringContext
 from tuner.backend.instrument.recorder import Recorder
 from tuner.core import Forcing, Kind
 from tuner.search_spaces.attention import ANSWER_KNOB, FAMILY
@@ -20,12 +20,7 @@ OPS = {"flash": "_scaled_dot_product_flash_attention", "efficient": "_scaled_dot
        "cudnn": "_scaled_dot_product_cudnn_attention"}
 
 
-def _compiled(model, forcing=Forcing(), recorder=None):
-    def backend(gm, ex, **_):
-        return compile_with_context(gm, ex, MeasuringContext(forcing, "cuda", recorder), {"fx_graph_cache": False})
-
-    torch._dynamo.reset()
-    return torch.compile(model, backend=backend)
+_compiled = functools.partial(measured, device="cuda")
 
 
 def _forced_attention(model_class, backend):
@@ -71,10 +66,8 @@ def test_the_persistent_tma_templates_are_offered_and_forced():
         pytest.skip("this Inductor has no persistent TMA GEMM templates")
     m = torch.nn.Linear(512, 1024, bias=False).cuda().to(torch.bfloat16).eval()
     x = torch.randn(2048, 512, device="cuda", dtype=torch.bfloat16)
-    rec = Recorder()
+    (site,) = recorded(m, x, "cuda").sites.values()
     with torch.no_grad():
-        _compiled(m, recorder=rec)(x)
-        (site,) = rec.sites.values()
         tma = [c for c in site.choices if c.startswith("triton::mm_persistent_tma:")]
         assert tma, site.choices
         with journal.recording() as decisions:

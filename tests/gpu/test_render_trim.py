@@ -1,25 +1,19 @@
 """A compile renders only the template configs it may pick, on the GPU for real (``pytest -m gpu``): the recording
 still records every config Inductor lists at a site, and a forced site still gets its choice."""
 
+import functools
 import pytest
 import torch
 
+from tests.helpers.compiling import measured, recorded
 from tuner.backend import journal
-from tuner.backend.compiler import compile_with_context
 from tuner.backend.hooks import templates
-from tuner.backend.instrument.context import MeasuringContext
-from tuner.backend.instrument.recorder import Recorder
 from tuner.core import Forcing, Kind
 
 pytestmark = pytest.mark.gpu
 
 
-def _compiled(model, forcing=Forcing(), recorder=None):
-    def backend(gm, ex, **_):
-        return compile_with_context(gm, ex, MeasuringContext(forcing, "cuda", recorder), {"fx_graph_cache": False})
-
-    torch._dynamo.reset()
-    return torch.compile(model, backend=backend)
+_compiled = functools.partial(measured, device="cuda")
 
 
 @pytest.fixture
@@ -49,10 +43,7 @@ def test_the_recording_lists_every_config_and_renders_few(spied):
     listed, rendered = spied
     m = torch.nn.Linear(512, 1024, bias=False).cuda().to(torch.bfloat16).eval()
     x = torch.randn(64, 512, device="cuda", dtype=torch.bfloat16)
-    rec = Recorder()
-    with torch.no_grad():
-        _compiled(m, recorder=rec)(x)
-    (site,) = rec.sites.values()
+    (site,) = recorded(m, x, "cuda").sites.values()
     triton = [c for c in listed if c.startswith("triton::")]
     assert len(triton) >= 8, listed
     assert set(listed) <= set(site.choices) and site.default.startswith("aten")
