@@ -81,6 +81,8 @@ def trim(ktcs: list[Any], keep: Collection[str]) -> list[Any]:
         if uid.startswith("aten") or uid not in seen or ktc_id(k) in keep:
             out.append(k)
         seen.add(uid)
+    if len(out) < 2 <= len(ktcs):  # one template and no ATen: a site of one choice is never offered to the hooks
+        out = list(ktcs[:2])  # the first is kept already
     return out
 
 

@@ -25,6 +25,9 @@ def test_a_compile_renders_aten_each_templates_first_config_and_those_it_may_pic
     assert [templates.ktc_id(k) for k in templates.trim(listed, ())] == [ids[0], ids[1], ids[4]]
     assert [templates.ktc_id(k) for k in templates.trim(listed, (ids[3], ids[5]))] == [ids[0], ids[1], ids[3], ids[4], ids[5]]
     assert templates.trim(listed, ids) == listed
+    # a site with no ATen config and one template keeps two: a site of one choice never reaches the selector's hooks
+    tiles = listed[1:4]
+    assert templates.trim(tiles, ()) == tiles[:2] and templates.trim(tiles, (ids[3],)) == [tiles[0], tiles[2]]
 
 
 def test_the_recording_gets_every_listed_config_back_in_inductors_order():
