@@ -179,6 +179,11 @@ class CompileContext:
         log.info("%s: %s %s -> %s%s", outcome, what, key[:12], answer if answer is not None else reason, _source(moved))
         journal.note(Decision(str(kind), key, what, outcome, answer, reason, moved.source if moved else None))
 
+    @property
+    def watches_fusions(self) -> bool:
+        """Whether the fusion hook must name each fusion for this compile (it vetoes some)."""
+        return bool(self.vetoes)
+
     def fusion_allowed(self, pid: str, score: int) -> bool:
         """Asked by the fusion hook for every fusion Inductor is about to allow."""
         if pid in self.vetoes:

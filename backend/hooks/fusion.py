@@ -61,7 +61,7 @@ def allowed(base: bool, node1: Any, node2: Any, shared_data_score: int) -> bool:
     """Inductor's own answer ``base``, unless the active compile vetoes the pair. A template epilogue refused for
     sharing no indexed data is told to the compile (a recording counts them)."""
     ctx = active()
-    if ctx is None:
+    if ctx is None or not ctx.watches_fusions:  # nothing to veto or record: no pair id to compute
         return base
     if not base:
         if refused_for_no_shared_data(node1, shared_data_score):

@@ -142,6 +142,10 @@ class MeasuringContext(CompileContext):
                      if hasattr(a, "found") and not (k.forward_only and is_backward)}
             self.recorder.lowering(restart.frozen_now(is_backward), found, rewrites.found_in(gm))
 
+    @property
+    def watches_fusions(self) -> bool:
+        return self.recorder is not None or super().watches_fusions
+
     def fusion_allowed(self, pid: str, score: int) -> bool:
         if self.recorder is not None:
             self.recorder.fusion_pair(pid, score)
