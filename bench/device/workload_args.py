@@ -9,7 +9,7 @@ from typing import Any
 
 def add(p: argparse.ArgumentParser, batch: int = 8) -> None:
     p.add_argument("--model", required=True)
-    p.add_argument("--mode", default="inference")
+    p.add_argument("--mode", default="infer", choices=("infer", "train", "decode"))
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--batch", type=int, default=batch)
     p.add_argument("--seq-len", type=int, default=None)
