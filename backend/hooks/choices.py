@@ -37,8 +37,9 @@ class TunedChoices(_Base):  # type: ignore[misc, valid-type]
             missing = [c for c in wants if c not in have]
             if missing:
                 out = [*out, *templates.extra_ktcs(self, kernel_inputs, list(templates_), op_name, missing)]
-        ctx.site_listed(key, [templates.ktc_id(k) for k in out])
-        return templates.trim(out, wants)
+        ids = [templates.ktc_id(k) for k in out]
+        ctx.site_listed(key, ids)
+        return templates.trim(out, wants, ids)
 
     def get_conv_configs(self, *args: Any, **kwargs: Any) -> Any:
         ctx = active()

@@ -69,16 +69,17 @@ def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: 
     return out
 
 
-def trim(ktcs: list[Any], keep: Collection[str]) -> list[Any]:
-    """What a compile renders of a site's configs: the ATen ones, the first config of each template (so the layout
-    decision is the one Inductor makes with them all) and those in ``keep``. Rendering a config costs tens of
-    milliseconds and most sites list dozens; a compile that hands Inductor one choice (``select_site``) needs no
-    others, and one that times several needs those alone."""
+def trim(ktcs: list[Any], keep: Collection[str], ids: list[str] | None = None) -> list[Any]:
+    """What a compile renders of a site's configs (``ids``: their ids, where already made): the ATen ones, the first
+    config of each template (so the layout decision is the one Inductor makes with them all) and those in ``keep``.
+    Rendering a config costs about 3 ms (an H100) and a site lists dozens at each layer; a compile that hands Inductor
+    one choice (``select_site``) needs no others, and one that times several needs those alone."""
+    ids = ids if ids is not None else [ktc_id(k) for k in ktcs]
     seen: set[str] = set()
     out = []
-    for k in ktcs:
+    for k, cid in zip(ktcs, ids):
         uid = str(k.template.uid)
-        if uid.startswith("aten") or uid not in seen or ktc_id(k) in keep:
+        if uid.startswith("aten") or uid not in seen or cid in keep:
             out.append(k)
         seen.add(uid)
     if len(out) < 2 <= len(ktcs):  # one template and no ATen: a site of one choice is never offered to the hooks

@@ -37,7 +37,8 @@ SITE_CHOICE_MARGINAL = {"cuda": 0.13}
 # Until a batch here has measured it, that share is taken at this multiple wherever a batch is sized or held by a
 # deadline: on an H100 host gpt2's decode batch of 40 choices took 28 s against its 18-s compile, 0.25 s a choice
 # against the prior 0.13, and ended 4 s past its phase's deadline
-# (bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.log).
+# (bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05.log); with renders trimmed, 30
+# choices took 15.1 s against a 7.8-s compile, 0.24 s a choice (…-render-trim-2026-12-05-2.log).
 PRIOR_MARGIN = 2.0
 
 
@@ -60,7 +61,8 @@ MAX_AUTOTUNE_CHOICE_S = {"cuda": 0.5}
 # Seconds max-autotune spends rendering one listed choice each time a site is lowered (a site met in every layer is
 # lowered once a layer), which the capture's default compile no longer spends: it renders only the choices it may
 # pick (``backend/hooks/templates.trim``). H100, torch 2.11, gpt2's decode step: its recording compile rendered 1225
-# choices in 9.5 s (median of 3) and 98 in 6.1 s (bench/results/h100/render-trim-hf_gpt2-decode-2026-12-05.json).
+# choices in 9.5 s (median of 3) and 98 in 6.1 s (bench/results/h100/render-trim-hf_gpt2-decode-2026-12-05.json);
+# vit_b_32's 1381 in 15.8 s and 110 in 12.7 s (render-trim-vit_b_32-2026-12-05.json).
 # The figures above were fit to default compiles that rendered every choice.
 MAX_AUTOTUNE_RENDER_S = {"cuda": 0.003}
 MAX_AUTOTUNE_TILE_S = {"cuda": 0.34}
