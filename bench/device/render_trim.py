@@ -54,7 +54,8 @@ def main() -> None:
     same = all(x["choices"] == rows["all listed"][0]["choices"] for k in rows for x in rows[k])
     out = {"model": a.model, "mode": a.mode, "batch": a.batch, "seq_len": a.seq_len, "dtype": a.dtype,
            "device": torch.cuda.get_device_name(), "torch": str(torch.__version__), "date": time.strftime("%Y-%m-%d"),
-           "command": "python bench/device/render_trim.py " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items() if v not in (None, False)),
+           "command": "python bench/device/render_trim.py " + " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+                                                             for k, v in vars(a).items() if v not in (None, False)),
            "same_choices_recorded": same,
            **{k: {"median_compile_s": statistics.median(x["compile_s"] for x in v), "renders": v[0]["renders"],
                   "compile_s": [x["compile_s"] for x in v]} for k, v in rows.items()}}
