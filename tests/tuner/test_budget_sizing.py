@@ -75,6 +75,20 @@ def test_the_estimate_counts_only_the_choices_max_autotune_offers():
     assert not process.has_inductor_flag("triton.no_such_flag")
 
 
+def test_the_estimate_counts_each_render_a_trimmed_capture_left_out():
+    """max-autotune renders every listed choice each time a site is lowered (a site met in each of 12 layers, 12
+    times); the capture's default compile renders only what it may pick, so those renders are added back (and none
+    of the persistent TMA configs max-autotune does not list)."""
+    from tuner.sweep.estimate import MAX_AUTOTUNE_RENDER_S, max_autotune_renders
+
+    layer = {"count": 12, "choices": ["aten::addmm:{}", *[_mm(16, 32 * i, 64, 3) for i in range(1, 5)], 'triton::mm_persistent_tma:{"BLOCK_M":128}']}
+    head = {"choices": ["aten::mm:{}", _mm(16, 128, 64, 3)]}  # recorded before counts were kept: met once
+    renders = max_autotune_renders([layer, head])
+    assert renders == 12 * 5 + 2
+    listed = [*layer["choices"][:5], *head["choices"]]
+    assert max_autotune_s("cuda", 8.0, listed, 10, renders) == pytest.approx(max_autotune_s("cuda", 8.0, listed, 10) + renders * MAX_AUTOTUNE_RENDER_S["cuda"])
+
+
 def test_the_floor_holds_the_cuda_graph_trial_after_the_capture_where_the_gpu_waits_for_the_host():
     """A 35-s capture with a 14.4-s compile, the GPU waiting 78% of the step, and no template site. The floor holds
     the time so far, the CUDA-graph trial and the closing: for an inference step a replay by hand, for a training
