@@ -32,12 +32,12 @@ class TunedChoices(_Base):  # type: ignore[misc, valid-type]
             return out
         key = task_key(Kind.SITE, payload)
         wants = ctx.site_wants(key, payload)
-        if ctx.builds_choices:
-            have = {templates.ktc_id(k) for k in out}
-            missing = [c for c in wants if c not in have]
-            if missing:
-                out = [*out, *templates.extra_ktcs(self, kernel_inputs, list(templates_), op_name, missing)]
         ids = [templates.ktc_id(k) for k in out]
+        if ctx.builds_choices:
+            missing = [c for c in wants if c not in ids]
+            if missing:
+                extra = templates.extra_ktcs(self, kernel_inputs, list(templates_), op_name, missing)
+                out, ids = [*out, *extra], [*ids, *(templates.ktc_id(k) for k in extra)]
         ctx.site_listed(key, ids)
         return templates.trim(out, wants, ids)
 
