@@ -16,6 +16,7 @@ from tuner.backend.hooks import kernels as kernel_hook
 from tuner.backend.hooks import passes as passes_hook
 from tuner.backend.hooks import restart as restart_hook
 from tuner.backend.hooks import selector as selector_hook
+from tuner.backend.hooks import splitk as splitk_hook
 from tuner.kinds import GRAPH_HOOK, adapted
 
 
@@ -69,6 +70,7 @@ def install_hooks(device_type: str = "cpu") -> None:
         kernel_hook.check()
         kernel_hook.count_runtime_autotuning()
         conv_epilogue.ops()  # code compiled with the rewrite, loaded from Inductor's cache, calls them
+        splitk_hook.install()  # ... and code compiled with a split-K choice calls its extern kernels
     for _, adapter in adapted(device_type):  # the adapters of kinds that no hook point above applies
         if hasattr(adapter, "install"):
             adapter.install(device_type)

@@ -34,6 +34,7 @@ from typing import Any
 from tuner.keys import canonical_json
 from tuner.kinds import SITE_HOOK, TaskKind
 from tuner.core import InputRow, Kind
+from tuner.search_spaces import splitk
 from tuner.search_spaces.base import Choice, InvalidConfig, IntRange, Param, PowerOfTwo, Space, choice, pow2_ceil
 
 FAMILY = Kind.SITE
@@ -274,6 +275,11 @@ class TemplateSpace(Space):
             return False
         return True
 
+    def evidence(self) -> list[dict[str, Any]]:
+        """The two likeliest split-K choices, where a skinny site is offered them (``search_spaces/splitk``): its
+        shape is the evidence, as no ranking has seen them."""
+        return [{"choice": c} for c in self.offered if splitk.is_id(c)][:2]
+
     def seeds(self) -> list[dict[str, Any]]:
         """Every choice Inductor offered: measured first, so the search starts from max-autotune's own list."""
         return [{"choice": c} for c in self.offered if c != self.default["choice"]]
@@ -338,6 +344,7 @@ def hardware_reason(params: dict[str, Any]) -> str | None:
 def _checked_choice(cid: Any) -> str:
     if not isinstance(cid, str) or len(cid) > 2000:
         raise ValueError("a choice id is a string of at most 2000 characters")
+    splitk.parse(cid)  # raises for a split-K id out of range
     parsed = parse_generated(cid)
     reason = hardware_reason(parsed[1]) if parsed else None
     if reason:

@@ -14,7 +14,7 @@ from tuner.backend import counters, process
 from tuner.backend.context import active
 from tuner.backend.errors import HookUnavailable
 from tuner.core import Kind
-from tuner.backend.hooks import templates
+from tuner.backend.hooks import splitk, templates
 from tuner.keys import task_key
 
 try:
@@ -48,6 +48,9 @@ def site_payload(name: str, input_nodes: list[Any]) -> dict[str, Any]:
 
 def choice_id(choice: Any) -> str:
     """A stable id: the same choice in another process or torch build gets the same id."""
+    own = splitk.id_of(choice)
+    if own is not None:
+        return own
     ann = getattr(choice, "annotations", None) or {}
     ktc = ann.get("ktc") if isinstance(ann, dict) else None
     if ktc is not None:
@@ -81,7 +84,7 @@ def scalars_of(choices: list[Any]) -> dict[str, Any] | None:
 def default_index(choices: list[Any]) -> int:
     """The choice plain Inductor (no max-autotune) uses: its ATen/extern kernel when it offers one."""
     for i, c in enumerate(choices):
-        if type(c).__name__ == "ExternKernelCaller" or choice_id(c).startswith("aten:"):
+        if splitk.id_of(c) is None and (type(c).__name__ == "ExternKernelCaller" or choice_id(c).startswith("aten:")):
             return i
     return 0
 
@@ -122,6 +125,9 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         if missing and name == "convolution":
             choices = [*choices, *templates.conv_choices(missing, input_nodes, layout)]
             ids = [choice_id(c) for c in choices]
+        if len(choices) > 1:  # a site plain Inductor settles alone (one choice) is not one tuner searches either
+            extra = splitk.choices(name, input_nodes, layout, tuple(missing), scalars_of(choices))
+            choices, ids = [*choices, *extra], [*ids, *(choice_id(c) for c in extra)]
         if len(choices) < 2:
             return choices
         picks = [choices[i] for i in ctx.select_site(payload, ids, default_index(choices), scalars_of(choices))]
