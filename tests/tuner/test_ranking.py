@@ -13,7 +13,7 @@ from tuner.db import Database
 from tuner.keys import config_hash
 from tuner.measure import Measurement, Status
 from tuner.ranking import EXPLORE, Rankers
-from tuner.ranking.features import SITE_FEATURES, SITES, featurizer
+from tuner.ranking.features import IMPLS, SITE_FEATURES, SITES, featurizer
 from tuner.ranking.model import MIN_TASKS, Ranker, Sample
 from tuner.study.context import record
 from tuner.study.study import first_to_measure, measured_before
@@ -64,7 +64,19 @@ def test_site_features_read_the_gemm_view_and_the_choices_blocks():
     assert row["log_tiles"] == math.log2(64 * 4) and row["k_iters"] == 16
     assert row["smem_kib"] == 2 * (64 * 32 + 32 * 64) * 2 / 1024
     aten = dict(zip(SITE_FEATURES, featurizer(SITES, sig)({"choice": "aten::mm:{}"})))
-    assert aten["is_default"] == 1.0 and math.isnan(aten["block_m"])
+    assert aten["is_default"] == 1.0 and math.isnan(aten["block_m"]) and math.isnan(aten["split_k"])
+
+
+def test_a_split_k_choice_is_read_as_its_tile_and_split():
+    from tuner.search_spaces import splitk
+
+    sig = _site(8, 768, 3072)
+    config = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 128, "SPLIT_K": 8, "num_warps": 2, "num_stages": 4}
+    row = dict(zip(SITE_FEATURES, featurizer(SITES, sig)({"choice": splitk.make_id(config)})))
+    assert (row["block_m"], row["block_n"], row["block_k"], row["split_k"], row["num_warps"]) == (16, 32, 128, 8, 2)
+    assert row["impl"] == IMPLS.index("splitk") and row["k_iters"] == 3072 / 128 / 8
+    bad = dict(zip(SITE_FEATURES, featurizer(SITES, sig)({"choice": splitk.PREFIX + "{}"})))
+    assert bad["impl"] == IMPLS.index("splitk") and math.isnan(bad["block_n"])
 
 
 def test_no_model_from_too_few_tasks():

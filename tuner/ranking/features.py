@@ -13,19 +13,20 @@ import math
 from typing import Any
 
 from tuner.core import InputRow, Kind
+from tuner.search_spaces import splitk
 from tuner.search_spaces.template import DTYPE_BYTES, parse_generated
 
 SITES = "sites"
 KERNELS = "kernels"
 NAN = float("nan")
 OPS = ("mm", "addmm", "bmm", "convolution")
-IMPLS = ("aten", "triton_mm", "triton_conv", "cpp", "other")  # what runs a site choice
+IMPLS = ("aten", "triton_mm", "triton_conv", "cpp", "other", "splitk")  # what runs a site choice
 HEURISTICS = ("pointwise", "reduction", "persistent_reduction")
 
 SITE_FEATURES = (
     "op", "log_m", "log_n", "log_k", "log_flops", "dtype_bytes", "kernel_hw", "stride", "groups", "is_default",
     "impl", "bias_epilogue", "block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps",
-    "log_tiles", "k_iters", "smem_kib", "acc_per_thread", "m_waste", "n_waste",
+    "log_tiles", "k_iters", "smem_kib", "acc_per_thread", "m_waste", "n_waste", "split_k",
 )
 KERNEL_FEATURES = (
     "heuristic", "log_x", "log_y", "log_r", "n_args", "xblock", "yblock", "rblock", "num_warps", "num_stages",
@@ -82,6 +83,8 @@ def _mnk(op: str, rows: list[InputRow]) -> tuple[float, float, float]:
 
 
 def _impl(cid: str, parsed: tuple[str, dict[str, Any]] | None) -> str:
+    if splitk.is_id(cid):
+        return "splitk"
     if parsed is not None:
         return "triton_conv" if parsed[0] == "conv2d" else "triton_mm"
     if cid.startswith("aten"):
@@ -92,18 +95,28 @@ def _impl(cid: str, parsed: tuple[str, dict[str, Any]] | None) -> str:
 def site_features(shape: SiteShape, config: dict[str, Any]) -> list[float]:
     cid = str(config.get("choice"))
     parsed = parse_generated(cid)
-    p = parsed[1] if parsed else {}
+    p = parsed[1] if parsed else _splitk_params(cid)
     bm, bn, bk, stages, warps = (_count(p, n) for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps"))
+    split = _count(p, "SPLIT_K")
     tiles = math.ceil(shape.m / bm) * math.ceil(shape.n / bn) if not math.isnan(bm + bn + shape.m + shape.n) else NAN
     return [
         _code(shape.op, OPS), _log2(shape.m), _log2(shape.n), _log2(shape.k), _log2(shape.m * shape.n * shape.k),
         shape.dtype_bytes, shape.kernel_hw, shape.stride,
         shape.groups, float(cid == shape.default), _code(_impl(cid, parsed), IMPLS), float("bias_addmm" in cid),
         bm, bn, bk, _count(p, "GROUP_M"), stages, warps,
-        _log2(tiles), shape.k / bk if bk == bk else NAN,
+        _log2(tiles), shape.k / bk / (split if split == split else 1) if bk == bk else NAN,
         stages * (bm * bk + bk * bn) * shape.dtype_bytes / 1024, bm * bn / (32 * warps),
-        _waste(shape.m, bm), _waste(shape.n, bn),
+        _waste(shape.m, bm), _waste(shape.n, bn), split,
     ]
+
+
+def _splitk_params(cid: str) -> dict[str, Any]:
+    """A split-K choice's block sizes, split, warps and stages (``search_spaces/splitk``); {} for any other choice or a
+    malformed one."""
+    try:
+        return splitk.parse(cid) or {}
+    except ValueError:
+        return {}
 
 
 def _waste(dim: float, block: float) -> float:
