@@ -10,9 +10,7 @@ every fused backend (flash, memory-efficient, cuDNN) is timed as a CUDA graph of
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
+import sites_alone
 
 # Sites of the acceptance's workloads: gpt2's decode step (b8, 512-position cache), vit_b_32 b32 (50 tokens), an
 # 8-layer Qwen2-style prefill (b8 x 512, 16 query heads of 128... as the GQA keys are expanded by then: 16), and
@@ -30,16 +28,8 @@ def parse(text: str) -> tuple[str, dict]:
 
 
 def main() -> None:
-    import torch
-
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--site", action="append", help="NAME=B,H,SQ,D,SK[,causal] (repeatable; default: the acceptance's sites)")
-    p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "attention-sites.json"))
-    args = p.parse_args()
-    if not torch.cuda.is_available():
-        raise SystemExit("error: bench/device/attention_sites.py needs a CUDA GPU")
+    args = sites_alone.parse_args(__doc__, "--site", "NAME=B,H,SQ,D,SK[,causal] (repeatable; default: the acceptance's sites)", "attention-sites.json")
     from tuner.backend.instrument.attention_timing import time_backends
-    from tuner.commands.bench import provenance
 
     rows = []
     for text in args.site or SITES:
@@ -48,8 +38,7 @@ def main() -> None:
         rows.append({"site": name, **site, "backends": got})
         said = "  ".join(f"{b} {r['ms'] * 1e3:.2f} us" if "ms" in r else f"{b} -- ({r['error'][:60]})" for b, r in got.items())
         print(f"{name:14} {site['shape']}  {said}")
-    with open(args.out, "w") as f:
-        json.dump({**provenance("cuda"), "timing": "CUDA graph of calls over rotated copies", "results": rows}, f, indent=2)
+    sites_alone.write(args.out, rows)
 
 
 if __name__ == "__main__":

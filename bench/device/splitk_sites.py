@@ -13,12 +13,11 @@ and stages; then the configs a site is offered (``tuner.search_spaces.splitk.men
 
 from __future__ import annotations
 
-import argparse
 import functools
 import itertools
-import json
-import os
 from typing import Any
+
+import sites_alone
 
 # gpt2's decode step (8 sequences): q/k/v, the attention's output, the MLP's two GEMMs, the vocabulary projection;
 # a Qwen2-style 8-layer model's decode GEMMs at hidden 2048 (GQA: q/k/v merged 2048 -> 2560, MLP 2048 -> 5632).
@@ -126,16 +125,7 @@ def time_shape(m: int, k: int, n: int, bias: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    import torch
-
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--shape", action="append", help="NAME=M,K,N[,nobias] (repeatable; default: decode GEMMs)")
-    p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "splitk-sites.json"))
-    args = p.parse_args()
-    if not torch.cuda.is_available():
-        raise SystemExit("error: bench/device/splitk_sites.py needs a CUDA GPU")
-    from tuner.commands.bench import provenance
-
+    args = sites_alone.parse_args(__doc__, "--shape", "NAME=M,K,N[,nobias] (repeatable; default: decode GEMMs)", "splitk-sites.json")
     rows = []
     for text in args.shape or SHAPES:
         name, (m, k, n), bias = parse(text)
@@ -145,8 +135,7 @@ def main() -> None:
         said = f"split-K {best['us']:.2f} us ({ {k_: v for k_, v in best.items() if k_ not in ('us', 'error')} })" if best else "no valid config"
         menu_us = " ".join(f"{c['us']:.2f}" if "us" in c else "--" for c in row["menu"])
         print(f"{name:12} {m}x{k}x{n}  cuBLAS {row['cublas_us']:.2f} us  {said}  menu: {menu_us}  wrong: {row['wrong']}", flush=True)
-        with open(args.out, "w") as f:
-            json.dump({**provenance("cuda"), "timing": "CUDA graph of calls over rotated copies", "results": rows}, f, indent=2)
+        sites_alone.write(args.out, rows)
 
 
 if __name__ == "__main__":
