@@ -44,9 +44,11 @@ GEN = "triton"  # the ``choice`` category of a generated Triton template config
 KTC_PREFIXES = ("triton::mm:", "triton::bmm:")
 CONV_PREFIX = "TritonTemplateCaller:triton_convolution2d:"
 # Offered choices of templates max-autotune does not offer (``backend/compiler.WIDER_SITES`` turns them on)
-BEYOND_MAX_AUTOTUNE = ("triton::mm_persistent_tma:",)
+WIDER_TEMPLATES = ("triton::mm_persistent_tma:",)
 # Choices Inductor fuses the pointwise ops after the site into (its epilogue fusion of Triton templates)
-FUSES_EPILOGUES = (*KTC_PREFIXES, *BEYOND_MAX_AUTOTUNE, CONV_PREFIX)
+FUSES_EPILOGUES = (*KTC_PREFIXES, *WIDER_TEMPLATES, CONV_PREFIX)
+# Every offered choice max-autotune never lists: those templates, and tuner's own split-K kernel
+BEYOND_MAX_AUTOTUNE = (*WIDER_TEMPLATES, splitk.PREFIX)
 SMEM_BYTES = 227 * 1024  # the largest shared memory one block may use on sm_90 (H100/H200)
 MAX_ACC_PER_THREAD = 128
 DTYPE_BYTES = {"torch.float32": 4, "torch.bfloat16": 2, "torch.float16": 2}

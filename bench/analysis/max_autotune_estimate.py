@@ -47,6 +47,7 @@ H100 = [
     _same("hf_gpt2-decode-bf16-b8-s512-epilogue-credit-2026-12-05-2"),
     _same("hf_gpt2-decode-bf16-b8-s512-render-trim-2026-12-05-2"),
     _same("hf_qwen2-8l-bf16-b8-s512-render-trim-2026-12-05"),
+    _same("hf_gpt2-decode-bf16-b8-s512-split-k-2026-12-05"),  # its log's renders still count the split-K choices
 ]
 RUNS = {"h200": H200, "h100": H100}
 STAMP = re.compile(r"^\[ *[0-9.]+\] ", re.M)

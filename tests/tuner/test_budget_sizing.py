@@ -62,13 +62,16 @@ def test_the_estimate_counts_each_triton_kernel_too():
 
 
 def test_the_estimate_counts_only_the_choices_max_autotune_offers():
-    """The sweep's compiles also offer the persistent TMA GEMM templates (where this Inductor has them on CUDA);
-    max-autotune does not, so they are no part of its expected compile time."""
+    """The sweep's compiles also offer the persistent TMA GEMM templates (where this Inductor has them on CUDA) and
+    tuner's split-K kernel at skinny sites; max-autotune does not, so they are no part of its expected compile time."""
     from tuner.backend import process
     from tuner.backend.compiler import WIDER_SITES, base_patches
     from tuner.sweep.estimate import max_autotune_choices
 
-    sites = [{"choices": ["aten::mm:{}", 'triton::mm:{"BLOCK_M":64}', 'triton::mm_persistent_tma:{"BLOCK_M":128}']}, {"choices": ["aten::bmm:{}"]}]
+    from tuner.search_spaces import splitk
+
+    split = splitk.make_id(splitk.menu(8, 768, 3072, 132)[1])
+    sites = [{"choices": ["aten::mm:{}", 'triton::mm:{"BLOCK_M":64}', 'triton::mm_persistent_tma:{"BLOCK_M":128}', split]}, {"choices": ["aten::bmm:{}"]}]
     assert max_autotune_choices(sites) == ["aten::mm:{}", 'triton::mm:{"BLOCK_M":64}', "aten::bmm:{}"]
     flags = [f for f in WIDER_SITES["cuda"] if process.has_inductor_flag(f)]
     assert flags and all(base_patches("cuda")[f] is True for f in flags) and not set(flags) & set(base_patches("cpu"))
