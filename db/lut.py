@@ -25,6 +25,7 @@ from sqlalchemy import select
 from tuner.core import InputRow, Kind
 from tuner.db.models import Device, Task, Winner
 from tuner.db.repository import Database
+from tuner.search_spaces import splitk
 from tuner.search_spaces.template import parse_ktc_id
 
 MM_OPS = ("mm", "addmm", "bmm", "baddbmm")
@@ -77,13 +78,17 @@ def export_lut(db: Database, device: str | None = None) -> tuple[dict[str, list[
     if len(models) > 1:
         raise ValueError(f"winners of several CUDA device models ({', '.join(models)}): pick one with --device")
     table: dict[str, list[dict[str, Any]]] = {}
-    assumed = 0
+    assumed = own = 0
     for r in rows:
         sig = r.signature or {}
         op = sig.get("op")
         if op not in MM_OPS:
             continue
-        entry = lut_entry(str(r.config.get("choice", "")))
+        choice = str(r.config.get("choice", ""))
+        if splitk.is_id(choice):
+            own += 1
+            continue
+        entry = lut_entry(choice)
         if entry is None:
             continue
         try:
@@ -94,6 +99,9 @@ def export_lut(db: Database, device: str | None = None) -> tuple[dict[str, list[
         if sig.get("scalars") is None and op in _DEFAULT_SCALARS:
             assumed += 1
         table[key] = [entry]
+    if own:
+        notes.append(f"{own} site(s) won by tuner's own split-K kernel, which Inductor's lookup table cannot name, are left out "
+                     "(Inductor picks there as it would without the table)")
     if assumed:
         notes.append(f"{assumed} site(s) swept before tuner recorded alpha/beta: written with Inductor's defaults alpha=1, beta=1")
     return table, notes

@@ -47,6 +47,9 @@ def test_ids_round_trip_and_bad_ones_are_refused():
     assert config["SPLIT_K"] > 1
     assert splitk.parse(splitk.make_id(config)) == config
     assert splitk.parse("aten::addmm:{}") is None
+    from tuner.cli.render import short_choice
+
+    assert short_choice(splitk.make_id(config)) == "tuner::splitk M16 N16 K128 split8 s3 w4"  # the sweep's table
     for bad in ('{"BLOCK_M":16}', '{"BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":24,"SPLIT_K":8,"num_stages":4,"num_warps":2}',
                 '{"BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"SPLIT_K":128,"num_stages":4,"num_warps":2}', "not json"):
         with pytest.raises(ValueError):

@@ -19,8 +19,11 @@ TRITON = 'triton::mm:{"BLOCK_K":32,"BLOCK_M":32,"BLOCK_N":64,"GROUP_M":8,"num_st
 runner = CliRunner()
 
 
+SPLIT_K = 'tuner::splitk:{"BLOCK_K":256,"BLOCK_M":32,"BLOCK_N":16,"SPLIT_K":1,"num_stages":3,"num_warps":2}'
+
+
 def _site(db, key, op, choice, device=H200, scalars=None):
-    sig = {"op": op, "inputs": INPUTS, "space": {"choices": ["aten::bias_addmm:{}", TRITON], "default": "aten::bias_addmm:{}"}}
+    sig = {"op": op, "inputs": INPUTS, "space": {"choices": ["aten::bias_addmm:{}", TRITON, SPLIT_K], "default": "aten::bias_addmm:{}"}}
     if scalars is not None:
         sig["scalars"] = scalars
     rec = db.upsert_task(key, "template_choice", f"{op} site", sig, space_for("template_choice", sig).fingerprint())
@@ -45,6 +48,7 @@ def test_export_writes_only_cuda_gemm_winners(db_url, tmp_path):
     _site(db, "a" * 64, "addmm", TRITON, scalars={"alpha": 1, "beta": 1})
     _site(db, "b" * 64, "convolution", TRITON)
     _site(db, "c" * 64, "mm", TRITON, device=DeviceInfo("cpu", "Some CPU", {"threads": 2}))
+    _site(db, "d" * 64, "addmm", SPLIT_K, scalars={"alpha": 1, "beta": 1})  # no lookup-table entry can name it
     db.close()
     out = tmp_path / "lut.json"
     res = runner.invoke(app, ["db", "export", str(out), "--format", "inductor-lut", "--db", db_url])
@@ -52,7 +56,7 @@ def test_export_writes_only_cuda_gemm_winners(db_url, tmp_path):
     table = json.loads(out.read_text())
     assert list(table) == [lookup_key("addmm", INPUTS, {"alpha": 1, "beta": 1})]
     assert table[next(iter(table))][0]["template_id"] == "triton::mm"
-    assert "1 GEMM site" in " ".join(res.output.split())
+    assert "1 GEMM site" in " ".join(res.output.split()) and "1 site(s) won by tuner's own split-K kernel" in " ".join(res.output.split())
 
 
 def test_export_refuses_ambiguity_and_bad_options(db_url, tmp_path):

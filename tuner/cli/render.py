@@ -93,8 +93,8 @@ def _ms(v: float | None) -> str:
     return f"{v:.4g}" if v else "-"
 
 
-_PARAM = re.compile(r"\b(BLOCK_[MNK]|num_stages|num_warps|GROUP_M)\"?[=:](\d+)")
-_SHORT = {"BLOCK_M": "M", "BLOCK_N": "N", "BLOCK_K": "K", "num_stages": "s", "num_warps": "w", "GROUP_M": "g"}
+_PARAM = re.compile(r"\b(BLOCK_[MNK]|SPLIT_K|num_stages|num_warps|GROUP_M)\"?[=:](\d+)")
+_SHORT = {"BLOCK_M": "M", "BLOCK_N": "N", "BLOCK_K": "K", "SPLIT_K": "split", "num_stages": "s", "num_warps": "w", "GROUP_M": "g"}
 
 
 def short_choice(choice: str) -> str:
