@@ -17,6 +17,7 @@ from tuner.keys import canonical_json
 PREFIX = "tuner::splitk:"
 SKINNY_M = 64
 MIN_K = 64
+SPLIT_FIRST = 2
 PROGRAMS_PER_SM = 4  # a split K's programs: gpt2's 3072-deep GEMM (8 x 768 out) ran best split 8 ways over 16 columns
 PARAMS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps", "num_stages")
 _RANGES = {"BLOCK_M": (16, 64), "BLOCK_N": (16, 256), "BLOCK_K": (16, 256), "SPLIT_K": (1, 64), "num_warps": (1, 8), "num_stages": (1, 6)}
@@ -57,10 +58,11 @@ def _pow2_floor(x: int) -> int:
 
 
 def menu(m: int, n: int, k: int, sms: int) -> list[dict[str, int]]:
-    """What a skinny site is offered, likeliest first (on the H100, bench/results/h100/splitk-sites-*.json: at gpt2's
-    and a Qwen2's decode GEMMs a narrow tile of 16 columns over all of K won where K is small beside N, a split K
-    where it is large): a 16-column tile over all of K, a split K over 16 columns sized to :data:`PROGRAMS_PER_SM`
-    programs an SM, then the same two over 32 columns. Splits leave each program 128 of K at least."""
+    """What a skinny site is offered, likeliest first: tiles of 16 and 32 columns over all of K, and the same split K
+    ways, sized to :data:`PROGRAMS_PER_SM` programs an SM (each program keeps 128 of K at least). Where K is at least
+    :data:`SPLIT_FIRST` times N the splits come first, else the whole-K tiles: at gpt2's and a Qwen2-sized model's
+    8-row GEMMs on the H100 a split won only at K/N of 4 and 2.75, and a whole-K tile at every K/N of 1 or less
+    (bench/results/h100/splitk-sites-2026-12-05.json)."""
     block_m = max(16, min(64, 1 << (m - 1).bit_length()))
     tiles_m = -(-m // block_m)
     wide_k = min(256, _pow2_floor(k))
@@ -71,5 +73,5 @@ def menu(m: int, n: int, k: int, sms: int) -> list[dict[str, int]]:
 
     whole = [{"BLOCK_N": bn, "BLOCK_K": wide_k, "SPLIT_K": 1, "num_warps": 2, "num_stages": 3} for bn in (16, 32)]
     cut = [{"BLOCK_N": bn, "BLOCK_K": 128, "SPLIT_K": split(bn), "num_warps": 4, "num_stages": 3} for bn in (16, 32)]
-    out = [c for pair in zip(whole, cut) for c in pair if c["SPLIT_K"] > 1 or c in whole]
-    return [{"BLOCK_M": block_m, **c} for c in out]
+    cut = [c for c in cut if c["SPLIT_K"] > 1]
+    return [{"BLOCK_M": block_m, **c} for c in (cut + whole if k >= SPLIT_FIRST * n else whole + cut)]

@@ -278,8 +278,8 @@ class TemplateSpace(Space):
         return True
 
     def evidence(self) -> list[dict[str, Any]]:
-        """The two likeliest split-K choices, where a skinny site is offered them (``search_spaces/splitk``): its
-        shape is the evidence, as no ranking has seen them."""
+        """The two likeliest split-K choices (the first two of its menu), where a skinny site is offered them
+        (``search_spaces/splitk``): its shape is the evidence, as no ranking has seen them."""
         return [{"choice": c} for c in self.offered if splitk.is_id(c)][:2]
 
     def seeds(self) -> list[dict[str, Any]]:
