@@ -25,11 +25,17 @@ DTYPES = ("torch.bfloat16", "torch.float16")
 
 @functools.cache
 def _externs() -> dict[str, Any]:
-    from torch._inductor.select_algorithm import ExternKernelChoice
+    """The two extern kernels, registered once a process; {} (said once, as an error) where this torch or Triton
+    cannot make them: sites are then offered Inductor's list alone, and a stored split-K winner is a miss."""
+    try:
+        from torch._inductor.select_algorithm import ExternKernelChoice
 
-    from tuner.backend.splitk_mm import splitk_addmm, splitk_mm
+        from tuner.backend.splitk_mm import splitk_addmm, splitk_mm
 
-    return {"mm": ExternKernelChoice(splitk_mm, None, name=NAMES["mm"]), "addmm": ExternKernelChoice(splitk_addmm, None, name=NAMES["addmm"])}
+        return {"mm": ExternKernelChoice(splitk_mm, None, name=NAMES["mm"]), "addmm": ExternKernelChoice(splitk_addmm, None, name=NAMES["addmm"])}
+    except (ImportError, AttributeError, TypeError, AssertionError) as e:
+        log.error("split-K choices are unavailable with this torch (Inductor's ExternKernelChoice, or Triton): %s", e)
+        return {}
 
 
 def install() -> None:
@@ -77,7 +83,7 @@ def choices(name: str, input_nodes: list[Any], layout: Any, wanted: tuple[str, .
     """The split-K choices of this site: its menu (for ``sms`` SMs, else its device's), then the wanted split-K ids it
     lacks (none where it takes none)."""
     mnk = _shape(name, input_nodes, layout)
-    if mnk is None:
+    if mnk is None or name not in _externs():
         return []
     configs = splitk.menu(*mnk, sms or _sms(layout.device.index or 0))
     for cid in wanted:
