@@ -8,8 +8,8 @@ same sum every call), sets the count back to zero for the next call, adds the bi
 kernel, with no memset or reduction kernel of its own. (Partial sums added atomically into one slice came out wrong
 where a thread held 8 or more of them, on the H100 and the H200 with Triton 3.6: bench/results/*/splitk-sites-*.)
 
-The workspace is the process's, per device, kept for good once made (a CUDA graph captured with it keeps its address):
-calls must not overlap on two streams. :func:`splitk_mm` and :func:`splitk_addmm` take Inductor's extern-kernel
+The partial sums are the call's own buffer; the tile counts are the process's, per device, made once (at compile
+time where the hook knows the device) and kept: calls must not overlap on two streams. :func:`splitk_mm` and :func:`splitk_addmm` take Inductor's extern-kernel
 convention (the output as ``out=``); ``tuner.backend.hooks.splitk`` offers them at template sites.
 """
 
@@ -62,33 +62,39 @@ def _kernel(a, b, bias, c, ws, counts, M, N, K, sam, sak, sbk, sbn, sxm, sxn, sc
     tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc.to(c.dtype.element_ty), mask=mask)
 
 
-class _Workspace:
-    """fp32 partial sums and zeroed int32 counts per device, grown by doubling; every size made is kept, since a
-    captured CUDA graph holds the address it was captured with."""
+COUNTS = 1 << 16  # output tiles a split-K call may have (a menu's splits have a few hundred at most)
+
+
+class _Counts:
+    """Each device's zeroed int32 tile counts, made once and kept: every call sets the counts it used back to zero,
+    and a captured CUDA graph keeps the address. :func:`reserve` is called at compile time, outside any CUDA-graph
+    memory pool (a buffer made during a CUDA-graph tree's warm-up would come from its pool, which the tree may
+    reset); a call on a device with none makes them then."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_device: dict[Any, tuple[Any, Any]] = {}
-        self._kept: list[Any] = []
+        self._by_device: dict[Any, Any] = {}
 
-    def get(self, device: Any, floats: int, tiles: int) -> tuple[Any, Any]:
+    def get(self, device: Any) -> Any:
         import torch
 
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:  # a layout's "cuda" and a tensor's "cuda:0" are one device
+            device = torch.device("cuda", torch.cuda.current_device())
         have = self._by_device.get(device)
-        if have is not None and have[0].numel() >= floats and have[1].numel() >= tiles:
-            return have
-        with self._lock:
-            have = self._by_device.get(device)
-            if have is None or have[0].numel() < floats or have[1].numel() < tiles:
-                old = have or (torch.empty(0), torch.empty(0))
-                ws = torch.zeros(max(floats, 2 * old[0].numel()), device=device, dtype=torch.float32)
-                counts = torch.zeros(max(tiles, 2 * old[1].numel()), device=device, dtype=torch.int32)
-                have = self._by_device[device] = (ws, counts)
-                self._kept.append(have)
-            return have
+        if have is None:
+            with self._lock:
+                have = self._by_device.get(device)
+                if have is None:
+                    have = self._by_device[device] = torch.zeros(COUNTS, device=device, dtype=torch.int32)
+        return have
 
 
-WORKSPACE = _Workspace()
+COUNTS_BY_DEVICE = _Counts()
+
+
+def reserve(device: Any) -> None:
+    COUNTS_BY_DEVICE.get(device)
 
 
 def launch(a: Any, b: Any, bias: Any, out: Any, *, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, SPLIT_K: int,  # noqa: N803
@@ -99,7 +105,7 @@ def launch(a: Any, b: Any, bias: Any, out: Any, *, BLOCK_M: int, BLOCK_N: int, B
     (m, k), n = a.shape, b.shape[1]
     grid_m, grid_n = triton.cdiv(m, block_m), triton.cdiv(n, block_n)
     per_split = triton.cdiv(triton.cdiv(k, split_k), block_k) * block_k
-    ws, counts = WORKSPACE.get(a.device, split_k * grid_m * grid_n * block_m * block_n, grid_m * grid_n) if split_k > 1 else (out, out)
+    ws, counts = (out, out) if split_k == 1 else _split_buffers(a.device, split_k * grid_m * grid_n * block_m * block_n, grid_m * grid_n)
     x = bias.expand(m, n) if bias is not None else out
     sx = (x.stride(0), x.stride(1)) if bias is not None else (0, 0)
     _kernel[(grid_m, grid_n, split_k)](
@@ -107,6 +113,16 @@ def launch(a: Any, b: Any, bias: Any, out: Any, *, BLOCK_M: int, BLOCK_N: int, B
         out.stride(0), out.stride(1), alpha, beta, per_split, HAS_BIAS=bias is not None, SPLIT_K=split_k, FENCE=not INTERPRETED, THREADS=32 * num_warps,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=num_warps, num_stages=num_stages)
     return out
+
+
+def _split_buffers(device: Any, floats: int, tiles: int) -> tuple[Any, Any]:
+    """The call's partial sums (its own, as any buffer of the compiled graph: no value carries over) and the device's
+    tile counts."""
+    import torch
+
+    if tiles > COUNTS:
+        raise ValueError(f"a split-K call of {tiles} output tiles (at most {COUNTS})")
+    return torch.empty(floats, device=device, dtype=torch.float32), COUNTS_BY_DEVICE.get(device)
 
 
 def splitk_mm(a: Any, b: Any, *, out: Any, **config: int) -> Any:

@@ -39,7 +39,14 @@ def _externs() -> dict[str, Any]:
 
 
 def install() -> None:
-    _externs()
+    """Register the extern kernels (code loaded from Inductor's cache calls them) and make the current device's tile
+    counts now, outside any CUDA-graph pool (``tuner.backend.splitk_mm``)."""
+    import torch
+
+    if _externs() and torch.cuda.is_available():
+        from tuner.backend.splitk_mm import reserve
+
+        reserve(torch.device("cuda", torch.cuda.current_device()))
 
 
 def id_of(choice: Any) -> str | None:
@@ -86,6 +93,10 @@ def choices(name: str, input_nodes: list[Any], layout: Any, wanted: tuple[str, .
     if mnk is None or name not in _externs():
         return []
     configs = splitk.menu(*mnk, sms or _sms(layout.device.index or 0))
+    if sms is None:  # compiling for a real device: its tile counts are made now, outside any CUDA-graph pool
+        from tuner.backend.splitk_mm import reserve
+
+        reserve(layout.device)
     for cid in wanted:
         try:
             c = splitk.parse(cid)

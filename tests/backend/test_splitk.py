@@ -15,7 +15,7 @@ from tuner.core import Kind
 
 _INTERPRETED = textwrap.dedent("""
     import json, torch
-    from tuner.backend.splitk_mm import WORKSPACE, splitk_addmm, splitk_mm
+    from tuner.backend.splitk_mm import COUNTS_BY_DEVICE, splitk_addmm, splitk_mm
     torch.manual_seed(0)
     errors = []
     for m, k, n, split, bn, bk, alpha, beta in [(8, 768, 300, 4, 32, 64, 1.0, 1.0), (5, 100, 70, 3, 16, 32, 0.5, 2.0),
@@ -28,7 +28,7 @@ _INTERPRETED = textwrap.dedent("""
             errors.append(float((out - torch.addmm(bias, a, w.t(), alpha=alpha, beta=beta)).abs().max()))
             splitk_mm(a, w.t(), out=out, **config)
             errors.append(float((out - a @ w.t()).abs().max()))
-    left = [float(counts.abs().sum()) for _, counts in WORKSPACE._by_device.values()]
+    left = [float(counts.abs().sum()) for counts in COUNTS_BY_DEVICE._by_device.values()]
     print(json.dumps({"errors": errors, "left": left}))
 """)
 
