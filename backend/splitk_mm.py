@@ -2,15 +2,16 @@
 
 A GEMM of few rows (a decode step's 8 tokens, a classifier's batch) has few output tiles: cuBLAS and Inductor's
 templates give each tile one program that walks the whole of K, so most of the device idles while those programs wait
-on memory. Here each tile's K is cut into ``SPLIT_K`` slices, one program each. Every program writes its partial sum into
-an fp32 workspace, a slice per split, and counts itself in; the last to count in adds the slices up in split order (the
+on memory. Here each tile's K is cut into ``SPLIT_K`` slices, one program each. Every program writes its partial sum
+into an fp32 buffer, a slice per split, and counts itself in; the last to count in adds the slices up in split order (the
 same sum every call), sets the count back to zero for the next call, adds the bias and writes the output. So it is one
 kernel, with no memset or reduction kernel of its own. (Partial sums added atomically into one slice came out wrong
 where a thread held 8 or more of them, on the H100 and the H200 with Triton 3.6: bench/results/*/splitk-sites-*.)
 
 The partial sums are the call's own buffer; the tile counts are the process's, per device, made once (at compile
-time where the hook knows the device) and kept: calls must not overlap on two streams. :func:`splitk_mm` and :func:`splitk_addmm` take Inductor's extern-kernel
-convention (the output as ``out=``); ``tuner.backend.hooks.splitk`` offers them at template sites.
+time where the hook knows the device) and kept: calls must not overlap on two streams. :func:`splitk_mm` and
+:func:`splitk_addmm` take Inductor's extern-kernel convention (the output as ``out=``); ``tuner.backend.hooks.splitk``
+offers them at template sites.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton's interpreter 
 
 @triton.jit
 def _kernel(a, b, bias, c, ws, counts, M, N, K, sam, sak, sbk, sbn, sxm, sxn, scm, scn, alpha, beta, K_PER_SPLIT,
-            HAS_BIAS: tl.constexpr, SPLIT_K: tl.constexpr, FENCE: tl.constexpr, THREADS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+            HAS_BIAS: tl.constexpr, SPLIT_K: tl.constexpr, FENCE: tl.constexpr, THREADS: tl.constexpr,
+            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m, pid_n, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -110,7 +112,8 @@ def launch(a: Any, b: Any, bias: Any, out: Any, *, BLOCK_M: int, BLOCK_N: int, B
     sx = (x.stride(0), x.stride(1)) if bias is not None else (0, 0)
     _kernel[(grid_m, grid_n, split_k)](
         a, b, x, out, ws, counts, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), *sx,
-        out.stride(0), out.stride(1), alpha, beta, per_split, HAS_BIAS=bias is not None, SPLIT_K=split_k, FENCE=not INTERPRETED, THREADS=32 * num_warps,
+        out.stride(0), out.stride(1), alpha, beta, per_split, HAS_BIAS=bias is not None, SPLIT_K=split_k,
+        FENCE=not INTERPRETED, THREADS=32 * num_warps,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=num_warps, num_stages=num_stages)
     return out
 

@@ -1,7 +1,8 @@
 """Does a split-K GEMM beat cuBLAS at skinny sites? One short device call, no compile of a model.
 
 For each GEMM shape (bf16, the layouts a compiled ``nn.Linear`` hands its sites: the weight transposed, stride
-(1, K)), this times cuBLAS (``torch.addmm`` with a 1-D bias, as Inductor's ``bias_addmm`` calls it, / ``torch.mm``) and tuner's split-K kernel (``tuner.backend.splitk_mm``)
+(1, K)), this times cuBLAS (``torch.addmm`` with a 1-D bias, as Inductor's ``bias_addmm`` calls it, or ``torch.mm``)
+and tuner's split-K kernel (``tuner.backend.splitk_mm``)
 over a grid of configs, each as a CUDA graph of calls over copies of its inputs past the L2
 (``tuner.backend.instrument.site_timing``: what a workload under CUDA graphs pays). A config's output is checked
 against a float32 reference after its graph has been replayed (the workspace it leaves must be zero for the next
