@@ -2,12 +2,12 @@
 
 For each GEMM shape (bf16, the layouts a compiled ``nn.Linear`` hands its sites: the weight transposed, stride
 (1, K)), this times cuBLAS (``torch.addmm`` with a 1-D bias, as Inductor's ``bias_addmm`` calls it, or ``torch.mm``)
-and tuner's split-K kernel (``tuner.backend.splitk_mm``)
-over a grid of configs, each as a CUDA graph of calls over copies of its inputs past the L2
-(``tuner.backend.instrument.site_timing``: what a workload under CUDA graphs pays). A config's output is checked
-against a float32 reference after its graph has been replayed (the workspace it leaves must be zero for the next
-call). A first pass times every block size and split at 4 warps and 3 stages; a second, the best few with other warps
-and stages; then the configs a site is offered (``tuner.search_spaces.splitk.menu``). Writes ``$OUT/splitk-sites.json`` with provenance. CUDA only.
+and tuner's split-K kernel (``tuner.backend.splitk_mm``) over a grid of configs, each as a CUDA graph of calls over
+copies of its inputs past the L2 (``tuner.backend.instrument.site_timing``: what a workload under CUDA graphs pays).
+A config's output is checked against a float32 reference over several calls after its graph's replays (each call must
+leave its tile counts zero for the next). A first pass times every block size and split at 4 warps and 3 stages; a
+second, the best few with other warps and stages; then the configs a site is offered
+(``tuner.search_spaces.splitk.menu``). Writes ``$OUT/splitk-sites.json`` with provenance. CUDA only.
 
     python bench/device/splitk_sites.py [--shape NAME=M,K,N[,nobias]] ... [--out splitk-sites.json]
 """
