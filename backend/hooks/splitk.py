@@ -78,6 +78,16 @@ def _shape(name: str, input_nodes: list[Any], layout: Any) -> tuple[int, int, in
     return (m, n, k) if splitk.applies(m, n, k) else None
 
 
+def _fits(c: dict[str, int], m: int, n: int, k: int) -> bool:
+    """Whether a wanted config's split tiles fit the kernel's tile counts (a menu's always do)."""
+    from tuner.backend.splitk_mm import COUNTS
+
+    fits = c["SPLIT_K"] == 1 or -(-m // c["BLOCK_M"]) * -(-n // c["BLOCK_N"]) <= COUNTS
+    if not fits:
+        log.warning("ignoring a split-K choice of more than %d output tiles at an %dx%dx%d GEMM", COUNTS, m, k, n)
+    return fits
+
+
 @functools.cache
 def _sms(index: int) -> int:
     import torch
@@ -103,7 +113,7 @@ def choices(name: str, input_nodes: list[Any], layout: Any, wanted: tuple[str, .
         except ValueError as e:
             log.warning("ignoring a split-K choice: %s", e)
             continue
-        if c is not None and c not in configs:
+        if c is not None and c not in configs and _fits(c, *mnk):
             configs.append(c)
     extra = {"alpha": (scalars or {}).get("alpha", 1), "beta": (scalars or {}).get("beta", 1)} if name == "addmm" else {}
     extern = _externs()[name]

@@ -105,6 +105,9 @@ def test_a_skinny_cuda_site_is_offered_its_menu_and_a_wanted_config_by_id():
     nodes, layout = _nodes(8, 3072, 768)
     wanted = splitk.make_id({"BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT_K": 2, "num_warps": 4, "num_stages": 2})
     bad = wanted.replace('"SPLIT_K":2', '"SPLIT_K":3')
+    too_many = splitk.make_id({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 64, "SPLIT_K": 2, "num_warps": 4, "num_stages": 2})
+    wide_nodes, wide_layout = _nodes(8, 3072, 1 << 21)  # 131072 output tiles of 16 columns: more than the kernel counts
+    assert all(hook.id_of(c) != too_many for c in hook.choices("mm", wide_nodes, wide_layout, (too_many,), None, sms=132))
     made = hook.choices("mm", nodes, layout, (wanted, bad, "aten::mm:{}"), None, sms=132)
     ids = [selector.choice_id(c) for c in made]
     assert ids == [*(splitk.make_id(c) for c in splitk.menu(8, 768, 3072, 132)), wanted]
