@@ -53,6 +53,11 @@ def applies(m: int, n: int, k: int) -> bool:
     return 1 <= m <= SKINNY_M and n >= 16 and k >= MIN_K
 
 
+def block_m(m: int) -> int:
+    """The rows of a tile: the GEMM's rows rounded up to a power of two, 16 to 64."""
+    return max(16, min(64, 1 << (m - 1).bit_length()))
+
+
 def _pow2_floor(x: int) -> int:
     return 1 << (max(1, x).bit_length() - 1)
 
@@ -63,8 +68,8 @@ def menu(m: int, n: int, k: int, sms: int) -> list[dict[str, int]]:
     :data:`SPLIT_FIRST` times N the splits come first, else the whole-K tiles: at gpt2's and a Qwen2-sized model's
     8-row GEMMs on the H100 a split won only at K/N of 4 and 2.75, and a whole-K tile at every K/N of 1 or less
     (bench/results/h100/splitk-sites-2026-12-05.json)."""
-    block_m = max(16, min(64, 1 << (m - 1).bit_length()))
-    tiles_m = -(-m // block_m)
+    rows = block_m(m)
+    tiles_m = -(-m // rows)
     wide_k = min(256, _pow2_floor(k))
 
     def split(block_n: int) -> int:
@@ -74,4 +79,4 @@ def menu(m: int, n: int, k: int, sms: int) -> list[dict[str, int]]:
     whole = [{"BLOCK_N": bn, "BLOCK_K": wide_k, "SPLIT_K": 1, "num_warps": 2, "num_stages": 3} for bn in (16, 32)]
     cut = [{"BLOCK_N": bn, "BLOCK_K": 128, "SPLIT_K": split(bn), "num_warps": 4, "num_stages": 3} for bn in (16, 32)]
     cut = [c for c in cut if c["SPLIT_K"] > 1]
-    return [{"BLOCK_M": block_m, **c} for c in (cut + whole if k >= SPLIT_FIRST * n else whole + cut)]
+    return [{"BLOCK_M": rows, **c} for c in (cut + whole if k >= SPLIT_FIRST * n else whole + cut)]

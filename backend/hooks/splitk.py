@@ -99,8 +99,8 @@ def choices(name: str, input_nodes: list[Any], layout: Any, wanted: tuple[str, .
             sms: int | None = None) -> list[Any]:
     """The split-K choices of this site: its menu (for ``sms`` SMs, else its device's), then the wanted split-K ids it
     lacks (none where it takes none)."""
-    mnk = _shape(name, input_nodes, layout)
-    if mnk is None or name not in _externs():
+    mnk, extern = _shape(name, input_nodes, layout), _externs().get(name)
+    if mnk is None or extern is None:
         return []
     configs = splitk.menu(*mnk, sms or _sms(layout.device.index or 0))
     if sms is None:  # compiling for a real device: its tile counts are made now, outside any CUDA-graph pool
@@ -116,5 +116,4 @@ def choices(name: str, input_nodes: list[Any], layout: Any, wanted: tuple[str, .
         if c is not None and c not in configs and _fits(c, *mnk):
             configs.append(c)
     extra = {"alpha": (scalars or {}).get("alpha", 1), "beta": (scalars or {}).get("beta", 1)} if name == "addmm" else {}
-    extern = _externs()[name]
     return [extern.bind(tuple(input_nodes), layout, **extra, **c) for c in configs]

@@ -89,7 +89,7 @@ def _valid(k: int, c: dict[str, int]) -> bool:
 def time_shape(m: int, k: int, n: int, bias: bool) -> dict[str, Any]:
     import torch
 
-    from tuner.search_spaces.splitk import menu
+    from tuner.search_spaces.splitk import block_m, menu
 
     args = _inputs(m, k, n, bias)
     out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
@@ -104,7 +104,10 @@ def time_shape(m: int, k: int, n: int, bias: bool) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - a config that fails to compile or run is reported, not fatal
             row["configs"].append({**c, "error_text": f"{type(e).__name__}: {e}"[:200]})
 
-    base = {"BLOCK_M": max(16, 1 << (m - 1).bit_length()) if m <= 64 else 64, "num_warps": 4, "num_stages": 3}
+    def found(c: dict[str, int]) -> dict[str, Any] | None:
+        return next((d for d in row["configs"] if all(d.get(k_) == v for k_, v in c.items())), None)
+
+    base = {"BLOCK_M": block_m(m), "num_warps": 4, "num_stages": 3}
     for bn, bk, s in itertools.product(*FIRST.values()):
         c = {**base, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": s}
         if _valid(k, c):
@@ -115,12 +118,13 @@ def time_shape(m: int, k: int, n: int, bias: bool) -> dict[str, Any]:
             c = {**{k_: top[k_] for k_ in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K")}, "num_warps": w, "num_stages": st}
             if (w, st) != (top["num_warps"], top["num_stages"]):
                 measure(c)
-    for c in menu(m, n, k, torch.cuda.get_device_properties(0).multi_processor_count):
-        if not any(all(done.get(k_) == v for k_, v in c.items()) for done in row["configs"]):
+    offered = menu(m, n, k, torch.cuda.get_device_properties(0).multi_processor_count)
+    for c in offered:
+        if found(c) is None:
             measure(c)
     ok = sorted((c for c in row["configs"] if "us" in c and c["error"] < TOLERANCE), key=lambda c: c["us"])
     row["best"] = ok[0] if ok else None
-    row["menu"] = [next(d for d in row["configs"] if all(d.get(k_) == v for k_, v in c.items())) for c in menu(m, n, k, torch.cuda.get_device_properties(0).multi_processor_count)]
+    row["menu"] = [found(c) for c in offered]
     row["wrong"] = sum(1 for c in row["configs"] if c.get("error", 0) >= TOLERANCE)
     return row
 
