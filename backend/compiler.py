@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import logging
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from tuner.backend import counters, process
@@ -18,6 +19,8 @@ from tuner.backend.hooks import restart as restart_hook
 from tuner.backend.hooks import selector as selector_hook
 from tuner.backend.hooks import splitk as splitk_hook
 from tuner.kinds import GRAPH_HOOK, adapted
+
+log = logging.getLogger("tuner.backend")
 
 
 def device_type_of(example_inputs: Sequence[Any]) -> str:
@@ -84,9 +87,20 @@ def _adapter_patches(device_type: str, knobs: dict[str, Any], config: Any) -> di
     return knobs
 
 
+def _unpinned(knobs: dict[str, Any], pinned: Collection[str]) -> dict[str, Any]:
+    """A graph's stored knobs less those the user set as options of their own (``pinned``): the user's value stands."""
+    kept = {k: v for k, v in knobs.items() if k not in pinned}
+    if len(kept) < len(knobs):
+        log.info("the options given to torch.compile override the stored %s", sorted(set(knobs) - set(kept)))
+    return kept
+
+
 def compile_with_context(
-    gm: Any, example_inputs: Sequence[Any], ctx: CompileContext, extra_patches: dict[str, Any] | None = None
+    gm: Any, example_inputs: Sequence[Any], ctx: CompileContext, extra_patches: dict[str, Any] | None = None,
+    pinned: Collection[str] = (),
 ) -> Any:
+    """``extra_patches``: Inductor config for the whole compile; those named in ``pinned`` (the user's own options)
+    also stand over a graph's stored knobs."""
     import torch._inductor.config as inductor_config
 
     install_hooks(ctx.device_type)
@@ -102,7 +116,7 @@ def compile_with_context(
         with ctx.activated(), _cache_tag(tag):
             knobs = restart_hook.take(ctx.graph_knobs(graph_hook.graph_payload(gm_, inputs_, is_backward)), is_backward)
             knobs = rewrites.patches(knobs, inductor_config.post_grad_custom_pre_pass)
-            knobs = _adapter_patches(ctx.device_type, knobs, inductor_config)
+            knobs = _unpinned(_adapter_patches(ctx.device_type, knobs, inductor_config), pinned)
             ctx.lowering(gm_, is_backward)
             mark = kernel_hook.modules_mark()
             hook = choices_hook.handler() if ctx.wants_choices_hook else contextlib.nullcontext()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.backend import cache_stats, counters, journal
@@ -46,7 +46,8 @@ OPTIONS = ("db", "shared_db", "mode", "without", *SWITCHES)
 class Options:
     """``options=`` of ``backend="tuned"``: the databases (local first), whether to apply fusion groupings and Triton
     kernel configs (off: Inductor's own, to find which kind of answer costs a workload), and whether a task with no
-    exact entry gets the nearest stored one's answer."""
+    exact entry gets the nearest stored one's answer. Any other option is Inductor's config, as ``torch.compile`` takes
+    it with Inductor: it applies to the whole compile and stands over a stored answer that sets the same flag."""
 
     urls: list[str]
     fusion: bool = True
@@ -56,13 +57,16 @@ class Options:
     cuda_graphs: bool = True  # an answer may run the workload under CUDA graphs (the sweep measured it faster)
     without: tuple[str, ...] = ()  # kinds whose answers are left to Inductor (``fusion``/``kernels`` off, ``without``)
     rewrites_off: tuple[str, ...] = ()  # rewrite knobs of the fusion groupings left off (``without``)
+    inductor: dict[str, Any] = field(default_factory=dict)  # the other options: Inductor's config, as torch.compile's
 
     @classmethod
     def parse(cls, options: dict[str, Any] | None) -> Options:
         options = dict(options or {})
-        unknown = sorted(set(options) - set(OPTIONS))
+        inductor = {k: v for k, v in options.items() if k not in OPTIONS}
+        unknown = sorted(set(inductor) - _inductor_names())
         if unknown:
-            raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)}")
+            raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)} and Inductor's config "
+                             "names (torch._inductor.config, as torch.compile's options=)")
         for name in SWITCHES:
             if not isinstance(options.get(name, True), bool):
                 raise TunerError(f"backend 'tuned': option {name!r} must be true or false")
@@ -82,7 +86,14 @@ class Options:
             raise TunerError("backend 'tuned': option 'without' must be a list of winner groups, task kinds or rewrites")
         rewrites = tuple(n for n in without if n in REWRITE_KNOBS)
         kinds = _without([n for n in without if n not in REWRITE_KNOBS], fusion, kernels)
-        return cls(urls, fusion, transfer, mode, kernels, options.get("cuda_graphs", True), kinds, rewrites)
+        return cls(urls, fusion, transfer, mode, kernels, options.get("cuda_graphs", True), kinds, rewrites, inductor)
+
+
+def _inductor_names() -> set[str]:
+    """Every name ``torch._inductor.config`` takes, dotted as ``triton.cudagraphs``."""
+    import torch._inductor.config as inductor_config
+
+    return set(inductor_config.get_config_copy())
 
 
 def _without(names: list[str], fusion: bool, kernels: bool) -> tuple[str, ...]:
@@ -109,24 +120,25 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
                          rewrites_off=opts.rewrites_off)
     mode = mode or opts.mode
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
+    patches = {**mode_patches, **opts.inductor}  # the user's own Inductor options last: they win
     import torch._inductor.config as inductor_config
 
-    key = cache_stats.compile_key(gm, example_inputs, ctx.answers_digest, (sorted(mode_patches.items()), bool(inductor_config.freezing)))
+    key = cache_stats.compile_key(gm, example_inputs, ctx.answers_digest, (sorted(patches.items()), bool(inductor_config.freezing)))
     before, served_before = counters.stats(), cache_stats.inductor_cache_hits()
     with journal.recording() as decisions:
         try:
-            return compile_with_context(gm, example_inputs, ctx, mode_patches)
+            return compile_with_context(gm, example_inputs, ctx, patches, pinned=tuple(opts.inductor))
         except HookUnavailable as e:
             log.error("backend 'tuned' cannot hook Inductor on torch %s: %s; compiling with plain Inductor", torch.__version__, e)
             from torch._inductor.compile_fx import compile_fx
 
-            return compile_fx(gm, example_inputs, config_patches=mode_patches)
+            return compile_fx(gm, example_inputs, config_patches=patches)
         finally:
             after = counters.stats()
             served = cache_stats.inductor_cache_hits() > served_before
             delta = cache_stats.settle(settings().cache_dir, key, {k: after[k] - before[k] for k in after}, served)
             log.info("compiled a graph%s: %s", " (served from Inductor's cache)" if served else "", delta)
-            if ctx.cuda_graphs_on or mode_patches.get("triton.cudagraphs", inductor_config.triton.cudagraphs):
+            if ctx.cuda_graphs_on or patches.get("triton.cudagraphs", inductor_config.triton.cudagraphs):
                 counters.bump("cuda_graph_compiles")  # what ``tuner bench`` records of a tuned mode
             if ctx.cuda_graphs_on:  # it changes how the step's outputs live: each replay reuses their memory
                 warn_once("backend 'tuned': this workload runs under CUDA graphs, as its sweep measured it faster with "

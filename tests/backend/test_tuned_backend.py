@@ -214,3 +214,35 @@ def test_a_lever_left_out_keeps_inductors_choice_there_and_every_other_answer(tm
     assert ablation("cpu", []) == ["tuned", "tuned-without-template-site", "tuned-without-graph-knob", "tuned-without-attention",
                                    "tuned-without-fusion-grouping"]
     assert "tuned-without-Triton-kernel" in ablation("cuda") and "tuned-no-cuda-graphs" in ablation("cuda")
+
+
+def test_inductor_options_reach_the_compile_and_stand_over_a_stored_knob(db_url):
+    """options= also takes Inductor's config, as torch.compile does with Inductor: ``cpp.simdlen`` 0 is scalar code.
+    Stored, the graph's answer sets it; given as an option, the user's value stands."""
+    from torch._inductor.utils import run_and_get_code
+
+    from tuner.backend.tuned import Options
+    from tuner.errors import TunerError
+
+    inductor_config.freezing = True
+    m, x = mlp().eval(), torch.randn(16, 64)
+
+    def vectorized(options):
+        torch._dynamo.reset()
+        with torch.no_grad():
+            y, code = run_and_get_code(torch.compile(m, backend="tuned", options={"db": db_url, **options}), x)
+        torch.testing.assert_close(y, m(x))
+        return "at::vec::" in "\n".join(code)
+
+    Database.open(db_url).close()
+    assert vectorized({}) and not vectorized({"cpp.simdlen": 0})
+    graph = next(iter(_record(m, x).graphs.values()))
+    sig = {"space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}}
+    _store_winner(db_url, "cpp_graph", graph.key, {**space_for("cpp_graph", sig).default, "cpp.simdlen": 0}, sig)
+    tb.reset_stats()
+    assert not vectorized({}) and tb.stats()["hits"] == 1
+    assert vectorized({"cpp.simdlen": None})
+
+    assert Options.parse({"db": db_url, "triton.cudagraphs": True}).inductor == {"triton.cudagraphs": True}
+    with pytest.raises(TunerError, match="Inductor's config names"):
+        Options.parse({"db": db_url, "triton.cudagraph": True})
