@@ -61,15 +61,16 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
 
     ``db``/``shared_db``: the databases (default ``TUNER_DB``/``TUNER_SHARED_DB``); ``transfer=False``: exact
     entries only; ``fusion=False``: Inductor's own fusion; ``mode``: as torch.compile's (here it combines with
-    ``db``, which ``torch.compile(mode=..., options=...)`` refuses); other keyword arguments (``dynamic``,
-    ``fullgraph``) go to ``torch.compile``."""
+    ``db``, which ``torch.compile(mode=..., options=...)`` refuses); ``options``: Inductor's config names, or any
+    other option of ``backend="tuned"``; other keyword arguments (``dynamic``, ``fullgraph``) go to ``torch.compile``."""
     import torch
 
     from tuner.backend.tuned import tuned
 
-    if "backend" in compile_kwargs or "options" in compile_kwargs:
-        raise TunerError("tuner.compile: give db=, transfer=, fusion= instead of backend= or options=")
-    options = {"transfer": transfer, "fusion": fusion, **({"db": db} if db else {}), **({"shared_db": shared_db} if shared_db else {})}
+    if "backend" in compile_kwargs:
+        raise TunerError("tuner.compile: it compiles with backend 'tuned'; give db=, transfer=, fusion= or options= instead of backend=")
+    options = {**(compile_kwargs.pop("options", None) or {}), "transfer": transfer, "fusion": fusion, **({"db": db} if db else {}),
+               **({"shared_db": shared_db} if shared_db else {})}
 
     def backend(gm: Any, example_inputs: Any) -> Any:
         return tuned(gm, example_inputs, options=options, mode=mode)

@@ -90,6 +90,17 @@ def test_tuner_compile_refuses_a_backend():
         tuner.compile(mlp(), backend="inductor")
 
 
+def test_tuner_compile_passes_inductor_options(tmp_path):
+    from torch._inductor.utils import run_and_get_code
+
+    m, x = mlp().eval(), torch.randn(4, 64)
+    compiled = tuner.compile(m, db=f"sqlite:///{tmp_path / 'absent.db'}", options={"cpp.simdlen": 0})
+    with torch.no_grad():
+        y, code = run_and_get_code(compiled, x)
+    torch.testing.assert_close(y, m(x).detach())
+    assert "at::vec::" not in "\n".join(code)  # scalar code, as asked
+
+
 def _explain(url, *args):
     result = runner.invoke(app, ["explain", *MLP, *args, "--json", "--db", url])
     assert result.exit_code == 0, result.output
