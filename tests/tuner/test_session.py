@@ -60,3 +60,24 @@ def test_only_a_plain_compile_runs_under_cuda_graphs_never_one_that_records_or_c
     assert counters["inductor"]["cudagraph_skips"] == before
     session.compile(forcing)
     assert counters["inductor"]["cudagraph_skips"] > before
+
+
+def test_a_cpu_capture_times_compiled_instances_and_every_whole_workload_spread_covers_their_spread():
+    """Two compiles of one config differ on the CPU by more than their timings' spreads show (the instances' weights
+    and buffers sit at other addresses): the capture times two more instances of its config beside its own, and a
+    whole-workload trial's spreads are at least the spread it measured, so a gain inside it is noise."""
+    from tuner.measure import session as session_module
+
+    session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
+    cap = session.capture()
+    assert session_module.INSTANCES == 2 and "instances" in cap.costs
+    assert cap.instance_spread_ms is not None and cap.instance_spread_ms >= 0 and cap.instance_base_ms > 0
+    assert 0 < cap.warm_compile_s and cap.later_compile_s == min(cap.compile_s, 2 * cap.warm_compile_s)
+    assert "compiled instances of one config differ by up to" in cap.instance_note()
+    session.instance_spread_ms = 1.0  # as a large spread: both sides of a trial are widened to it
+    m = session.time_graph(GraphTrial({}, {}, 3, 1.0))
+    assert m.spread_ms >= 1.0 and m.baseline_spread_ms >= 1.0 and m.within_noise
+
+    told = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2), instance_spread_ms=0.01)
+    again = told.capture()  # a restarted worker is told the spread: no more compiles
+    assert "instances" not in again.costs and again.instance_spread_ms is None and again.later_compile_s == again.compile_s

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import statistics
 import time
 import dataclasses
 from dataclasses import asdict, dataclass, field
@@ -21,7 +22,7 @@ from tuner.measure.jobs import AttentionAlone, GraphReplay, GraphTrial, KernelBa
 from tuner.measure.numerics import (
     TOLERANCE, eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within, worst_excess,
 )
-from tuner.measure.result import AttentionTimings, CaptureResult, KernelResults, Measurement, SiteTimings, Status
+from tuner.measure.result import AttentionTimings, CaptureResult, Instances, KernelResults, Measurement, SiteTimings, Status
 from tuner.measure.timing import interleaved
 from tuner.workloads.steps import run_step, synchronizer
 from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
@@ -40,11 +41,22 @@ class Compiled:
     errors: list[float] = field(default_factory=list)  # per tensor (``error`` is the largest)
 
 
+# Compiled instances of one config beside the capture's, timed to measure the spread between instances (CPU). Each
+# instance's weights and buffers sit at addresses of their own, and on a 2-core Xeon six instances of a small decode
+# step's one compile ran 0.586-0.610 ms, each the same in a second timing: a gap the timing spreads never show, which
+# let a grouping of Inductor's knobs "win" 1.09x over the capture's instance and lose to a fresh one in the bench.
+INSTANCES = 2
+
+
 class Session:
-    def __init__(self, spec: WorkloadSpec, cache_size: int = 3, base: dict[str, Any] | None = None):
+    def __init__(self, spec: WorkloadSpec, cache_size: int = 3, base: dict[str, Any] | None = None,
+                 instance_spread_ms: float | None = None):
         import torch
 
         self.spec = spec
+        # How far compiled instances of one config differ here (CPU; measured by the first capture, handed to a
+        # restarted worker): every whole-workload timing's spread is at least this (``time_graph``)
+        self.instance_spread_ms = instance_spread_ms
         # Answers every compile of this session forces beneath its own: the workload as it is tuned (a frozen graph's
         # answer to compile unfrozen, say, which Dynamo's trace with freezing on must precede: the graph it compiles
         # again is the one a user's compile runs).
@@ -192,6 +204,8 @@ class Session:
         clock.done("step profile")
         eager_ms = self.eager_ms()
         clock.done("eager timing")
+        instances = self._instances() if self.spec.device == "cpu" and self.instance_spread_ms is None else None
+        clock.done("instances")
         kernels = self.kernels.register(sink) if sink is not None else []
         clock.done("kernel timings")
         return CaptureResult(
@@ -208,7 +222,33 @@ class Session:
             busy_ms=busy_ms,
             library=library,
             costs={**self.start_costs, **clock.parts},
+            **(dataclasses.asdict(instances) if instances else {}),
         )
+
+    def _instances(self) -> Instances | None:
+        """:data:`INSTANCES` more compiles of the capture's config, each of a fresh copy of the model, timed interleaved
+        with the capture's compile: the spread of their medians becomes :attr:`instance_spread_ms`. None (said in the
+        log) where one fails: the timings' own spreads are then the noise."""
+        from tuner.core import Forcing
+
+        fns, seconds = {"capture": self._step(self._defaults.fn)}, []
+        backend = self._backend(Forcing.from_json(self.base).to_json() if self.base else {}, None, None, None, cuda_graphs=False)
+        try:
+            for i in range(INSTANCES):
+                fn = self.torch.compile(copy.deepcopy(self.model), backend=backend)
+                t0 = time.perf_counter()
+                with quiet.compiling(self._lock == "cpu", device=self._lock):
+                    self._run(fn, 0)
+                seconds.append(time.perf_counter() - t0)
+                fns[f"instance {i + 1}"] = self._step(fn)
+            with quiet.timing(device=self._lock):
+                t = interleaved(fns, rounds=GraphTrial.rounds, min_sample_ms=GraphTrial.min_sample_ms, sync=self._sync)
+        except Exception as e:  # noqa: BLE001 - the measurement of noise is not the workload's
+            print(f"tuner: compiled instances were not timed: {describe(e)}", flush=True)
+            return None
+        medians = [v.median_ms for v in t.values()]
+        self.instance_spread_ms = max(medians) - min(medians)
+        return Instances(self.instance_spread_ms, t["capture"].median_ms, statistics.median(seconds))
 
     def _busy(self, fn: Any) -> tuple[float, float | None, list[dict[str, Any]]]:
         """The compiled step's wall time, the device's busy time in it (ms) and its library calls' device times."""
@@ -258,7 +298,7 @@ class Session:
                 t = interleaved(fns, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e), error=describe(e))
-        return dataclasses.replace(_against(t, cand.compile_s), timing_s=time.monotonic() - started)
+        return dataclasses.replace(_against(t, cand.compile_s, self.instance_spread_ms or 0.0), timing_s=time.monotonic() - started)
 
     def time_replay(self, job: GraphReplay) -> Measurement:
         """The capture's compile replayed as one CUDA graph by hand (``tuner.measure.replay``) against it launched
@@ -315,11 +355,13 @@ class Session:
             return KernelResults(tuple(self.kernels.measure(job.kernel, list(job.configs), job.rounds)))
 
 
-def _against(t: dict[str, Any], compile_s: float) -> Measurement:
-    """The candidate's timing against its baseline's, from one interleaved run (no baseline: the candidate is it)."""
+def _against(t: dict[str, Any], compile_s: float, floor_ms: float = 0.0) -> Measurement:
+    """The candidate's timing against its baseline's, from one interleaved run (no baseline: the candidate is it);
+    each side's spread at least ``floor_ms`` (the spread between compiled instances)."""
     c = t["candidate"]
     b = t.get("baseline", c)
-    return Measurement(Status.OK, c.median_ms, c.min_ms, c.spread_ms, b.median_ms, compile_s=compile_s, baseline_spread_ms=b.spread_ms)
+    return Measurement(Status.OK, c.median_ms, c.min_ms, max(c.spread_ms, floor_ms), b.median_ms, compile_s=compile_s,
+                       baseline_spread_ms=max(b.spread_ms, floor_ms))
 
 
 class _Parts:

@@ -29,7 +29,8 @@ class CaptureOverBudget(TunerError):
     """The capture outran what a time budget left for it; the worker was stopped."""
 
 
-def _child(conn: Any, spec_json: dict[str, Any], log_path: str, base: dict[str, Any] | None = None) -> None:
+def _child(conn: Any, spec_json: dict[str, Any], log_path: str, base: dict[str, Any] | None = None,
+           instance_spread_ms: float | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
@@ -40,7 +41,7 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str, base: dict[str, 
         spec_json = dict(spec_json)
         if spec_json.get("input_shape") is not None:
             spec_json["input_shape"] = tuple(spec_json["input_shape"])
-        session = Session(WorkloadSpec(**spec_json), base=base)
+        session = Session(WorkloadSpec(**spec_json), base=base, instance_spread_ms=instance_spread_ms)
         conn.send(("ready", session.capture()))
     except TunerError as e:
         conn.send(("error", str(e)))
@@ -120,6 +121,7 @@ class Worker:
         self._held = False  # no recycling (``held``)
         self._compiled: frozenset[str] = frozenset()  # digests of the forcings its last job left compiled (``holds``)
         self.base: dict[str, Any] = {}  # what every compile forces beneath its job's own (``Session.base``), from the next start
+        self.instance_spread_ms: float | None = None  # measured by the first capture; a restarted worker is told it
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -145,7 +147,8 @@ class Worker:
         self.log_path = self.log_dir / f"worker-{os.getpid()}-{int(time.time() * 1000)}.log"
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_child, args=(child, asdict(self.spec), str(self.log_path), dict(self.base)), daemon=True)
+        self._proc = ctx.Process(target=_child, args=(child, asdict(self.spec), str(self.log_path), dict(self.base), self.instance_spread_ms),
+                                 daemon=True)
         self._proc.start()
         child.close()
         self._conn, self._served, self._compiled = parent, 0, frozenset()
@@ -165,7 +168,9 @@ class Worker:
         if kind == "error":
             self.close()
             raise WorkloadError(payload)
-        self.costs.observe("capture", payload.compile_s)  # what a compile of this workload costs, before any other
+        self.costs.observe("capture", payload.later_compile_s)  # what a compile of this workload costs, before any other
+        if payload.instance_spread_ms is not None:
+            self.instance_spread_ms = payload.instance_spread_ms
         start = max(0.0, time.monotonic() - t0 - sum(payload.costs.values()))  # the interpreter and its imports
         return dataclasses.replace(payload, costs={"start": round(start, 2), **payload.costs})
 

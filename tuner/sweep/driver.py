@@ -216,11 +216,11 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
         where = device.name if prior.devices == (device.name,) else f"{', '.join(prior.devices)} (the {device.name}'s architecture, " \
             f"compute capability {device.info['capability']})"
         progress.note(f"learning also from the measurements tuner ships for the {where} ({', '.join(prior.files)}; --no-prior: not)")
-    check_s = WHOLE_COMPILES * capture.compile_s
-    deadlines = _deadlines(opts.budget.time_budget_s, t0, check_s, _end_compiles(opts) * capture.compile_s, keep_end)
+    check_s = WHOLE_COMPILES * capture.later_compile_s
+    deadlines = _deadlines(opts.budget.time_budget_s, t0, check_s, _end_compiles(opts) * capture.later_compile_s, keep_end)
     # The end's share holds the unfrozen measurement until the freezing phase has taken it at the start; then the phases
     # get what the end no longer needs (never less than they had: a share too small for the end went to them).
-    settled = _deadlines(opts.budget.time_budget_s, t0, check_s, _end_compiles(opts, settled=True) * capture.compile_s, keep_end)
+    settled = _deadlines(opts.budget.time_budget_s, t0, check_s, _end_compiles(opts, settled=True) * capture.later_compile_s, keep_end)
     freed = max(0.0, (settled["deadline"] or 0.0) - (deadlines["deadline"] or 0.0))
     tuning = StudyContext(
         db=db, storage=open_storage(opts.db_url), device_id=device_id, prior=prior,
@@ -280,6 +280,8 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
             read_ahead(opts.spec.device, opts.ranking)  # while the capture runs
         capture = worker.start(_capture_limit(opts, t0))
         progress.note(capture.cost_line())
+        if note := capture.instance_note():
+            progress.note(note)
         report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s)
         if opts.spec.device == "cpu":
             progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with {opts.spec.threads or 'torch default'} thread(s)")
