@@ -60,3 +60,20 @@ def test_widely_spread_timings_are_said_below_the_table():
     loud = {**quiet, "tuned": {"median_ms": 3.563, "spread_ms": 0.7557}}  # hf:gpt2 (H200)
     (line,) = noisy(loud)
     assert "tuned's IQR is 21% of its median" in line and "not results" in line
+
+
+def test_on_the_cpu_each_mode_is_timed_over_three_compiled_instances(tmp_path):
+    """Two compiles of one config can run 5-10% apart on the CPU: a mode's time is the median of its instances'
+    medians, each of a fresh copy of the model, and its spread covers the gap between them."""
+    from tuner.commands.bench import CPU_INSTANCES, instances_for, pooled
+    from tuner.measure.timing import Timing
+
+    assert instances_for("cpu") == CPU_INSTANCES == 3 and instances_for("cuda") == 1 and instances_for("cpu", 1) == 1
+    doc = run_bench(MLP, ["eager", "default"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3)
+    for r in doc["results"].values():
+        assert len(r["instance_medians_ms"]) == 3 and min(r["instance_medians_ms"]) <= r["median_ms"] <= max(r["instance_medians_ms"])
+        assert r["spread_ms"] >= max(r["instance_medians_ms"]) - min(r["instance_medians_ms"]) - 1e-4
+    one = run_bench(MLP, ["default"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3, instances=1)
+    assert "instance_medians_ms" not in one["results"]["default"]
+    t = pooled([Timing(1.0, 0.9, 0.01, 5), Timing(1.2, 1.1, 0.02, 5), Timing(1.1, 1.0, 0.03, 5)])
+    assert (t.median_ms, t.min_ms, t.samples) == (1.1, 0.9, 15) and abs(t.spread_ms - 0.2) < 1e-9

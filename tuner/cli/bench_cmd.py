@@ -29,6 +29,7 @@ def bench(
     modes: Annotated[str, typer.Option(help="Comma-separated: eager, default, max-autotune-no-cudagraphs, max-autotune and reduce-overhead (both with CUDA graphs), freezing (Inductor's defaults, frozen: what tuned starts from), freezing-max-autotune (freezing + max-autotune, with CUDA graphs on a CUDA device: Inductor at its strongest), freezing-max-autotune-no-cudagraphs, freezing-reduce-overhead (Inductor's default kernels, frozen, under CUDA graphs; added on a CUDA device wherever freezing-max-autotune is timed), tuned, tuned-kernels (kernel winners, Inductor's fusion), tuned-no-kernels (every winner but the Triton kernel configs), tuned-no-cuda-graphs (every winner, never under CUDA graphs), tuned-strict (exact entries only, no answers from other sizes), tuned-reduce-overhead (the winners inside CUDA graphs), tuned-without-NAME (every winner but a winner group's or a kind's: template-site, Triton-kernel, graph-knob, fusion-grouping, cuda_graph, …; or the groupings without one rewrite: space_to_depth, cudnn_epilogue, merge_gemms, compute_once).")] = "eager,default,freezing-max-autotune,tuned",
     ablate: Annotated[bool, typer.Option("--ablate", help="Add tuned and one mode per lever left out (each winner group that can answer on this device, and CUDA graphs on a GPU): each lever's share of the gain, in one run.")] = False,
     rounds: Annotated[int, typer.Option(help="Interleaved timing rounds.", min=3)] = 30,
+    instances: Annotated[int | None, typer.Option(help="Compile each mode this many times, each of a fresh copy of the model, and take the median of their medians (default: 3 on the CPU, where two compiles of one config can run 5-10% apart; 1 on a GPU).", min=1, show_default=False)] = None,
     threads: ThreadsOpt = None,
     seq_len: SeqLenOpt = 128,
     out: Annotated[Path | None, typer.Option(help="Write the JSON here (and a PNG beside it). Written again after each mode's compile, marked partial, so a run stopped early keeps its compile times.", show_default=False)] = None,
@@ -57,7 +58,7 @@ def bench(
         writable_out(out)
     write = (lambda doc: out.write_text(json.dumps(doc, indent=2) + "\n")) if out is not None else None
     result = run_bench(spec, mode_names, db_url(db), rounds=rounds, extra_dbs=extra, checkpoint=write,
-                       progress=lambda s: console.print(f"[dim]{s}[/]"))
+                       progress=lambda s: console.print(f"[dim]{s}[/]"), instances=instances)
     t = Table(title=f"{spec.name} on {result['device']} (torch {result['torch']})")
     for col in ("mode", "median ms", "IQR ms", "tok/s" if spec.mode == "decode" else "img/s", "compile s", "vs eager",
                 "vs best Inductor", "benchmarks", "hit/tr/miss"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from tuner.kinds import descriptor, groups, where
 from tuner.search_spaces.fusion import REWRITE_KNOBS, rewrite_knobs
 from tuner.errors import TunerError
 from tuner.measure.numerics import eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within
-from tuner.measure.timing import interleaved
+from tuner.measure.timing import Timing, interleaved
 from tuner.workloads.steps import eager_reference, optimizer_for, optimizer_name, run_step, synchronizer
 from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
 
@@ -159,13 +160,26 @@ def provenance(device_kind: str) -> dict[str, Any]:
     }
 
 
+# Compiled instances of each mode on the CPU: two compiles of one config, each of a fresh copy of the model, can run
+# 5-10% apart there for good (their weights and buffers sit elsewhere), and with one instance a mode a small decode
+# step's tuned mode read 1.06x slower than the same winners did over three instances each, where it was 0.93x.
+CPU_INSTANCES = 3
+
+
+def instances_for(device: str, instances: int | None = None) -> int:
+    """How many times each mode is compiled: ``instances``, else :data:`CPU_INSTANCES` on the CPU and one on a GPU
+    (where a max-autotune compile takes minutes)."""
+    return instances or (CPU_INSTANCES if device == "cpu" else 1)
+
+
 def run_bench(
     spec: WorkloadSpec, mode_names: list[str], db_url: str, *, rounds: int = 30, min_sample_ms: float = 25.0,
-    progress: Any = None, extra_dbs: dict[str, str] | None = None, checkpoint: Any = None,
+    progress: Any = None, extra_dbs: dict[str, str] | None = None, checkpoint: Any = None, instances: int | None = None,
 ) -> dict[str, Any]:
-    """Compile every mode, then time them all in interleaved rounds. ``checkpoint``, if given, gets the document
-    as it stands after each mode's compile (``"partial": true``, no timings yet), so a run stopped before its timing
-    still leaves the compile times it measured. Each tuned mode is set against the best Inductor mode of the run."""
+    """Compile every mode (``instances_for`` times, each of a fresh copy of the model), then time them all in
+    interleaved rounds; a mode's time is the median of its instances' medians. ``checkpoint``, if given, gets the
+    document as it stands after each mode's compile (``"partial": true``, no timings yet), so a run stopped before its
+    timing still leaves the compile times it measured. Each tuned mode is set against the best Inductor mode of the run."""
     table = modes_for(spec, db_url, extra_dbs)
     unknown = [m for m in mode_names if m not in table]
     if unknown:
@@ -181,23 +195,38 @@ def run_bench(
     errors: dict[str, list[float]] = {}
     fns: dict[str, Any] = {}
     results: dict[str, dict[str, Any]] = {}
+    n = instances_for(spec.device, instances)
     for name in mode_names:
         m = table[name]
         if progress:
-            progress(f"compiling {name}")
-        fns[name], results[name], err = _compiled(spec, m, name, model, inputs[0], ref, tolerance)
-        if err is not None:
-            errors[name] = err
+            progress(f"compiling {name}" + (f" ({n} instances)" if n > 1 else ""))
+        for i in range(n):
+            fns[(name, i)], record, err = _compiled(spec, m, name, model if i == 0 else copy.deepcopy(model), inputs[0], ref, tolerance)
+            results.setdefault(name, record)
+            if err is not None and i == 0:
+                errors[name] = err
         if progress and m.backend is not None:
             progress(f"{name}: compiled in {results[name]['compile_s']:.1f} s")
         if checkpoint:
             checkpoint({**_document(spec, rounds, copy.deepcopy(results)), "partial": True})
     _check_numerics(results, errors, widened_by_default(tolerance, errors.get("default", [])), progress)
     if progress:
-        progress(f"timing {len(fns)} modes, {rounds} interleaved rounds")
-    steps = {n: _timed_step(spec, f, inputs) for n, f in fns.items()}
-    _add_timings(spec, results, interleaved(steps, rounds=rounds, min_sample_ms=min_sample_ms, sync=synchronizer(spec.device)))
+        progress(f"timing {len(mode_names)} modes" + (f" of {n} instances each" if n > 1 else "") + f", {rounds} interleaved rounds")
+    steps = {key: _timed_step(spec, f, inputs) for key, f in fns.items()}
+    timed = interleaved(steps, rounds=rounds, min_sample_ms=min_sample_ms, sync=synchronizer(spec.device))
+    _add_timings(spec, results, {name: pooled([timed[(name, i)] for i in range(n)]) for name in mode_names})
+    if n > 1:
+        for name in mode_names:
+            results[name]["instance_medians_ms"] = [round(timed[(name, i)].median_ms, 4) for i in range(n)]
     return _document(spec, rounds, results)
+
+
+def pooled(timings: list[Timing]) -> Timing:
+    """One mode's timing from its compiled instances': the median of their medians, their least time, the median of
+    their spreads or, where wider, the spread between their medians."""
+    medians = [t.median_ms for t in timings]
+    spread = max(statistics.median(t.spread_ms for t in timings), max(medians) - min(medians))
+    return Timing(statistics.median(medians), min(t.min_ms for t in timings), spread, sum(t.samples for t in timings))
 
 
 def _compiled(spec: WorkloadSpec, m: Mode, name: str, model: Any, example: Any, ref: Any, tolerance: Any) -> tuple[Any, dict[str, Any], list[float] | None]:
