@@ -81,3 +81,11 @@ def test_a_cpu_capture_times_compiled_instances_and_every_whole_workload_spread_
     told = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2), instance_spread_ms=0.01)
     again = told.capture()  # a restarted worker is told the spread: no more compiles
     assert "instances" not in again.costs and again.instance_spread_ms is None and again.later_compile_s == again.compile_s
+
+
+def test_no_instance_compile_starts_that_would_end_past_the_time_budgets_share():
+    import time
+
+    late = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2), instances_by=time.monotonic())
+    cap = late.capture()
+    assert cap.instance_spread_ms is None and late.instance_spread_ms is None and cap.instance_note() == ""

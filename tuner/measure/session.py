@@ -50,13 +50,15 @@ INSTANCES = 2
 
 class Session:
     def __init__(self, spec: WorkloadSpec, cache_size: int = 3, base: dict[str, Any] | None = None,
-                 instance_spread_ms: float | None = None):
+                 instance_spread_ms: float | None = None, instances_by: float | None = None):
         import torch
 
         self.spec = spec
         # How far compiled instances of one config differ here (CPU; measured by the first capture, handed to a
-        # restarted worker): every whole-workload timing's spread is at least this (``time_graph``)
+        # restarted worker): every whole-workload timing's spread is at least this (``time_graph``). No instance
+        # compile starts where it is expected to end past ``instances_by`` (``time.monotonic()``; a time budget's)
         self.instance_spread_ms = instance_spread_ms
+        self.instances_by = instances_by
         # Answers every compile of this session forces beneath its own: the workload as it is tuned (a frozen graph's
         # answer to compile unfrozen, say, which Dynamo's trace with freezing on must precede: the graph it compiles
         # again is the one a user's compile runs).
@@ -204,7 +206,7 @@ class Session:
         clock.done("step profile")
         eager_ms = self.eager_ms()
         clock.done("eager timing")
-        instances = self._instances() if self.spec.device == "cpu" and self.instance_spread_ms is None else None
+        instances = self._instances(done.compile_s) if self.spec.device == "cpu" and self.instance_spread_ms is None else None
         clock.done("instances")
         kernels = self.kernels.register(sink) if sink is not None else []
         clock.done("kernel timings")
@@ -225,22 +227,28 @@ class Session:
             **(dataclasses.asdict(instances) if instances else {}),
         )
 
-    def _instances(self) -> Instances | None:
-        """:data:`INSTANCES` more compiles of the capture's config, each of a fresh copy of the model, timed interleaved
-        with the capture's compile: the spread of their medians becomes :attr:`instance_spread_ms`. None (said in the
-        log) where one fails: the timings' own spreads are then the noise."""
+    def _instances(self, cold_s: float) -> Instances | None:
+        """Up to :data:`INSTANCES` more compiles of the capture's config, each of a fresh copy of the model, timed
+        interleaved with the capture's compile: the spread of their medians becomes :attr:`instance_spread_ms`. One is
+        expected to take half the capture's (``cold_s``) compile, then as long as the one before; none starts that
+        would end past :attr:`instances_by`. None where none was compiled, or one failed (said in the log): the
+        timings' own spreads are then the noise."""
         from tuner.core import Forcing
 
         fns, seconds = {"capture": self._step(self._defaults.fn)}, []
         backend = self._backend(Forcing.from_json(self.base).to_json() if self.base else {}, None, None, None, cuda_graphs=False)
         try:
             for i in range(INSTANCES):
+                if self.instances_by is not None and time.monotonic() + (seconds[-1] if seconds else cold_s / 2) > self.instances_by:
+                    break
                 fn = self.torch.compile(copy.deepcopy(self.model), backend=backend)
                 t0 = time.perf_counter()
                 with quiet.compiling(self._lock == "cpu", device=self._lock):
                     self._run(fn, 0)
                 seconds.append(time.perf_counter() - t0)
                 fns[f"instance {i + 1}"] = self._step(fn)
+            if not seconds:
+                return None
             with quiet.timing(device=self._lock):
                 t = interleaved(fns, rounds=GraphTrial.rounds, min_sample_ms=GraphTrial.min_sample_ms, sync=self._sync)
         except Exception as e:  # noqa: BLE001 - the measurement of noise is not the workload's

@@ -30,7 +30,7 @@ class CaptureOverBudget(TunerError):
 
 
 def _child(conn: Any, spec_json: dict[str, Any], log_path: str, base: dict[str, Any] | None = None,
-           instance_spread_ms: float | None = None) -> None:
+           instance_spread_ms: float | None = None, instances_by: float | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
@@ -41,7 +41,7 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str, base: dict[str, 
         spec_json = dict(spec_json)
         if spec_json.get("input_shape") is not None:
             spec_json["input_shape"] = tuple(spec_json["input_shape"])
-        session = Session(WorkloadSpec(**spec_json), base=base, instance_spread_ms=instance_spread_ms)
+        session = Session(WorkloadSpec(**spec_json), base=base, instance_spread_ms=instance_spread_ms, instances_by=instances_by)
         conn.send(("ready", session.capture()))
     except TunerError as e:
         conn.send(("error", str(e)))
@@ -122,6 +122,7 @@ class Worker:
         self._compiled: frozenset[str] = frozenset()  # digests of the forcings its last job left compiled (``holds``)
         self.base: dict[str, Any] = {}  # what every compile forces beneath its job's own (``Session.base``), from the next start
         self.instance_spread_ms: float | None = None  # measured by the first capture; a restarted worker is told it
+        self.instances_by: float | None = None  # no instance compile of a capture ends past this (``Session.instances_by``)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -147,7 +148,8 @@ class Worker:
         self.log_path = self.log_dir / f"worker-{os.getpid()}-{int(time.time() * 1000)}.log"
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_child, args=(child, asdict(self.spec), str(self.log_path), dict(self.base), self.instance_spread_ms),
+        self._proc = ctx.Process(target=_child, args=(child, asdict(self.spec), str(self.log_path), dict(self.base), self.instance_spread_ms,
+                                                            self.instances_by),
                                  daemon=True)
         self._proc.start()
         child.close()
