@@ -15,6 +15,7 @@ from tuner.core import Status, TaskOutcome, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.search_spaces.attention import KIND as ATTENTION
+from tuner.sweep.clock import instances_by
 from tuner.sweep.estimate import ALONE, PRIORS, max_autotune_choices, max_autotune_renders, max_autotune_s, prior_choice_share
 from tuner.measure import CaptureResult, Worker
 from tuner.sweep.phases import (
@@ -251,16 +252,6 @@ def _capture_limit(opts: SweepOptions, t0: float) -> float | None:
     return max(1.0, t0 + promised_end_s(opts.budget.time_budget_s) - CLOSING_S - time.monotonic())
 
 
-# The share of a time budget the capture may have spent when it times compiled instances of its config (CPU): where a
-# cold resnet18 capture took 17 s of a 40-s budget, two more compiles and their timing (6 s) left its searches no time.
-INSTANCES_SHARE = 0.5
-
-
-def _instances_by(opts: SweepOptions, t0: float) -> float | None:
-    """When the capture's instance compiles must end (``Session.instances_by``); None without a time budget."""
-    return None if opts.budget.time_budget_s is None else t0 + INSTANCES_SHARE * opts.budget.time_budget_s
-
-
 def _say_who_measures(device: str, progress: Progress) -> None:
     """One line when another tuner process holds this device's measurement lock: this sweep's timings wait for its
     windows (``tuner.measure.quiet``), so the two never time together."""
@@ -288,7 +279,7 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
         if opts.prior:
             read_ahead(opts.spec.device, opts.ranking)  # while the capture runs
-        worker.instances_by = _instances_by(opts, t0)
+        worker.instances_by = instances_by(opts.budget.time_budget_s, t0)
         capture = worker.start(_capture_limit(opts, t0))
         progress.note(capture.cost_line())
         if note := capture.instance_note():
