@@ -27,6 +27,19 @@ def test_a_causal_lm_prefills_random_tokens_to_logits_and_an_encoder_gives_hidde
         assert build_model(bert)(make_inputs(bert, sets=1)[0]).shape == (2, 8, 32)
 
 
+def test_a_vocabulary_smaller_than_the_types_padding_id_builds_without_a_padding_row():
+    """phi3's config pads with token 32000: at vocab_size=128 its embedding refused it. The model builds, with no
+    padding row, unless the string sets pad_token_id itself."""
+    spec = WorkloadSpec(model="hf:phi3,num_hidden_layers=1,hidden_size=32,num_attention_heads=2,intermediate_size=64,vocab_size=128",
+                        batch=1, seq_len=8)
+    model = build_model(spec)
+    assert model.config.pad_token_id is None
+    with torch.no_grad():
+        assert model(make_inputs(spec, sets=1)[0]).shape == (1, 8, 128)
+    own = WorkloadSpec(model=spec.model + ",pad_token_id=3", batch=1, seq_len=8)
+    assert build_model(own).config.pad_token_id == 3
+
+
 def test_explain_compiles_an_hf_model_under_the_tuned_backend(db_url):
     from tuner.db import Database
 

@@ -69,9 +69,13 @@ def hf_config(text: str, model: str) -> Any:
             raise WorkloadError(f"--model {model}: config overrides are key=value, not {p!r}")
         overrides[k.strip()] = _value(v.strip())
     try:
-        return transformers.AutoConfig.for_model(HF_ALIASES.get(name, name), **overrides)
+        config = transformers.AutoConfig.for_model(HF_ALIASES.get(name, name), **overrides)
     except (ValueError, KeyError) as e:
         raise WorkloadError(f"--model {model}: Transformers has no model type {name!r} ({e})") from None
+    pad = getattr(config, "pad_token_id", None)
+    if "pad_token_id" not in overrides and isinstance(pad, int) and not 0 <= pad < getattr(config, "vocab_size", pad + 1):
+        config.pad_token_id = None  # a smaller vocab_size than the type's own (phi3's pad id is 32000): no padding row
+    return config
 
 
 def hf_model(text: str, model: str) -> Any:
