@@ -236,12 +236,12 @@ class Session:
         from tuner.core import Forcing
 
         fns, seconds = {"capture": self._step(self._defaults.fn)}, []
-        backend = self._backend(Forcing.from_json(self.base).to_json() if self.base else {}, None, None, None, cuda_graphs=False)
+        forcing = Forcing.from_json(self.base).to_json() if self.base else {}
         try:
             for i in range(INSTANCES):
                 if self.instances_by is not None and time.monotonic() + (seconds[-1] if seconds else cold_s / 2) > self.instances_by:
                     break
-                fn = self.torch.compile(copy.deepcopy(self.model), backend=backend)
+                fn = self.torch.compile(copy.deepcopy(self.model), backend=self._backend(forcing, None, None, None, cuda_graphs=False))
                 t0 = time.perf_counter()
                 with quiet.compiling(self._lock == "cpu", device=self._lock):
                     self._run(fn, 0)
