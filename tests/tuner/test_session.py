@@ -89,3 +89,32 @@ def test_no_instance_compile_starts_that_would_end_past_the_time_budgets_share()
     late = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2), instances_by=time.monotonic())
     cap = late.capture()
     assert cap.instance_spread_ms is None and late.instance_spread_ms is None and cap.instance_note() == ""
+
+
+def test_a_verification_times_fresh_instances_of_both_sides_and_keeps_none_of_them():
+    """A trial times its candidate against the capture's one instance; a verification (``instances=2``) also compiles
+    each side anew, pools each side's instances, and counts the spread between instances as that of a mean of two."""
+    import math
+
+    from tuner.core import Forcing, Kind
+    from tuner.study.settle import verifier
+
+    session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
+    cap = session.capture()
+    scalar = Forcing({Kind.CPP_GRAPH: {g["key"]: {"cpp.simdlen": 0} for g in cap.graphs}}).to_json()
+    session.instance_spread_ms = 0.5
+    one = session.time_graph(GraphTrial({}, scalar, 3, 1.0))
+    kept = session.compile(scalar)
+    two = session.time_graph(GraphTrial({}, scalar, 3, 1.0, instances=2))
+    assert one.status is Status.OK and two.status is Status.OK and two.median_ms > 0 and two.baseline_ms > 0
+    assert one.spread_ms >= 0.5 and one.baseline_spread_ms >= 0.5
+    assert min(two.spread_ms, two.baseline_spread_ms) >= 0.5 / math.sqrt(2) - 1e-9
+    assert kept.compile_s == 0.0 and session.compile(scalar).fn is kept.fn  # the fresh instances were not kept
+    assert session.compile({}).fn is session._defaults.fn
+
+    def measure(config, rounds):
+        return "trial"
+
+    assert verifier(measure) is measure
+    measure.verify = lambda config, rounds: "verification"
+    assert verifier(measure)({}, 3) == "verification"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from tuner.kinds import descriptor, groups, where
 from tuner.search_spaces.fusion import REWRITE_KNOBS, rewrite_knobs
 from tuner.errors import TunerError
 from tuner.measure.numerics import eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within
-from tuner.measure.timing import Timing, interleaved
+from tuner.measure.timing import interleaved, pooled
 from tuner.workloads.steps import eager_reference, optimizer_for, optimizer_name, run_step, synchronizer
 from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
 
@@ -219,14 +218,6 @@ def run_bench(
         for name in mode_names:
             results[name]["instance_medians_ms"] = [round(timed[(name, i)].median_ms, 4) for i in range(n)]
     return _document(spec, rounds, results)
-
-
-def pooled(timings: list[Timing]) -> Timing:
-    """One mode's timing from its compiled instances': the median of their medians, their least time, the median of
-    their spreads or, where wider, the spread between their medians."""
-    medians = [t.median_ms for t in timings]
-    spread = max(statistics.median(t.spread_ms for t in timings), max(medians) - min(medians))
-    return Timing(statistics.median(medians), min(t.min_ms for t in timings), spread, sum(t.samples for t in timings))
 
 
 def _compiled(spec: WorkloadSpec, m: Mode, name: str, model: Any, example: Any, ref: Any, tolerance: Any) -> tuple[Any, dict[str, Any], list[float] | None]:

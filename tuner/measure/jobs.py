@@ -19,12 +19,14 @@ Forcing = dict[str, Any]  # a :class:`tuner.core.Forcing` as JSON
 
 @dataclass(frozen=True)
 class GraphTrial:
-    """The whole workload compiled under ``candidate``, timed against ``baseline``, interleaved in one process."""
+    """The whole workload compiled under ``candidate``, timed against ``baseline``, interleaved in one process;
+    ``instances`` of each side (more than one: the others compiled anew, each of a fresh copy of the model)."""
 
     baseline: Forcing
     candidate: Forcing
     rounds: int = 15
     min_sample_ms: float = 20.0
+    instances: int = 1
     capture: ClassVar[bool] = False
 
     def run(self, session: Session) -> Measurement:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import math
 import statistics
 import time
 import dataclasses
@@ -23,7 +24,7 @@ from tuner.measure.numerics import (
     TOLERANCE, eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within, worst_excess,
 )
 from tuner.measure.result import AttentionTimings, CaptureResult, Instances, KernelResults, Measurement, SiteTimings, Status
-from tuner.measure.timing import interleaved
+from tuner.measure.timing import interleaved, pooled
 from tuner.workloads.steps import run_step, synchronizer
 from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
 
@@ -131,18 +132,20 @@ class Session:
         return backend
 
     def compile(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None, check: bool = True,
-                timing: str | None = None) -> Compiled:
+                timing: str | None = None, anew: bool = False) -> Compiled:
         """Compile a fresh copy under ``forcing``, run it once and check its numerics (unless ``check`` is off).
         Raises :class:`CompileFailed` when the compile or its first run fails, :class:`Inaccurate` when the
-        numerics are off. With ``benchmark``, the sites' timings come back on the result, timed the ``timing`` way."""
+        numerics are off. With ``benchmark``, the sites' timings come back on the result, timed the ``timing`` way.
+        ``anew``: another instance, where one of ``forcing`` is kept already; it is not kept."""
         from tuner.keys import digest
 
         fresh = recorder is not None or benchmark is not None or kernel_sink is not None
-        if not fresh and self._defaults is not None and Forcing.from_json(forcing) == Forcing():
+        reuse = not fresh and not anew
+        if reuse and self._defaults is not None and Forcing.from_json(forcing) == Forcing():
             return dataclasses.replace(self._defaults, compile_s=0.0)
         forcing = Forcing.from_json(self.base).merged(Forcing.from_json(forcing)).to_json() if self.base else forcing
         key = digest(forcing)
-        if key in self._compiled and not fresh:
+        if key in self._compiled and reuse:
             self._compiled.move_to_end(key)
             return dataclasses.replace(self._compiled[key], compile_s=0.0)
         # A compile that records, times sites or captures kernels (a fresh one) never runs under CUDA graphs: its
@@ -169,7 +172,7 @@ class Session:
                 f"relative error {err:.3g} exceeds {bound:.3g} for {self.spec.dtype} "
                 f"(eager is {self.eager_error:.2g} from float64; Inductor's default {self.default_error:.2g} from eager)"
             )
-        if not fresh:
+        if reuse:
             self._compiled[key] = done
             while len(self._compiled) > self._cache_size:
                 self._compiled.popitem(last=False)
@@ -233,20 +236,14 @@ class Session:
         expected to take half the capture's (``cold_s``) compile, then as long as the one before; none starts that
         would end past :attr:`instances_by`. None where none was compiled, or one failed (said in the log): the
         timings' own spreads are then the noise."""
-        from tuner.core import Forcing
-
         fns, seconds = {"capture": self._step(self._defaults.fn)}, []
-        forcing = Forcing.from_json(self.base).to_json() if self.base else {}
         try:
             for i in range(INSTANCES):
                 if self.instances_by is not None and time.monotonic() + (seconds[-1] if seconds else cold_s / 2) > self.instances_by:
                     break
-                fn = self.torch.compile(copy.deepcopy(self.model), backend=self._backend(forcing, None, None, None, cuda_graphs=False))
-                t0 = time.perf_counter()
-                with quiet.compiling(self._lock == "cpu", device=self._lock):
-                    self._run(fn, 0)
-                seconds.append(time.perf_counter() - t0)
-                fns[f"instance {i + 1}"] = self._step(fn)
+                again = self.compile({}, anew=True)
+                seconds.append(again.compile_s)
+                fns[f"instance {i + 1}"] = self._step(again.fn)
             if not seconds:
                 return None
             with quiet.timing(device=self._lock):
@@ -288,25 +285,32 @@ class Session:
         return [asdict(g) for g in recorder.graphs.values()]
 
     def time_graph(self, job: GraphTrial) -> Measurement:
-        """The whole workload under the job's candidate against its baseline, interleaved."""
+        """The whole workload under the job's candidate against its baseline, interleaved; with ``job.instances`` of
+        each side, each side's timing pooled over its instances (``timing.pooled``), and the spread between instances
+        (:attr:`instance_spread_ms`) counted as that of their mean."""
         try:
-            base = self.compile(job.baseline)
+            base = [self.compile(job.baseline)]
         except Exception as e:  # noqa: BLE001 - classified and stored
             return Measurement(classify(e), error="the baseline itself failed: " + describe(e))
         try:
-            cand = self.compile(job.candidate)
+            cand = [self.compile(job.candidate)]
+            for _ in range(job.instances - 1):
+                cand.append(self.compile(job.candidate, anew=True))
+                base.append(self.compile(job.baseline, anew=True))
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e), error=describe(e))
-        fns = {"candidate": self._step(cand.fn)}
-        if cand.fn is not base.fn:
-            fns["baseline"] = self._step(base.fn)
+        fns = {("candidate", i): self._step(c.fn) for i, c in enumerate(cand)}
+        if cand[0].fn is not base[0].fn:
+            fns.update({("baseline", i): self._step(b.fn) for i, b in enumerate(base)})
         started = time.monotonic()
         try:
             with quiet.timing(device=self._lock):
                 t = interleaved(fns, rounds=job.rounds, min_sample_ms=job.min_sample_ms, sync=self._sync)
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e), error=describe(e))
-        return dataclasses.replace(_against(t, cand.compile_s, self.instance_spread_ms or 0.0), timing_s=time.monotonic() - started)
+        sides = {side: pooled([v for (s, _), v in t.items() if s == side]) for side in ("candidate", "baseline") if (side, 0) in t}
+        floor = (self.instance_spread_ms or 0.0) / math.sqrt(job.instances)
+        return dataclasses.replace(_against(sides, cand[0].compile_s, floor), timing_s=time.monotonic() - started)
 
     def time_replay(self, job: GraphReplay) -> Measurement:
         """The capture's compile replayed as one CUDA graph by hand (``tuner.measure.replay``) against it launched

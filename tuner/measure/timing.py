@@ -85,3 +85,11 @@ def _sample(fn: Callable[[int], object], n: int, sync: Callable[[], None], start
         fn(i)
     sync()
     return (time.perf_counter() - t0) * 1e3 / n
+
+
+def pooled(timings: list[Timing]) -> Timing:
+    """One timing from those of several compiled instances of one config: the median of their medians, their least
+    time, the median of their spreads or, where wider, the spread between their medians."""
+    medians = [t.median_ms for t in timings]
+    spread = max(statistics.median(t.spread_ms for t in timings), max(medians) - min(medians))
+    return Timing(statistics.median(medians), min(t.min_ms for t in timings), spread, sum(t.samples for t in timings))

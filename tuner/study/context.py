@@ -83,13 +83,14 @@ class StudyContext:
         ranked = self.rankers.first(task.kind, task.signature, space, self.budget.ranked) if self.rankers else []
         return ranked or space.seeds()
 
-    def can_verify(self, kind: str, held: bool = False) -> bool:
+    def can_verify(self, kind: str, held: bool = False, instances: int = 1) -> bool:
         """Whether re-measuring a finalist of ``kind`` against its default ends by the phase's deadline (else the
         sweep's own): the check's share stays whole (a mobilenet_v2 sweep once verified into it and lost the check).
         ``held``: the worker holds both compiles (a whole-workload trial's, just measured), so the verification only
         times them: its trial's cost without the compile it made, at the verification's rounds. (On the H200 the Qwen2
         prefill's GEMM merge ran 0.974x its base in a 12.5-s trial, and a verification expected at twice that, compile
-        included, did not fit the 21 s left.)"""
+        included, did not fit the 21 s left.) ``instances``: of each side, the others compiled anew (two compiles each
+        more) and timed beside them."""
         expected = self.expected(f"{kind}:verify", kind)
         if held and beside_base(kind):
             scale, rounds = self.budget.verify_rounds / max(1, self.budget.rounds), self.budget.verify_rounds
@@ -99,7 +100,7 @@ class StudyContext:
             trial_timing = self.costs.expect(timing_kind(kind)) or (self.costs.expect(kind) or 0.0) - (self.costs.expect(CAPTURE) or 0.0)
             timing = max(2 * rounds * self.budget.min_sample_ms / 1e3,  # two workloads, a sample each a round at least
                          scale * trial_timing)
-            expected = min(expected, timing)
+            expected = min(expected, instances * timing + 2 * (instances - 1) * self.costs.expect(CAPTURE))
         return fits(self.deadline if self.deadline is not None else self.settle_by, expected)
 
 

@@ -83,15 +83,22 @@ def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure:
     candidate's trial timed it beside the default (``TaskKind.beside_base``) with a clear gain (``UNVERIFIED_GAIN``)."""
     ok, default, top = finalist(tuning, task, space)
     default_ms = default.median_ms if default else (ok[0].baseline_ms if ok else None)
-    if top is not None and not tuning.can_verify(space.family, held=held(measure, top.config)):
+    verify = verifier(measure)
+    if top is not None and not tuning.can_verify(space.family, held=held(measure, top.config), instances=getattr(verify, "instances", 1)):
         if beside_base(task.kind):
             return settle_measured(tuning, task, space, default, top, UNVERIFIED_GAIN, tight=tuning.budget.min_gain * TIGHT_GAINS)
         return unverified(tuning, task, space, default_ms)
     m = None
     if top is not None:
         with tuning.costs.timed(f"{space.family}:verify"):
-            m = measure(top.config, tuning.budget.verify_rounds)
+            m = verify(top.config, tuning.budget.verify_rounds)
     return settle(tuning, task, space, default, default_ms, top, m)
+
+
+def verifier(measure: Measure) -> Measure:
+    """What re-measures a finalist: the measure's own ``verify`` where it has one (a whole-workload trial's on the
+    CPU, which also times fresh instances of both sides: its ``instances``), else the measure."""
+    return getattr(measure, "verify", None) or measure
 
 
 def held(measure: Measure, config: dict[str, Any]) -> bool:

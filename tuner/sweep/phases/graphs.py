@@ -21,9 +21,14 @@ from tuner.sweep.tasks import fusion_tasks
 from tuner.sweep.winners import Winners
 
 
-def graph_trial(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float) -> GraphTrial:
+# Instances of each side a verification times where compiled instances differ measurably (the CPU): a trial times its
+# candidate against the capture's one instance, so the best of several trials is as likely the best-placed instance.
+VERIFY_INSTANCES = 2
+
+
+def graph_trial(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float, instances: int = 1) -> GraphTrial:
     """The whole workload with ``config`` applied to ``task`` on top of ``base``, against ``base`` alone."""
-    return GraphTrial(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms)
+    return GraphTrial(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms, instances)
 
 
 def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: Forcing, target: int | None = None) -> None:
@@ -37,6 +42,12 @@ def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: 
 
         # A verification finds both compiles in the worker where the last trial was this config's (``settle.held``).
         measure.holds = lambda config: sweep.worker.holds(both) and sweep.worker.holds(both.merged(task.forcing(config)))  # type: ignore[attr-defined]
+        if getattr(sweep.worker, "instance_spread_ms", None) is not None:  # ... and times fresh instances of both sides too (``settle.verifier``)
+            def verify(config: dict[str, Any], rounds: int) -> Any:
+                return sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms, VERIFY_INSTANCES))
+
+            verify.instances = VERIFY_INSTANCES  # type: ignore[attr-defined]
+            measure.verify = verify  # type: ignore[attr-defined]
         return measure
 
     tasks, records = [t for t, _ in pairs], [r for _, r in pairs]
