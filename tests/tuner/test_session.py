@@ -71,8 +71,8 @@ def test_a_cpu_capture_times_compiled_instances_and_every_whole_workload_spread_
     session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2))
     cap = session.capture()
     assert session_module.INSTANCES == 2 and "instances" in cap.costs
-    assert cap.instance_spread_ms is not None and cap.instance_spread_ms >= 0 and cap.instance_base_ms > 0
-    assert 0 < cap.warm_compile_s and cap.later_compile_s == min(cap.compile_s, 2 * cap.warm_compile_s)
+    assert cap.instances is not None and cap.instances.instance_spread_ms >= 0 and cap.instances.instance_base_ms > 0
+    assert 0 < cap.instances.warm_compile_s and cap.later_compile_s == min(cap.compile_s, 2 * cap.instances.warm_compile_s)
     assert "compiled instances of one config differ by up to" in cap.instance_note()
     session.instance_spread_ms = 1.0  # as a large spread: both sides of a trial are widened to it
     m = session.time_graph(GraphTrial({}, {}, 3, 1.0))
@@ -80,7 +80,7 @@ def test_a_cpu_capture_times_compiled_instances_and_every_whole_workload_spread_
 
     told = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2), instance_spread_ms=0.01)
     again = told.capture()  # a restarted worker is told the spread: no more compiles
-    assert "instances" not in again.costs and again.instance_spread_ms is None and again.later_compile_s == again.compile_s
+    assert "instances" not in again.costs and again.instances is None and again.later_compile_s == again.compile_s
 
 
 def test_no_instance_compile_starts_that_would_end_past_the_time_budgets_share():
@@ -88,7 +88,7 @@ def test_no_instance_compile_starts_that_would_end_past_the_time_budgets_share()
 
     late = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2), instances_by=time.monotonic())
     cap = late.capture()
-    assert cap.instance_spread_ms is None and late.instance_spread_ms is None and cap.instance_note() == ""
+    assert cap.instances is None and late.instance_spread_ms is None and cap.instance_note() == ""
 
 
 def test_a_verification_times_fresh_instances_of_both_sides_and_keeps_none_of_them():

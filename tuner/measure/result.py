@@ -126,23 +126,22 @@ class CaptureResult:
     busy_ms: float | None = None  # ... and the device's busy time in it (``measure/busy``); None: unknown
     library: list[dict[str, Any]] = field(default_factory=list)  # its library calls: op, input shapes, device ms
     costs: dict[str, float] = field(default_factory=dict)  # seconds each part of the capture took, in order
-    instance_spread_ms: float | None = None  # ``Instances``' fields, where this capture measured them (CPU)
-    instance_base_ms: float | None = None
-    warm_compile_s: float | None = None
+    instances: Instances | None = None  # where this capture timed compiled instances of its config (CPU)
 
     @property
     def later_compile_s(self) -> float:
         """What a later compile of the workload is expected to take: twice a compile after the capture's, where one
         was timed and that is less than the capture's own (whose cold caches, on the CPU, cost a small decode step
         12.6 s against 1.0-3.3 s for a compile of other knobs after it), else the capture's."""
-        return min(self.compile_s, 2 * self.warm_compile_s) if self.warm_compile_s else self.compile_s
+        return min(self.compile_s, 2 * self.instances.warm_compile_s) if self.instances else self.compile_s
 
     def instance_note(self) -> str:
         """What the spread between compiled instances means for this sweep, where it was measured."""
-        if self.instance_spread_ms is None or not self.instance_base_ms:
+        i = self.instances
+        if i is None or not i.instance_base_ms:
             return ""
-        return (f"compiled instances of one config differ by up to {100 * self.instance_spread_ms / self.instance_base_ms:.1f}% here "
-                f"({self.instance_spread_ms:.3g} ms): a whole-workload trial's gain must exceed that")
+        return (f"compiled instances of one config differ by up to {100 * i.instance_spread_ms / i.instance_base_ms:.1f}% here "
+                f"({i.instance_spread_ms:.3g} ms): a whole-workload trial's gain must exceed that")
 
     def cost_line(self) -> str:
         """The capture's cost, item by item: ``capture: 40 s (start 6.0 s, model build 2.1 s, default compile …)``."""

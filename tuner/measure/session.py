@@ -227,7 +227,7 @@ class Session:
             busy_ms=busy_ms,
             library=library,
             costs={**self.start_costs, **clock.parts},
-            **(dataclasses.asdict(instances) if instances else {}),
+            instances=instances,
         )
 
     def _instances(self, cold_s: float) -> Instances | None:
@@ -294,13 +294,14 @@ class Session:
             return Measurement(classify(e), error="the baseline itself failed: " + describe(e))
         try:
             cand = [self.compile(job.candidate)]
+            alone = cand[0].fn is base[0].fn  # the candidate is the baseline: one side to time
             for _ in range(job.instances - 1):
                 cand.append(self.compile(job.candidate, anew=True))
-                base.append(self.compile(job.baseline, anew=True))
+                base += [] if alone else [self.compile(job.baseline, anew=True)]
         except Exception as e:  # noqa: BLE001
             return Measurement(classify(e), error=describe(e))
         fns = {("candidate", i): self._step(c.fn) for i, c in enumerate(cand)}
-        if cand[0].fn is not base[0].fn:
+        if not alone:
             fns.update({("baseline", i): self._step(b.fn) for i, b in enumerate(base)})
         started = time.monotonic()
         try:

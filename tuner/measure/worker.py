@@ -171,8 +171,8 @@ class Worker:
             self.close()
             raise WorkloadError(payload)
         self.costs.observe("capture", payload.later_compile_s)  # what a compile of this workload costs, before any other
-        if payload.instance_spread_ms is not None:
-            self.instance_spread_ms = payload.instance_spread_ms
+        if payload.instances is not None:
+            self.instance_spread_ms = payload.instances.instance_spread_ms
         start = max(0.0, time.monotonic() - t0 - sum(payload.costs.values()))  # the interpreter and its imports
         return dataclasses.replace(payload, costs={"start": round(start, 2), **payload.costs})
 

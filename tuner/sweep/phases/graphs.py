@@ -5,6 +5,7 @@ fusion groupings per graph (recorded from a compile with the winners so far)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from tuner.core import Forcing, Kind, TaskSpec
@@ -37,17 +38,14 @@ def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: 
     def measure_for(task: TaskSpec, base: Forcing) -> Measure:
         both = under.merged(base)
 
-        def measure(config: dict[str, Any], rounds: int) -> Any:
-            return sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms))
+        def measure(config: dict[str, Any], rounds: int, instances: int = 1) -> Any:
+            return sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms, instances))
 
         # A verification finds both compiles in the worker where the last trial was this config's (``settle.held``).
         measure.holds = lambda config: sweep.worker.holds(both) and sweep.worker.holds(both.merged(task.forcing(config)))  # type: ignore[attr-defined]
         if getattr(sweep.worker, "instance_spread_ms", None) is not None:  # ... and times fresh instances of both sides too (``settle.verifier``)
-            def verify(config: dict[str, Any], rounds: int) -> Any:
-                return sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms, VERIFY_INSTANCES))
-
-            verify.instances = VERIFY_INSTANCES  # type: ignore[attr-defined]
-            measure.verify = verify  # type: ignore[attr-defined]
+            measure.verify = functools.partial(measure, instances=VERIFY_INSTANCES)  # type: ignore[attr-defined]
+            measure.verify.instances = VERIFY_INSTANCES  # type: ignore[attr-defined]
         return measure
 
     tasks, records = [t for t, _ in pairs], [r for _, r in pairs]
