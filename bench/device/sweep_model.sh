@@ -13,10 +13,12 @@
 # MODEL.jsonl.gz (the database).
 set -uo pipefail
 source bench/device/setup.sh
-export TUNER_CACHE_DIR=/tmp/tuner-cache
 MODEL=$1; S=$2; shift 2
 W="--model $MODEL --device cuda $*"
 NAME=$(echo "$MODEL" | tr ':,=' '___')
+# Fresh caches for each run (tuner's, Inductor's, Triton's), even on a machine held warm from an earlier call.
+FRESH=/tmp/fresh-$NAME-$(date +%s)
+export TUNER_CACHE_DIR=$FRESH/tuner TORCHINDUCTOR_CACHE_DIR=$FRESH/inductor TRITON_CACHE_DIR=$FRESH/triton
 DB=sqlite:////tmp/$NAME.db
 start=$SECONDS
 if [ "$S" = default ]; then LIMIT=(); WAIT=${SWEEP_LIMIT_S:-540}; else LIMIT=(--time-budget "$S"); WAIT=$((S + 150)); fi
