@@ -11,6 +11,7 @@ from tuner.measure.result import Measurement, Status
 from tuner.search_spaces import space_for
 from tuner.search_spaces.freezing import unfrozen
 from tuner.sweep.phases import FreezingPhase, SweepContext, Workload
+from tuner.sweep.phases.freezing import UNFROZEN
 from tuner.sweep.progress import Progress
 
 
@@ -69,3 +70,51 @@ def test_settling_freezing_gives_the_phases_the_time_the_end_kept_for_it(db_url)
     sweep.settle_freezing()
     assert sweep.tuning.deadline == before + 5.0  # once
     sweep.db.close()
+
+
+class _Worker:
+    """The sweep's worker as the phase sees it: what its capture measured of compiled instances, and each job's
+    measurement in turn (the worker's real runs are in ``test_sweep_cpu``)."""
+
+    def __init__(self, instance_spread_ms, *measurements):
+        self.instance_spread_ms, self.measurements, self.jobs = instance_spread_ms, list(measurements), []
+
+    def run(self, job):
+        self.jobs.append(job)
+        return self.measurements.pop(0)
+
+
+def _timed(median_ms, spread_ms):
+    return Measurement(Status.OK, median_ms, median_ms, spread_ms, 1.0, baseline_spread_ms=spread_ms)
+
+
+def test_an_unfrozen_gain_inside_the_noise_is_timed_again_on_fresh_instances_and_that_decides(db_url):
+    from tuner.sweep.phases.freezing import again_s, undecided
+
+    noisy, clear = _timed(0.88, 0.2), _timed(0.9, 0.02)
+    assert undecided(noisy, 0.02) and not undecided(clear, 0.02) and not undecided(_timed(0.99, 0.2), 0.02)
+    assert again_s(10.0, 2) == 20.0 and again_s(10.0, 1) == 2.0
+    sweep = _sweep(db_url, deadline_in_s=600.0)
+    sweep.worker = _Worker(0.05, noisy, clear)
+    phase = FreezingPhase()
+    phase.plan(sweep)
+    m = phase._measure(sweep, time.monotonic() + 600.0)
+    assert phase._store(sweep, phase._again(sweep, m))
+    first, second = sweep.worker.jobs
+    assert (first.instances, second.instances) == (1, 2)  # the CPU: fresh instances of both sides
+    assert second.candidate == first.candidate and second.baseline == first.baseline
+    (t, r), = phase.pairs
+    assert sweep.db.winner_config(r.id, sweep.tuning.device_id) == unfrozen() and sweep.unfrozen_ratio == 0.9
+    sweep.db.close()
+
+
+def test_a_clear_first_timing_or_no_time_left_is_not_timed_again(db_url):
+    for first, left_s in ((_timed(0.9, 0.02), 600.0), (_timed(0.88, 0.2), 0.5)):
+        sweep = _sweep(db_url, deadline_in_s=left_s)
+        sweep.worker = _Worker(None, first)
+        sweep.tuning.costs.observe(UNFROZEN, 10.0)  # a second timing of held compiles: ~2 s
+        phase = FreezingPhase()
+        phase.plan(sweep)
+        m = phase._again(sweep, first)
+        assert m is first and sweep.worker.jobs == []
+        sweep.db.close()

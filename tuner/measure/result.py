@@ -39,10 +39,11 @@ class Measurement:
 
     def slower_than_default(self, min_gain: float) -> bool:
         """Whether this measurement shows its config slower than the default by ``min_gain`` and past the noise."""
-        return self.ratio is not None and self.ratio > 1 + min_gain and self.median_ms - self.baseline_ms > self._noise  # type: ignore[operator]
+        return self.ratio is not None and self.ratio > 1 + min_gain and self.median_ms - self.baseline_ms > self.noise_ms  # type: ignore[operator]
 
     @property
-    def _noise(self) -> float:
+    def noise_ms(self) -> float:
+        """What a gain must exceed to count: half the sum of both sides' spreads."""
         return ((self.spread_ms or 0.0) + (self.baseline_spread_ms or 0.0)) / 2
 
     @property
@@ -50,7 +51,7 @@ class Measurement:
         """Whether the gain over the default (if any) lies inside the measured spreads of the two sides."""
         if self.median_ms is None or self.baseline_ms is None:
             return True
-        return self.baseline_ms - self.median_ms <= self._noise
+        return self.baseline_ms - self.median_ms <= self.noise_ms
 
     @property
     def errors(self) -> list[str]:
