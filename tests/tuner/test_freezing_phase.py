@@ -93,7 +93,7 @@ def test_an_unfrozen_gain_inside_the_noise_is_timed_again_on_fresh_instances_and
 
     noisy, clear = _timed(0.88, 0.2), _timed(0.9, 0.02)
     assert undecided(noisy, 0.02) and not undecided(clear, 0.02) and not undecided(_timed(0.99, 0.2), 0.02)
-    assert again_s(10.0, 2) == 20.0 and again_s(10.0, 1) == 2.0
+    assert again_s(10.0, 8.0, 2) == 20.0 and again_s(10.0, 8.0, 1) == 2.0 and again_s(9.0, 8.0, 1) == 2.0
     sweep = _sweep(db_url, deadline_in_s=600.0)
     sweep.worker = _Worker(0.05, noisy, clear)
     phase = FreezingPhase()

@@ -101,7 +101,7 @@ class FreezingPhase(Phase):
 
     def _again(self, sweep: SweepContext, m: Any) -> Any:
         """A first timing whose median gain clears the budget's minimum but not the noise it measured is timed once
-        more where the sweep's own deadline allows, and that timing decides: the answer moves the whole workload, more
+        more where the sweep's own deadline allows (a verification's), and that timing decides: the answer moves the whole workload, more
         than the searches after it expect to (regnet_x_400mf at 64x64 on a 2-core CPU ran 0.880x unfrozen inside
         IQRs of 11-13%, stayed frozen, and tuned ran 1.085x Inductor's default). Where compiled instances differ
         measurably (the CPU), it times fresh instances of both sides beside the held ones."""
@@ -110,11 +110,13 @@ class FreezingPhase(Phase):
         instances = VERIFY_INSTANCES if getattr(sweep.worker, "instance_spread_ms", None) is not None else 1
         said = (f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen ({m.ratio:.3f}x), "
                 f"inside the noise ({m.noise_ms:.3g} ms)")
-        if not fits(sweep.tuning.deadline, again_s(sweep.tuning.costs.expect(UNFROZEN) or self.measure_s(sweep), instances)):
-            sweep.progress.note(f"{said}; no time to time it again")
+        costs = sweep.tuning.costs
+        expected = again_s(costs.expect(UNFROZEN) or self.measure_s(sweep), costs.expect(CAPTURE) or 0.0, instances)
+        if not fits(sweep.tuning.settle_by, expected):  # a verification's deadline: the sweep's own
+            sweep.progress.note(f"{said}; no time to time it again (~{expected:.0f} s)")
             return m
         sweep.progress.note(f"{said}: timing it again" + (f" with {instances} instances of each side" if instances > 1 else ""))
-        with sweep.tuning.costs.timed(AGAIN):
+        with costs.timed(AGAIN):
             return sweep.worker.run(self._trial(sweep, instances))
 
     def _store(self, sweep: SweepContext, m: Any) -> bool:
@@ -181,11 +183,11 @@ def undecided(m: Any, min_gain: float) -> bool:
     return bool(m.ok and m.ratio is not None and m.ratio < 1 - min_gain and m.within_noise)
 
 
-def again_s(first_s: float, instances: int) -> float:
-    """The expected cost of a second timing, from the first's (one compile and a timing, about a quarter of a compile):
-    with fresh instances, a compile of each side and the timing of both twice (2.5 compiles); else the held compiles
-    timed again (a quarter)."""
-    return first_s * (2.5 if instances > 1 else 0.25) / 1.25
+def again_s(first_s: float, compile_s: float, instances: int) -> float:
+    """The expected cost of a second timing: the first's timing (its cost less a compile, at least a quarter of one)
+    for each instance of a side, and with fresh instances a later compile of each side for each."""
+    timing = max(first_s - compile_s, 0.25 * compile_s)
+    return timing * instances + 2 * compile_s * (instances - 1)
 
 
 def _base(sweep: SweepContext) -> Forcing:
