@@ -31,7 +31,6 @@ from tuner.sweep.tasks import tasks_from_capture
 from tuner.sweep.winners import stored_outcome
 
 UNFROZEN = "whole workload unfrozen"  # the cost kind of one measurement of the workload unfrozen
-AGAIN = "whole workload unfrozen again"  # ... and of its second, where the first was inside the noise
 
 
 class FreezingPhase(Phase):
@@ -101,10 +100,10 @@ class FreezingPhase(Phase):
 
     def _again(self, sweep: SweepContext, m: Any) -> Any:
         """A first timing whose median gain clears the budget's minimum but not the noise it measured is timed once
-        more where the sweep's own deadline allows (a verification's), and that timing decides: the answer moves the whole workload, more
-        than the searches after it expect to (regnet_x_400mf at 64x64 on a 2-core CPU ran 0.880x unfrozen inside
-        IQRs of 11-13%, stayed frozen, and tuned ran 1.085x Inductor's default). Where compiled instances differ
-        measurably (the CPU), it times fresh instances of both sides beside the held ones."""
+        more where the sweep's own deadline (a verification's) allows, and that timing decides: the answer moves the
+        whole workload, more than the searches after it expect to (regnet_x_400mf at 64x64 on a 2-core CPU ran 0.880x
+        unfrozen inside IQRs of 11-13%, stayed frozen, and tuned ran 1.085x Inductor's default). Where compiled
+        instances differ measurably (the CPU), it times fresh instances of both sides beside the held ones."""
         if not undecided(m, sweep.budget.min_gain):
             return m
         instances = VERIFY_INSTANCES if getattr(sweep.worker, "instance_spread_ms", None) is not None else 1
@@ -116,8 +115,7 @@ class FreezingPhase(Phase):
             sweep.progress.note(f"{said}; no time to time it again (~{expected:.0f} s)")
             return m
         sweep.progress.note(f"{said}: timing it again" + (f" with {instances} instances of each side" if instances > 1 else ""))
-        with costs.timed(AGAIN):
-            return sweep.worker.run(self._trial(sweep, instances))
+        return sweep.worker.run(self._trial(sweep, instances))
 
     def _store(self, sweep: SweepContext, m: Any) -> bool:
         """Each frozen graph's trial and its answer: unfrozen where that won, else frozen. Whether it won."""
