@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tuner.sweep.budget import Budget
-from tuner.sweep.clock import CAPTURE, Costs, fits
+from tuner.sweep.clock import CAPTURE, Costs, fits, with_instances
 from tuner.kinds import beside_base
 from tuner.db import Database, TaskRecord, TrialRecord
 from tuner.measure.result import Measurement, Status
@@ -100,7 +100,7 @@ class StudyContext:
             trial_timing = self.costs.expect(timing_kind(kind)) or (self.costs.expect(kind) or 0.0) - (self.costs.expect(CAPTURE) or 0.0)
             timing = max(2 * rounds * self.budget.min_sample_ms / 1e3,  # two workloads, a sample each a round at least
                          scale * trial_timing)
-            expected = min(expected, instances * timing + 2 * (instances - 1) * self.costs.expect(CAPTURE))
+            expected = min(expected, with_instances(timing, self.costs.expect(CAPTURE) or 0.0, instances))
         return fits(self.deadline if self.deadline is not None else self.settle_by, expected)
 
 

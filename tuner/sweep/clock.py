@@ -126,9 +126,15 @@ def fits(deadline: float | None, seconds: float) -> bool:
 INSTANCES_SHARE = 0.5
 
 
+def with_instances(timing_s: float, compile_s: float, instances: int) -> float:
+    """What timing both sides of a whole-workload trial costs with ``instances`` of each: the timing for each instance,
+    and a later compile (``compile_s``) of each side for each instance beyond the held one."""
+    return instances * timing_s + 2 * (instances - 1) * compile_s
+
+
 def instances_by(budget_s: float | None, t0: float) -> float | None:
     """When the capture's instance compiles must end (``Session.instances_by``); None without a time budget."""
     return None if budget_s is None else t0 + INSTANCES_SHARE * budget_s
 
 
-__all__ = ["CAPTURE", "Costs", "fits", "instances_by", "now"]
+__all__ = ["CAPTURE", "Costs", "fits", "instances_by", "now", "with_instances"]

@@ -21,10 +21,10 @@ from tuner.errors import TunerError
 from tuner.kinds import where
 from tuner.measure import GraphTrial
 from tuner.sweep import clock
-from tuner.sweep.clock import CAPTURE, fits
+from tuner.sweep.clock import CAPTURE, fits, with_instances
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, Workload
 from tuner.sweep.phases import cuda_graphs
-from tuner.sweep.phases.graphs import VERIFY_INSTANCES
+from tuner.sweep.phases.graphs import verify_instances
 from tuner.study.context import record
 from tuner.search_spaces.freezing import unfrozen
 from tuner.sweep.tasks import tasks_from_capture
@@ -106,7 +106,7 @@ class FreezingPhase(Phase):
         instances differ measurably (the CPU), it times fresh instances of both sides beside the held ones."""
         if not undecided(m, sweep.budget.min_gain):
             return m
-        instances = VERIFY_INSTANCES if getattr(sweep.worker, "instance_spread_ms", None) is not None else 1
+        instances = verify_instances(sweep.worker)
         said = (f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen ({m.ratio:.3f}x), "
                 f"inside the noise ({m.noise_ms:.3g} ms)")
         costs = sweep.tuning.costs
@@ -182,10 +182,9 @@ def undecided(m: Any, min_gain: float) -> bool:
 
 
 def again_s(first_s: float, compile_s: float, instances: int) -> float:
-    """The expected cost of a second timing: the first's timing (its cost less a compile, at least a quarter of one)
-    for each instance of a side, and with fresh instances a later compile of each side for each."""
-    timing = max(first_s - compile_s, 0.25 * compile_s)
-    return timing * instances + 2 * compile_s * (instances - 1)
+    """The expected cost of a second timing: the first's timing (its cost less a compile, at least a quarter of one),
+    with ``instances`` of each side."""
+    return with_instances(max(first_s - compile_s, 0.25 * compile_s), compile_s, instances)
 
 
 def _base(sweep: SweepContext) -> Forcing:

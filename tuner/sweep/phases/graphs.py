@@ -27,6 +27,12 @@ from tuner.sweep.winners import Winners
 VERIFY_INSTANCES = 2
 
 
+def verify_instances(worker: Any) -> int:
+    """The instances of each side a verification times: :data:`VERIFY_INSTANCES` where the worker's capture measured
+    the spread between compiled instances (the CPU), else the one held."""
+    return VERIFY_INSTANCES if getattr(worker, "instance_spread_ms", None) is not None else 1
+
+
 def graph_trial(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float, instances: int = 1) -> GraphTrial:
     """The whole workload with ``config`` applied to ``task`` on top of ``base``, against ``base`` alone."""
     return GraphTrial(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms, instances)
@@ -43,9 +49,9 @@ def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: 
 
         # A verification finds both compiles in the worker where the last trial was this config's (``settle.held``).
         measure.holds = lambda config: sweep.worker.holds(both) and sweep.worker.holds(both.merged(task.forcing(config)))  # type: ignore[attr-defined]
-        if getattr(sweep.worker, "instance_spread_ms", None) is not None:  # ... and times fresh instances of both sides too (``settle.verifier``)
-            measure.verify = functools.partial(measure, instances=VERIFY_INSTANCES)  # type: ignore[attr-defined]
-            measure.verify.instances = VERIFY_INSTANCES  # type: ignore[attr-defined]
+        if (instances := verify_instances(sweep.worker)) > 1:  # ... and times fresh instances of both sides too (``settle.verifier``)
+            measure.verify = functools.partial(measure, instances=instances)  # type: ignore[attr-defined]
+            measure.verify.instances = instances  # type: ignore[attr-defined]
         return measure
 
     tasks, records = [t for t, _ in pairs], [r for _, r in pairs]
