@@ -233,14 +233,23 @@ def test_a_batch_cost_line_comes_from_the_prior_then_from_batches_of_two_sizes()
     assert costs.line("k") is None
     assert costs.line("k", fixed_prior=20.0) == (20.0, 0.1)  # before any batch: a measured compile and the prior
     assert Costs().line("k", fixed_prior=20.0) is None  # no prior share: unknown until measured
-    # One batch that took longer than the known compile: the line through that compile and the batch. The H200's
-    # 264-choice batch took 40 s against a 24.5-s compile; the prior share (0.13 s) put its compile at 6 s, and a
-    # second batch was started that ran 10 s past the phase's deadline.
+    # One batch that took longer than the known compile: that compile, and the rest per choice where that is more
+    # than the prior share, else the prior share. The H200's 264-choice batch took 40 s against a 24.5-s compile;
+    # the line through it with the prior share (0.13 s) put its compile at 6 s, and a second batch was started that
+    # ran 10 s past the phase's deadline. An H100's 136-choice batch (mnasnet1_0) took 30 s against an 18-s
+    # compile; its second batch, sized at the 0.09 s a choice beyond the compile, took 50 s for 238 choices (0.13 s
+    # beyond it) and ran 14 s past.
     h200 = Costs(slopes={"k": 0.13})
     h200.observe_sized("k", 264, 40.0)
-    fixed, per = h200.line("k", fixed_prior=24.5)
-    assert fixed == 24.5 and abs(per - 15.5 / 264) < 1e-9
+    assert h200.line("k", fixed_prior=24.5) == (24.5, 0.13)
     assert h200.line("k", fixed_prior=50.0)[1] == 0.13  # faster than the compile itself: the prior share
+    h100 = Costs(slopes={"k": 0.13})
+    h100.observe_sized("k", 136, 30.0)
+    assert h100.line("k", fixed_prior=18.0) == (18.0, 0.13)
+    slow = Costs(slopes={"k": 0.13})  # gpt2's decode batch on an H100: 40 choices in 28 s against an 18-s compile
+    slow.observe_sized("k", 40, 28.0)
+    fixed, per = slow.line("k", fixed_prior=18.0)
+    assert fixed == 18.0 and abs(per - 0.25) < 1e-9
     costs.observe_sized("k", 40, 6.0)  # one size: the prior's slope through it
     fixed, per = costs.line("k")
     assert per == 0.1 and abs(fixed - 2.0) < 1e-9

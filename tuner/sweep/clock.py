@@ -68,10 +68,17 @@ class Costs:
     def line(self, kind: str, fixed_prior: float | None = None) -> tuple[float, float] | None:
         """(fixed seconds, seconds per item) of work of ``kind`` whose cost grows with its size (a site batch: a
         compile, then its choices), from the recent ones. Sizes that differ give the line through them (least
-        squares); one size alone, the line through it and ``fixed_prior`` (e.g. a compile's measured cost) where
-        it took longer than that, else through it with the prior slope of ``slopes`` (none: through zero, all of it
-        per item). Before the first: ``fixed_prior`` with the prior slope, where both are known; else None. Neither
-        part is ever negative."""
+        squares); one size alone, ``fixed_prior`` (e.g. a compile's measured cost) where it took longer than that,
+        with the rest per item but never less than the prior slope of ``slopes``, else the line through it with the
+        prior slope (none: through zero, all of it per item). Before the first: ``fixed_prior`` with the prior
+        slope, where both are known; else None. Neither part is ever negative.
+
+        One size cannot tell a batch's compile from its items, and the next batch is sized on the split: on an H100,
+        mnasnet1_0's first site batch of 136 choices took 30 s against the capture's 18-s compile (0.09 s a choice
+        beyond it, under the prior 0.13), and the second, sized on that, took 50 s for 238 and ended 14 s past its
+        phase's deadline (bench/results/h100/sweep-mnasnet1_0-bf16-b32-default-2026-12-06-continued.log). The line
+        through the batch with the prior slope instead put an H200 resnet50 batch's compile at 6 s against the
+        measured 24.5, and that second batch ran 10 s past its deadline: so the larger of both parts is taken."""
         per_item_prior = self.slopes.get(kind)
         seen = self.sized.get(kind)
         if not seen:
@@ -83,8 +90,8 @@ class Costs:
         spread = sum((x - mean_n) ** 2 for x in n)
         if spread >= 0.1 * mean_n**2 * len(n):  # sizes at least ~30% apart: the data decide the slope
             slope = sum((x - mean_n) * (y - mean_t) for x, y in zip(n, t)) / spread
-        elif fixed_prior and mean_t > fixed_prior:  # the known compile, the rest per item
-            slope = (mean_t - fixed_prior) / max(1.0, mean_n)
+        elif fixed_prior and mean_t > fixed_prior:  # the known compile, the rest per item, at least the prior's
+            return fixed_prior, max((mean_t - fixed_prior) / max(1.0, mean_n), per_item_prior or 0.0)
         else:
             slope = per_item_prior if per_item_prior is not None else all_per_item
         slope = min(max(slope, 0.0), all_per_item)  # between nothing and everything per item
