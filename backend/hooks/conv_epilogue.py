@@ -6,8 +6,8 @@ bias (a frozen batch norm folded into it), a residual add and the ReLU after it 
 the convolution's output is written, read back and written again. Max-autotune's other route fuses them into a Triton
 convolution template, which is slower than cuDNN at most sites. cuDNN can fuse them itself; Inductor never asks it to.
 The rewrite (:class:`FuseEpilogues`, a post-grad pass) replaces ``relu(conv(x, w, b))`` and ``relu(conv(x, w, b) + z)``
-on a CUDA device with two custom ops (``tuner::conv_relu``, ``tuner::conv_add_relu``) that call those ATen functions.
-Only where the fusion study turns the knob on (``search_spaces/fusion.py``); :func:`eligible` counts where it applies.
+on a CUDA device with two custom ops (``tuner::conv_relu``, ``tuner::conv_add_relu``) that call those ATen functions,
+depthwise convolutions left as they are (:func:`_depthwise`). Only where the fusion study turns the knob on (``search_spaces/fusion.py``); :func:`eligible` counts where it applies.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from tuner.backend.hooks.custom_pass import Base
 
-VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
+VERSION = 2  # part of the pass's cache key: bump when the rewrite changes
 DTYPES = ("float16", "bfloat16", "float32")
 SCHEMAS = (
     "conv_relu(Tensor x, Tensor w, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor",
@@ -80,7 +80,7 @@ def _format(x: Any, w: Any) -> Any:
 
 
 def _conv(node: Any) -> bool:
-    """A 2-D convolution on a CUDA tensor cuDNN can fuse: not transposed, float16/bfloat16/float32."""
+    """A 2-D convolution on a CUDA tensor cuDNN can fuse: not transposed, float16/bfloat16/float32, not depthwise."""
     import torch
 
     if node.op != "call_function" or node.target is not torch.ops.aten.convolution.default or len(node.args) < 9:
@@ -88,7 +88,16 @@ def _conv(node: Any) -> bool:
     x, w = node.args[:2]
     xv, wv = getattr(x, "meta", {}).get("val"), getattr(w, "meta", {}).get("val")
     return (xv is not None and wv is not None and xv.dim() == 4 and xv.device.type == "cuda" and not node.args[6]
-            and str(xv.dtype).removeprefix("torch.") in DTYPES and wv.dtype == xv.dtype)
+            and str(xv.dtype).removeprefix("torch.") in DTYPES and wv.dtype == xv.dtype and not _depthwise(wv, node.args[8]))
+
+
+def _depthwise(w: Any, groups: Any) -> bool:
+    """Whether a convolution reads one input channel per group (a depthwise one). ATen's convolution hands those to
+    its own depthwise kernel wherever its heuristics find cuDNN's slow; ``cudnn_convolution_relu`` would force
+    cuDNN. On an H100 (bf16 b32, channels-last) the rewrite ran mnasnet1_0, half of whose 35 fused convolutions are
+    depthwise, 4.2x slower (3.90 against 0.925 ms; bench/results/h100/sweep-mnasnet1_0-bf16-b32-default-2026-12-06-interrupted.log
+    and its database); pytorch/pytorch#68506 finds ``cudnn_convolution_relu`` 17x slower on 7x7 channels-last ones."""
+    return isinstance(groups, int) and groups > 1 and int(w.shape[1]) == 1
 
 
 def _only_user(node: Any) -> Any:

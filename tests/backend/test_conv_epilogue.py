@@ -62,6 +62,18 @@ def test_what_the_rewrite_leaves_alone():
     assert conv_epilogue.eligible(cpu) == 0  # cuDNN's epilogue is CUDA's
 
 
+def test_depthwise_convolutions_stay_with_aten_and_grouped_ones_are_fused():
+    """One input channel per group (depthwise) stays ATen's convolution, which picks its own kernel where cuDNN's is
+    slow; a grouped convolution with more channels per group (resnext's) is fused."""
+    def mixed(x, dw, grouped):
+        a = aten.relu(_conv(x, dw, padding=1, groups=8))  # depthwise: 8 groups of one channel
+        return aten.relu(_conv(a, grouped, padding=1, groups=2))  # 2 groups of 4 channels
+
+    gm = _traced(mixed, (2, 8, 6, 6), (8, 1, 3, 3), (8, 4, 3, 3))
+    assert conv_epilogue.eligible(gm) == 1 and conv_epilogue.fuse(gm.graph) == 1
+    assert _targets(gm) == ["aten.convolution.default", "aten.relu.default", "tuner.conv_relu.default"]
+
+
 @pytest.mark.parametrize("shape, weight, stride, padding, groups", [
     ((2, 8, 7, 9), (16, 8, 3, 3), 2, 1, 1), ((2, 64, 14, 14), (64, 2, 3, 3), 1, 1, 32), ((3, 4, 5, 5), (6, 4, 1, 1), 1, 0, 1),
 ])
@@ -91,7 +103,7 @@ def test_the_knob_is_a_cuda_grouping_choice_measured_first_and_shares_the_pre_pa
     rewrites = both["post_grad_custom_pre_pass"]
     assert both["aggressive_fusion"] is True and CONV_EPILOGUE not in both
     assert [type(p) for p in rewrites.passes] == [conv_rewrite.SpaceToDepth, conv_epilogue.FuseEpilogues]
-    assert rewrites.uuid() == "tuner-space-to-depth-1+tuner-conv-epilogue-1"
+    assert rewrites.uuid() == f"tuner-space-to-depth-1+tuner-conv-epilogue-{conv_epilogue.VERSION}"
     alone = graph_rewrites.patches({CONV_EPILOGUE: True}, None)["post_grad_custom_pre_pass"]
     assert isinstance(alone, conv_epilogue.FuseEpilogues)
 
