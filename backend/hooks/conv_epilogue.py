@@ -7,7 +7,8 @@ the convolution's output is written, read back and written again. Max-autotune's
 convolution template, which is slower than cuDNN at most sites. cuDNN can fuse them itself; Inductor never asks it to.
 The rewrite (:class:`FuseEpilogues`, a post-grad pass) replaces ``relu(conv(x, w, b))`` and ``relu(conv(x, w, b) + z)``
 on a CUDA device with two custom ops (``tuner::conv_relu``, ``tuner::conv_add_relu``) that call those ATen functions,
-depthwise convolutions left as they are (:func:`_depthwise`). Only where the fusion study turns the knob on (``search_spaces/fusion.py``); :func:`eligible` counts where it applies.
+depthwise convolutions left as they are (:func:`_depthwise`). Only where the fusion study turns the knob on
+(``search_spaces/fusion.py``); :func:`eligible` counts where it applies.
 """
 
 from __future__ import annotations
@@ -95,8 +96,9 @@ def _depthwise(w: Any, groups: Any) -> bool:
     """Whether a convolution reads one input channel per group (a depthwise one). ATen's convolution hands those to
     its own depthwise kernel wherever its heuristics find cuDNN's slow; ``cudnn_convolution_relu`` would force
     cuDNN. On an H100 (bf16 b32, channels-last) the rewrite ran mnasnet1_0, half of whose 35 fused convolutions are
-    depthwise, 4.2x slower (3.90 against 0.925 ms; bench/results/h100/sweep-mnasnet1_0-bf16-b32-default-2026-12-06-interrupted.log
-    and its database); pytorch/pytorch#68506 finds ``cudnn_convolution_relu`` 17x slower on 7x7 channels-last ones."""
+    depthwise, 4.2x slower (3.90 against 0.925 ms: the fusion trials of
+    bench/results/h100/mnasnet1_0-bf16-b32-default-2026-12-06-continued.jsonl.gz); pytorch/pytorch#68506 finds
+    ``cudnn_convolution_relu`` 17x slower on 7x7 channels-last ones."""
     return isinstance(groups, int) and groups > 1 and int(w.shape[1]) == 1
 
 
