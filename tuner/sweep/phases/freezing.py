@@ -109,8 +109,7 @@ class FreezingPhase(Phase):
         instances = verify_instances(sweep.worker)
         said = (f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen ({m.ratio:.3f}x), "
                 f"inside the noise ({m.noise_ms:.3g} ms)")
-        costs = sweep.tuning.costs
-        expected = again_s(costs.expect(UNFROZEN) or self.measure_s(sweep), costs.expect(CAPTURE) or 0.0, instances)
+        expected = again_s(self.measure_s(sweep), sweep.tuning.costs.expect(CAPTURE) or 0.0, instances)
         if not fits(sweep.tuning.settle_by, expected):  # a verification's deadline: the sweep's own
             sweep.progress.note(f"{said}; no time to time it again (~{expected:.0f} s)")
             return m
