@@ -33,6 +33,12 @@ def test_every_record_says_what_it_ran_and_tuned_is_set_against_the_best_inducto
     assert "vs_best_inductor" in r["tuned-without-fusion-grouping"]  # an ablated mode is a tuned mode
     assert r["tuned-no-cuda-graphs"]["cuda_graphs"] is False  # what it ran, not merely the option it was given
     assert r["tuned-without-fusion-grouping"]["vs_tuned"] == round(r["tuned-without-fusion-grouping"]["median_ms"] / r["tuned"]["median_ms"], 3)
+    # where each compile's time went, by Inductor's own timers: regions of this compile alone, largest first
+    regions = r["default"]["compile_regions"]
+    assert list(regions.values()) == sorted(regions.values(), reverse=True) and "compile_regions" not in r["eager"]
+    assert 0 < regions["GraphLowering.compile_to_module"] <= r["default"]["compile_s"]
+    for name in ("default", "freezing", "tuned"):  # each compile's own, not the process's sum so far
+        assert 0 < r[name]["compile_regions"]["_compile.compile_inner"] <= r[name]["compile_s"], name
 
 
 def test_no_inductor_mode_no_anchor():

@@ -223,15 +223,16 @@ def run_bench(
 def _compiled(spec: WorkloadSpec, m: Mode, name: str, model: Any, example: Any, ref: Any, tolerance: Any) -> tuple[Any, dict[str, Any], list[float] | None]:
     """(the mode's step function, its record so far, its output's errors against eager; None for eager itself).
     A mode whose output is grossly off is refused outright."""
-    from tuner.backend import counters
+    from tuner.backend import compile_timers, counters
     from tuner.backend.tuned import SWITCHES
 
     record = m.describe(spec.device)
     if m.backend is None:
         return model, {**record, "compile_s": 0.0}, None
-    before, graphs_before = counters.stats(), counters.count("cuda_graph_compiles")
+    before, graphs_before, timers = counters.stats(), counters.count("cuda_graph_compiles"), compile_timers.totals()
     fn, out, compile_s = compile_mode(spec, m, model, example)
     after = counters.stats()
+    record["compile_regions"] = compile_timers.since(timers)  # where the compile's time went, by Inductor's timers
     if m.backend == "tuned":
         options = dict(m.options)
         record.update({k: v for k, v in options.items() if k in SWITCHES and v is False})  # the options it turned off

@@ -1,0 +1,48 @@
+"""Where a compile's time went, by Dynamo's and Inductor's own timers: the seconds each ``dynamo_timed`` region
+took (``torch._dynamo.utils.compilation_time_metrics``: region name -> each call's seconds), e.g.
+``mm_template_autotuning``, ``Scheduler.fused_nodes`` or ``benchmark_fused_nodes``.
+
+Regions nest (``GraphLowering.run`` holds the template autotuning it triggers) and a region timed in several threads at
+once (``compile_file``) sums their times, so the figures overlap and do not add up to the compile. A torch without the table logs so once and reports nothing; the compile itself is untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+_warned = False
+SHOWN_S = 0.05  # regions that took less, in all, are left out of a report
+
+
+def _table() -> dict[str, list[float]] | None:
+    global _warned
+    try:
+        from torch._dynamo.utils import compilation_time_metrics
+    except ImportError:
+        compilation_time_metrics = None
+    if isinstance(compilation_time_metrics, dict):
+        return compilation_time_metrics
+    if not _warned:
+        log.warning("torch._dynamo.utils.compilation_time_metrics is missing: no breakdown of compile times")
+        _warned = True
+    return None
+
+
+def totals() -> dict[str, float]:
+    """Seconds spent so far in this process in each timed region (empty where the table is missing)."""
+    table = _table() or {}
+    return {k: float(sum(v)) for k, v in list(table.items()) if isinstance(v, list)}
+
+
+def since(before: dict[str, float]) -> dict[str, Any]:
+    """Each region's seconds spent since ``before`` (a :func:`totals`), largest first, rounded to ms (those of at least
+    :data:`SHOWN_S`)."""
+    now = totals()
+    spent = {k: s - before.get(k, 0.0) for k, s in now.items()}
+    ranked = sorted(((k, s) for k, s in spent.items() if s >= SHOWN_S), key=lambda kv: -kv[1])
+    return {k: round(s, 3) for k, s in ranked}
+
+
+__all__ = ["SHOWN_S", "since", "totals"]
