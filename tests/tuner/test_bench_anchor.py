@@ -36,7 +36,6 @@ def test_every_record_says_what_it_ran_and_tuned_is_set_against_the_best_inducto
     # where each compile's time went, by Inductor's own timers: regions of this compile alone, largest first
     regions = r["default"]["compile_regions"]
     assert list(regions.values()) == sorted(regions.values(), reverse=True) and "compile_regions" not in r["eager"]
-    assert 0 < regions["GraphLowering.compile_to_module"] <= r["default"]["compile_s"]
     for name in ("default", "freezing", "tuned"):  # each compile's own, not the process's sum so far
         assert 0 < r[name]["compile_regions"]["_compile.compile_inner"] <= r[name]["compile_s"], name
 
