@@ -17,5 +17,5 @@ for W in "$@"; do
   timeout "${LIMIT_S:-300}" python3 bench/device/tuner_cli.py bench --model "$MODEL" --device cuda $FLAGS --modes freezing-max-autotune \
     --rounds 3 --db "sqlite:///$FRESH/none.db" --out "$OUT/regions-$NAME.json" 2>&1 | quiet | tail -n 4
   python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['results']['freezing-max-autotune']
-print(sys.argv[2], 'compile', r['compile_s'], 's'); [print(f'  {k}: {v}') for k, v in list(r['compile_regions'].items())[:25]]" "$OUT/regions-$NAME.json" "$NAME"
+print(sys.argv[2], 'compile', r['compile_s'], 's'); [print(f'  {k}: {v[0]} s, {v[1]} times') for k, v in list(r['compile_regions'].items())[:25]]" "$OUT/regions-$NAME.json" "$NAME"
 done

@@ -56,7 +56,10 @@ def prior_choice_share(device_type: str) -> float:
 # resnext50_32x4d (convolution templates) 0.48-0.60 s. Fit on eight benches' compiles, these two figures put each of
 # them within -27%..+27% of its estimate (in-sample; one flat 0.5 s a choice: -30%..+86%;
 # bench/analysis/max_autotune_estimate.py). The same workload's compile varies by up to 50% between runs (vit_b_32:
-# 84-127 s), so no model of the choices alone does much better.
+# 84-127 s), so no model of the choices alone does much better. Where the rest goes, by Inductor's own timers (H100,
+# bench/results/h100/compile-regions-*-2026-12-06.json): the Qwen2 prefill's template autotuning took 147.6 s, 1.03 s
+# a choice against these figures' 0.53, vit_b_32's 0.69 s a choice; the kernel term (2.1-2.2 s a kernel) and the
+# default compile matched. That per-site cost is what an LLM prefill's estimate misses (-24% to -38%).
 MAX_AUTOTUNE_CHOICE_S = {"cuda": 0.5}
 # Seconds max-autotune spends rendering one listed choice each time a site is lowered (a site met in every layer is
 # lowered once a layer), which the capture's default compile no longer spends: it renders only the choices it may
