@@ -2,8 +2,9 @@
 took (``torch._dynamo.utils.compilation_time_metrics``: region name -> each call's seconds), e.g.
 ``mm_template_autotuning``, ``Scheduler.fused_nodes`` or ``benchmark_fused_nodes``.
 
-Regions nest (``GraphLowering.run`` holds the template autotuning it triggers) and a region timed in several threads at
-once (``compile_file``) sums their times, so the figures overlap and do not add up to the compile. A torch without the table logs so once and reports nothing; the compile itself is untouched.
+Regions nest (``GraphLowering.run`` holds the template autotuning it triggers) and a region timed in several threads
+at once (``compile_file``) sums their times, so the figures overlap and do not add up to the compile. A torch without
+the table logs so once and reports nothing; the compile itself is untouched.
 """
 
 from __future__ import annotations
