@@ -42,9 +42,15 @@ def since(before: dict[str, tuple[float, int]]) -> dict[str, Any]:
     """Each region's [seconds, times entered] since ``before`` (a :func:`totals`), largest first, seconds rounded to
     ms (those of at least :data:`SHOWN_S`). How often a region ran tells work done once per site from work done at
     every place a site is met (``mm_template_autotuning`` entered 5 or 40 times)."""
-    spent = {k: (s - before.get(k, (0.0, 0))[0], n - before.get(k, (0.0, 0))[1]) for k, (s, n) in totals().items()}
+    spent = {k: _delta((s, n), before.get(k, (0.0, 0))) for k, (s, n) in totals().items()}
     ranked = sorted(((k, v) for k, v in spent.items() if v[0] >= SHOWN_S), key=lambda kv: -kv[1][0])
     return {k: [round(s, 3), n] for k, (s, n) in ranked}
+
+
+def _delta(now: tuple[float, int], then: tuple[float, int]) -> tuple[float, int]:
+    """What a region spent between two totals; where it was entered fewer times now, Dynamo's ``reset`` cleared the
+    table in between, and all it holds is since."""
+    return now if now[1] < then[1] else (now[0] - then[0], now[1] - then[1])
 
 
 __all__ = ["SHOWN_S", "since", "totals"]
