@@ -254,13 +254,17 @@ def _capture_limit(opts: SweepOptions, t0: float) -> float | None:
 
 def _say_who_measures(device: str, progress: Progress) -> None:
     """One line when another tuner process holds this device's measurement lock: this sweep's timings wait for its
-    windows (``tuner.measure.quiet``), so the two never time together."""
+    windows (``tuner.measure.quiet``), so the two never time together; else one where other work keeps the CPUs busy
+    (``tuner.measure.load``)."""
     from tuner.measure import quiet
+    from tuner.measure.load import busy_note
 
     pid = quiet.holder(quiet.device_lock(device))  # the first GPU: a worker's own index is known only inside it
     if pid is not None:
         progress.note(f"another tuner process (pid {pid or 'unknown'}) is measuring on this {device}: this sweep's "
                       "timings wait for its measurement windows, so that no two time together")
+    elif note := busy_note(device):  # other work, which no lock keeps out
+        progress.note(note)
 
 
 def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepReport:
