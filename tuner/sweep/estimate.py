@@ -57,9 +57,11 @@ def prior_choice_share(device_type: str) -> float:
 # them within -27%..+27% of its estimate (in-sample; one flat 0.5 s a choice: -30%..+86%;
 # bench/analysis/max_autotune_estimate.py). The same workload's compile varies by up to 50% between runs (vit_b_32:
 # 84-127 s), so no model of the choices alone does much better. Where the rest goes, by Inductor's own timers (H100,
-# bench/results/h100/compile-regions-*-2026-12-06.json): the Qwen2 prefill's template autotuning took 147.6 s, 1.03 s
-# a choice against these figures' 0.53, vit_b_32's 0.69 s a choice; the kernel term (2.1-2.2 s a kernel) and the
-# default compile matched. That per-site cost is what an LLM prefill's estimate misses (-24% to -38%).
+# bench/results/h100/compile-regions-*-2026-12-06*.json): each distinct site is autotuned once, not once per layer;
+# a Qwen2 prefill site took 19.1 s (0.94-1.03 s a listed choice against these figures' 0.53) and a vit_b_32 site 13.9 s
+# (0.69 s), both listing the same 22 choices; the kernel term (2.1-2.2 s a kernel) and the default compile matched.
+# That per-choice cost, which no recorded feature of the sites explains, is what an LLM prefill's estimate misses
+# (-24% to -38%); an estimate under the compile only sizes a budget short.
 MAX_AUTOTUNE_CHOICE_S = {"cuda": 0.5}
 # Seconds max-autotune spends rendering one listed choice each time a site is lowered (a site met in every layer is
 # lowered once a layer), which the capture's default compile no longer spends: it renders only the choices it may
