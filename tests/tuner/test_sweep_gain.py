@@ -211,6 +211,30 @@ def test_a_sites_epilogue_is_credited_with_the_steps_median_pointwise_kernel():
     assert gain.epilogue_ms(_capture(0.57, 0.3, [], [])) == 0.0
 
 
+def _with_epilogue(site: TaskSpec, default: str = "aten::mm") -> TaskSpec:
+    sig = {**site.signature, "space": {**site.signature["space"], "default": default, "epilogue": True}}
+    return dataclasses.replace(site, signature=sig)
+
+
+def test_the_sites_are_weighed_by_the_epilogue_kernels_their_library_calls_leave():
+    """A library call leaves the pointwise op that reads its output to a kernel of its own, which a template takes in:
+    each such call counts the step's median pointwise kernel at the sites' epilogue rate, scaled down at a large GEMM
+    as its own rate is; a site with no epilogue, or whose default is a template already, counts nothing; nor does a
+    step with no pointwise kernel captured (the CPU)."""
+    poi = [{"name": "triton_poi_fused_add_relu", "default_ms": 0.004, "launches": 10}]
+    capture = dataclasses.replace(_capture(2.0, 1.5, [], [("e", 12), ("l", 2), ("n", 5), ("t", 3)]), kernels=poi)
+    skinny, large = _with_epilogue(_site("e", 8, 768, 768)), _with_epilogue(_site("l", 4096, 1024, 1024))
+    plain, templated = _site("n", 8, 768, 768), _with_epilogue(_site("t", 8, 768, 768), default="triton::mm:{}")
+    p = Profile.of(capture, [skinny, large, plain, templated])
+    scale = gain.LARGE_GEMM_RATE / gain.RATES[SITES]
+    expected = 0.004 * gain.SITE_EPILOGUE_RATE * (12 + 2 * scale)
+    assert abs(p.site_epilogues_ms - expected) < 1e-12
+    assert abs(p.gain_ms(SITES) - (p.lever_ms(SITES) * p.site_rate + expected)) < 1e-12
+    without = Profile.of(capture, [plain, templated])
+    assert without.site_epilogues_ms == 0.0 and abs(without.gain_ms(SITES) - without.lever_ms(SITES) * without.site_rate) < 1e-12
+    assert Profile.of(dataclasses.replace(capture, kernels=[]), [skinny]).site_epilogues_ms == 0.0
+
+
 def test_a_step_of_short_kernels_measures_combo_kernels_first_and_weighs_them_by_their_launches():
     """gpt2's decode step: ~65 Triton launches of ~5 us. Combo kernels (off in every Inductor mode) are the first
     fusion trial there, weighed by the launches; a prefill whose kernels run ~17 us (Qwen2's) gets neither."""

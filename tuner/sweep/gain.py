@@ -4,7 +4,8 @@ time budget is spent: by expected gain per second of expected cost, largest firs
 The profile splits the default step (CUDA: its wall time, and the device's busy time within it) into what each phase
 acts on: the time the device waits for the host (CUDA graphs), the captured Triton kernels' time (their configs and
 their fusion groupings), and the rest of the busy time, the library and template calls, shared between the template
-sites and the kinds that claim multiply-adds of their own (``TaskKind.work``: attention sites) by their multiply-adds.
+sites and the kinds that claim multiply-adds of their own (``TaskKind.work``: attention sites) by their multiply-adds;
+the sites are also weighed by the pointwise kernels their library defaults leave behind, which a template takes in.
 The fusion study's rewrite of few-channel strided convolutions is weighed by those convolutions' profiled time, and
 cuDNN's fused convolution epilogue, where the recording saw one apply, by the Triton kernels' time; the merge of
 GEMMs that read one input through frozen weights by those GEMMs' profiled time; the values computed once instead of in
@@ -45,6 +46,15 @@ LARGE_GEMM_RATE = 0.02
 # max-autotune's Triton template, profiled in the step under CUDA graphs on the H200 (bench/results/h200/
 # profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json).
 UNALIGNED_RATE = 0.75
+# A site whose output a pointwise op reads (``space["epilogue"]``) and whose default is a library call leaves that op
+# to a kernel of its own, which a template takes in: the sites are also weighed by those kernels (each the step's
+# median pointwise kernel, :func:`epilogue_ms`, once per call) at this rate, scaled down as the site's own rate is
+# (a large GEMM's Triton winners paid nothing in the workload). On an H100 (bf16 b32, frozen under CUDA graphs)
+# max-autotune ran mobilenet_v3_large 0.078 ms under Inductor's defaults (0.796 against 0.875 ms), its lead at the 45
+# such convolution sites, whose library calls took 0.254 ms of the step: at the sites' rate alone they were expected
+# to win 0.031 ms (bench/results/h100/mobilenet_v3_large-bf16-b32-120-2026-12-06.json and its sweep log). The rate of
+# cuDNN's own epilogue, which removes the same kernels.
+SITE_EPILOGUE_RATE = 0.25
 # The fusion study also holds the space-to-depth rewrite (``backend/hooks/conv_rewrite``): it took resnet50's 7x7/2 stem
 # from 0.330 to 0.177 ms and vit_b_16's patchify convolution from 0.331 to 0.117 ms (H200, bf16). It is weighed by
 # the time the profile finds at those convolutions; cuDNN spent 0.43 ms of vit_b_32's 1.5-ms step at its one.
@@ -93,6 +103,7 @@ class Profile:
     recompute_ms: float = 0.0  # the Triton kernels' time that recomputes broadcast values (:func:`_recompute_ms`)
     site_rate: float = RATES[SITES]  # the sites' rate, weighted by their multiply-adds (:func:`site_rate`)
     study_ms: dict[str, float] = field(default_factory=dict)  # {phase: the profiled time of its kinds' library calls}
+    site_epilogues_ms: float = 0.0  # the epilogue kernels the sites' library calls leave, rate-weighted (:func:`_site_epilogues_ms`)
 
     @classmethod
     def of(cls, capture: CaptureResult, tasks: Iterable[TaskSpec]) -> Profile | None:
@@ -113,7 +124,8 @@ class Profile:
                     study_ms[phase] = ms
         return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies,
                    _s2d_ms(capture), any(g.get("epilogue_convs") for g in capture.graphs), _merge_ms(capture),
-                   short_launches(capture), _recompute_ms(capture), weighted / sites if sites else RATES[SITES], study_ms)
+                   short_launches(capture), _recompute_ms(capture), weighted / sites if sites else RATES[SITES], study_ms,
+                   _site_epilogues_ms(capture, tasks, counts))
 
     def lever_ms(self, phase: str) -> float | None:
         """The time of the step that ``phase`` acts on; None for a graph study whose kinds claim no multiply-adds
@@ -138,7 +150,9 @@ class Profile:
         lever = self.lever_ms(phase)
         if lever is None:
             return None
-        return lever * (self.site_rate if phase == SITES else RATES.get(phase, STUDY_RATE)) + self.front_ms(phase)
+        if phase == SITES:
+            return lever * self.site_rate + self.site_epilogues_ms
+        return lever * RATES.get(phase, STUDY_RATE) + self.front_ms(phase)
 
     def front_ms(self, phase: str) -> float:
         """The part of ``phase``'s expected gain that its first trial holds: the fusion study measures the
@@ -169,6 +183,21 @@ def site_rate(task: TaskSpec) -> float:
         return UNALIGNED_RATE
     mn = gemm_rows_cols(task)
     return LARGE_GEMM_RATE if mn is not None and min(mn) >= LARGE_GEMM else RATES[SITES]
+
+
+def _site_epilogues_ms(capture: CaptureResult, tasks: Iterable[TaskSpec], counts: dict[str, int]) -> float:
+    """What the template sites are expected to win by taking in the epilogues their library defaults leave to kernels
+    of their own (:data:`SITE_EPILOGUE_RATE`): each such site's calls times the step's median pointwise kernel."""
+    each = epilogue_ms(capture)
+    if not each:
+        return 0.0
+    total = 0.0
+    for t in tasks:
+        space = t.signature.get("space", {}) if t.kind == Kind.SITE else {}
+        if space.get("epilogue") and str(space.get("default", "")).startswith("aten::"):
+            scale = min(site_rate(t), RATES[SITES]) / RATES[SITES]
+            total += counts.get(t.key, 1) * each * SITE_EPILOGUE_RATE * scale
+    return total
 
 
 def _median_launch(kernels: list[dict[str, Any]]) -> float | None:
