@@ -10,15 +10,15 @@
 #   MODES=default,max-autotune-no-cudagraphs,tuned EMPTY=0 bash bench/device/bench_db.sh DB.jsonl.gz resnet50 --mode train ...
 set -uo pipefail
 source bench/device/setup.sh
-export TUNER_CACHE_DIR=/tmp/tuner-cache
 EXPORT=$1; MODEL=$2; shift 2
 NAME=$(echo "$MODEL" | tr ':,=' '___')
-python3 bench/device/tuner_cli.py db import "$EXPORT" --db sqlite:////tmp/stored.db 2>&1 | tail -n 1
+fresh_caches "bench-$NAME"  # each mode's compile time as a first compile's, whatever ran on this machine before
+python3 bench/device/tuner_cli.py db import "$EXPORT" --db sqlite:///$FRESH/stored.db 2>&1 | tail -n 1
 ALSO=()
 if [ "${EMPTY:-1}" = 1 ]; then
-  python3 -c "from tuner.db import Database; Database.open('sqlite:////tmp/empty.db').close()"
-  ALSO=(--also-db empty=sqlite:////tmp/empty.db)
+  python3 -c "from tuner.db import Database; Database.open('sqlite:///$FRESH/empty.db').close()"
+  ALSO=(--also-db empty=sqlite:///$FRESH/empty.db)
 fi
 timeout "${LIMIT_S:-540}" python3 bench/device/tuner_cli.py bench --model "$MODEL" --device cuda "$@" --rounds "${ROUNDS:-40}" \
   --modes "${MODES:-default,freezing,tuned,tuned-no-kernels,tuned-kernels}" "${ALSO[@]}" \
-  --db sqlite:////tmp/stored.db --out "$OUT/bench-$NAME.json" 2>&1 | quiet | tail -n 16
+  --db sqlite:///$FRESH/stored.db --out "$OUT/bench-$NAME.json" 2>&1 | quiet | tail -n 16

@@ -10,9 +10,7 @@ source bench/device/setup.sh
 for W in "$@"; do
   read -r MODEL FLAGS <<< "$W"
   NAME=$(echo "$MODEL" | tr ':,=' '___')
-  FRESH=/tmp/fresh-regions-$NAME-$(date +%s)
-  mkdir -p "$FRESH"
-  export TUNER_CACHE_DIR=$FRESH/tuner TORCHINDUCTOR_CACHE_DIR=$FRESH/inductor TRITON_CACHE_DIR=$FRESH/triton
+  fresh_caches "regions-$NAME"
   # shellcheck disable=SC2086
   timeout "${LIMIT_S:-300}" python3 bench/device/tuner_cli.py bench --model "$MODEL" --device cuda $FLAGS --modes freezing-max-autotune \
     --rounds 3 --db "sqlite:///$FRESH/none.db" --out "$OUT/regions-$NAME.json" 2>&1 | quiet | tail -n 4

@@ -6,6 +6,13 @@ quiet() { grep --line-buffered -v "^AUTOTUNE\|^  \|torch.__trace\|SingleProcess\
 # Prefix each line with the seconds since the pipe started (where a sweep's time went).
 stamp() { python3 -uc "import sys, time; t = time.time()
 for line in sys.stdin: print(f'[{time.time() - t:6.1f}] {line}', end='')"; }
+# Empty caches for one run (tuner's, Inductor's, Triton's) under $FRESH, even on a machine held warm from an earlier
+# call: a database or an autotuning cache kept in /tmp would let a run continue the one before. Usage: fresh_caches NAME
+fresh_caches() {
+  FRESH=/tmp/fresh-$1-$(date +%s%N)
+  mkdir -p "$FRESH"
+  export TUNER_CACHE_DIR=$FRESH/tuner TORCHINDUCTOR_CACHE_DIR=$FRESH/inductor TRITON_CACHE_DIR=$FRESH/triton
+}
 # Installed once per call: a script sourced after another one sees TUNER_DEVICE_READY and skips the installs.
 if [ -z "${TUNER_DEVICE_READY:-}" ]; then
   python3 -m pip install -q --upgrade --no-index --no-deps --target .site .whl/*.whl || exit 1

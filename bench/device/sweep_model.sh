@@ -16,11 +16,8 @@ source bench/device/setup.sh
 MODEL=$1; S=$2; shift 2
 W="--model $MODEL --device cuda $*"
 NAME=$(echo "$MODEL" | tr ':,=' '___')
-# Fresh caches and an empty database for each run (tuner's, Inductor's, Triton's), even on a machine held warm from
-# an earlier call: a database kept in /tmp let a second sweep of one model continue the first.
-FRESH=/tmp/fresh-$NAME-$(date +%s)
-mkdir -p "$FRESH"
-export TUNER_CACHE_DIR=$FRESH/tuner TORCHINDUCTOR_CACHE_DIR=$FRESH/inductor TRITON_CACHE_DIR=$FRESH/triton
+# Fresh caches and an empty database for each run: a database kept in /tmp let a second sweep of one model continue the first.
+fresh_caches "$NAME"
 DB=sqlite:///$FRESH/$NAME.db
 start=$SECONDS
 if [ "$S" = default ]; then LIMIT=(); WAIT=${SWEEP_LIMIT_S:-540}; else LIMIT=(--time-budget "$S"); WAIT=$((S + 150)); fi
