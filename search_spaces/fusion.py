@@ -24,7 +24,7 @@ stored here still apply.
 between them allowed: ``epilogue_convs``): their bias, add and ReLU run in cuDNN's own epilogue instead of a Triton
 kernel of their own (``backend/hooks/conv_epilogue.py``). On the H200 (bf16 b32, frozen, CUDA graphs) that ran
 resnet50 0.87x and resnext50_32x4d 0.88x, but regnet_y_1_6gf 1.23x: measured, never assumed. Depthwise convolutions
-are left to ATen (mnasnet1_0 ran 4.2x slower with them on an H100).
+are left to ATen (mnasnet1_0 ran 4.2x slower with them on an H100, level without; mobilenet_v3_large 0.93x).
 (g) ``merge_gemms``, only where the recording counted matrix multiplies that read one input through constant weights
 (``sibling_gemms``: a frozen transformer's q, k and v projections, its MLP's gate and up): each group becomes one GEMM
 over the weights side by side (``backend/hooks/gemm_merge.py``). Measured first too.
