@@ -50,10 +50,11 @@ UNALIGNED_RATE = 0.75
 # to a kernel of its own, which a template takes in: the sites are also weighed by those kernels (each the step's
 # median pointwise kernel, :func:`epilogue_ms`, once per call) at this rate, scaled down as the site's own rate is
 # (a large GEMM's Triton winners paid nothing in the workload). On an H100 (bf16 b32, frozen under CUDA graphs)
-# max-autotune ran mobilenet_v3_large 0.078 ms under Inductor's defaults (0.796 against 0.875 ms), its lead at the 45
-# such convolution sites, whose library calls took 0.254 ms of the step: at the sites' rate alone they were expected
-# to win 0.031 ms (bench/results/h100/mobilenet_v3_large-bf16-b32-120-2026-12-06.json and its sweep log). The rate of
-# cuDNN's own epilogue, which removes the same kernels.
+# max-autotune ran mobilenet_v3_large 0.078 ms under Inductor's default kernels (0.796 against 0.875 ms); it differs
+# from them at the 45 such convolution sites (its templates, taking in their epilogues) and in coordinate descent on
+# the Triton kernels (0.989x on the Qwen2 prefill). At the sites' rate alone, on library calls of 0.254 ms, the sites
+# were expected to win 0.031 ms (bench/results/h100/mobilenet_v3_large-bf16-b32-120-2026-12-06.json and its sweep
+# log). The rate is that of cuDNN's own epilogue, which removes the same kernels.
 SITE_EPILOGUE_RATE = 0.25
 # The fusion study also holds the space-to-depth rewrite (``backend/hooks/conv_rewrite``): it took resnet50's 7x7/2 stem
 # from 0.330 to 0.177 ms and vit_b_16's patchify convolution from 0.331 to 0.117 ms (H200, bf16). It is weighed by
@@ -110,6 +111,7 @@ class Profile:
         """The capture's profile; None where the device's busy time was not measured."""
         if not capture.step_ms or capture.busy_ms is None:
             return None
+        tasks = list(tasks)
         triton = min(capture.busy_ms, sum(step_share_ms(k) for k in capture.kernels))
         counts = {s["key"]: int(s.get("count") or 1) for s in capture.sites}
         sites, weighted, studies, study_ms = 0.0, 0.0, {}, {}
