@@ -138,6 +138,52 @@ def test_the_share_kept_for_the_end_grows_to_hold_the_unfrozen_arm_within_bounds
     assert _deadlines(240.0, 0.0, check_s=10.0, end_s=20.0)["deadline"] == 240.0 * 0.85  # the usual share holds it
 
 
+def test_the_last_whole_workload_search_takes_the_ends_time_where_nothing_is_left_to_check(db_url):
+    """The time kept for the end holds the whole-workload check; with no winner for it to check (beyond CUDA graphs
+    and freezing), the last search, whose trials time the whole workload, has it, and says so. Not where a winner
+    waits to be checked, nor with several workers (the last one to finish checks what they all found)."""
+    from tests.helpers.replay import _context, tasks
+    from tuner.sweep.clock import CLOSING_S
+    from tuner.sweep.driver import with_shares
+    from tuner.sweep.phases import FusionPhase, SitePhase, SweepContext, WholeCheckPhase, Workload
+
+    db = Database.open(db_url)
+    whole = WholeCheckPhase()
+    middle = with_shares([SitePhase(), FusionPhase()], whole=whole)
+    assert middle[-1].lender is whole and middle[0].lender is None
+    assert with_shares([FusionPhase(), SitePhase()], whole=WholeCheckPhase())[-1].lender is None  # its trials time no whole workload
+
+    def sweep_for(workers: int = 1) -> SweepContext:
+        tuning = _context(db_url, db, trials=4)
+        now = time.monotonic()
+        tuning.deadline, tuning.settle_by = now + 50.0, now + 100.0
+        workload = Workload(db, "replay")
+        workload.register(tasks(2))
+        return SweepContext(tuning, worker=None, progress=Notes(), workload=workload, device_type="cpu", model="replay", workers=workers)
+
+    sweep = sweep_for()
+    whole.lend(sweep, "fusion groupings")
+    assert abs(sweep.tuning.deadline - (sweep.tuning.settle_by - CLOSING_S)) < 1e-6
+    assert any("kept for it go to the fusion groupings" in n for n in sweep.progress.notes)
+    several = sweep_for(workers=2)
+    whole.lend(several, "fusion groupings")
+    assert several.tuning.settle_by - several.tuning.deadline > 49
+    site = next(r for t, r in sweep.workload.pairs() if t.kind == "template_choice")
+    db.set_winner(site.id, sweep.tuning.device_id, None, {"choice": "cpp:A"}, 0.5, 1.0)  # a site winner: the check has work
+    waiting = sweep_for()
+    whole.lend(waiting, "fusion groupings")
+    assert waiting.tuning.settle_by - waiting.tuning.deadline > 49 and not waiting.progress.notes
+    db.close()
+
+
+class Notes:
+    def __init__(self):
+        self.notes = []
+
+    def note(self, text):
+        self.notes.append(text)
+
+
 def test_the_forecast_counts_the_fusion_groupings_of_every_captured_graph(db_url):
     """On CUDA no graph-level task exists before the groupings are recorded: the forecast counts the captured graphs
     (a resnet50 sweep's plan once left out the fusion phase it then ran)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 RECENT = 5  # the estimate is the median of this many latest measurements of a kind
 CAPTURE = "capture"  # the cost kind of a compile of the whole workload (the capture's first, then the others)
+CLOSING_S = 5.0  # what the end of a sweep cut short takes: the worker's exit, the closing writes and tables
 
 
 _command_started: float | None = None  # set by the console script's entry point (``tuner.cli.main``)
@@ -144,4 +145,4 @@ def instances_by(budget_s: float | None, t0: float) -> float | None:
     return None if budget_s is None else t0 + INSTANCES_SHARE * budget_s
 
 
-__all__ = ["CAPTURE", "Costs", "fits", "instances_by", "now", "with_instances"]
+__all__ = ["CAPTURE", "CLOSING_S", "Costs", "fits", "instances_by", "now", "with_instances"]

@@ -15,7 +15,7 @@ from tuner.core import Status, TaskOutcome, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.claims import release_all, worker_id
 from tuner.search_spaces.attention import KIND as ATTENTION
-from tuner.sweep.clock import instances_by
+from tuner.sweep.clock import CLOSING_S, instances_by
 from tuner.sweep.estimate import ALONE, PRIORS, max_autotune_choices, max_autotune_renders, max_autotune_s, prior_choice_share
 from tuner.measure import CaptureResult, Worker
 from tuner.sweep.phases import (
@@ -106,7 +106,7 @@ def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPh
         yield freezing
         if freezing.switched and cuda_graphs is not None:
             yield CudaGraphPhase(freezing.idle_share, by_hand=cuda_graphs.by_hand)
-    yield from with_shares(middle, lead)
+    yield from with_shares(middle, lead, whole)
     yield whole
     searched = next((p for p in middle if isinstance(p, KernelPhase)), None)
 
@@ -129,11 +129,15 @@ def searches(opts: SweepOptions) -> list[Phase]:
     return [SitePhase(), GraphKnobPhase(), *studies, *fusion]
 
 
-def with_shares(middle: list[Phase], lead: bool = False) -> list[Phase]:
-    """The phases, each with its share of the time left when it starts (:data:`PHASE_SHARE`); the last, all of it.
-    ``lead``: the template sites take all of it too (the budget was sized to hold their batch, :func:`_floor_s`)."""
+def with_shares(middle: list[Phase], lead: bool = False, whole: WholeCheckPhase | None = None) -> list[Phase]:
+    """The phases, each with its share of the time left when it starts (:data:`PHASE_SHARE`); the last, all of it,
+    and where each of its trials times the whole workload, the time kept for the end too when nothing is left for
+    ``whole`` to check (:meth:`WholeCheckPhase.lend`). ``lead``: the template sites take all of it too (the budget
+    was sized to hold their batch, :func:`_floor_s`)."""
     for i, p in enumerate(middle):
         p.share = 1.0 if i == len(middle) - 1 or (lead and p.name == SitePhase.name) else PHASE_SHARE.get(p.name, STUDY_SHARE)
+    if middle and middle[-1].whole_step and whole is not None:
+        middle[-1].lender = whole
     return middle
 
 
@@ -241,7 +245,6 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
 # Candidates per site a floor's site batch holds (besides each site's default): the ranked few a first batch offers
 # where the floor leaves it no more time.
 FLOOR_CHOICES = 4
-CLOSING_S = 5.0  # what the end of a sweep cut short takes: the worker's exit, the closing writes and tables
 
 
 def _capture_limit(opts: SweepOptions, t0: float) -> float | None:

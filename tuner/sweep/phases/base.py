@@ -144,6 +144,7 @@ class Phase(abc.ABC):
     past_budget: bool = False
     compiles: float = 0.0  # the least time worth giving it, in compiles of the workload (see deadline_for)
     whole_step: bool = False  # each trial times the whole workload against its base (a winner beats the step by min_gain)
+    lender: Any = None  # the phase whose time kept for the end this one may take where that phase has nothing to do
 
     @abc.abstractmethod
     def plan(self, sweep: SweepContext) -> Plan:
@@ -180,6 +181,8 @@ def run_phases(sweep: SweepContext, phases: Iterator[Phase]) -> None:
         plan = phase.plan(sweep)
         if not plan:
             continue
+        if phase.lender is not None:
+            phase.lender.lend(sweep, phase.name)
         deadline = deadline_for(sweep, phase.share, phase.compiles)
         if plan.tasks:
             sweep.progress.start(plan.trials, [t.name for t in plan.tasks])
