@@ -5,7 +5,6 @@ the JSON they write with the device, versions, command and date."""
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 from collections.abc import Callable
 from typing import Any
@@ -39,9 +38,10 @@ def frozen_rows(args: argparse.Namespace, one_model: Callable[[str, argparse.Nam
 
 def write(args: argparse.Namespace, script: str, rows: list[dict[str, Any]], **extra: Any) -> None:
     """The rows to ``args.out``, with the device, versions, date and the command that made them."""
+    from tuner.commands.bench import provenance
+
     flags = " ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in vars(args).items() if k != "out")
-    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, **extra,
-            "date": datetime.date.today().isoformat(), "command": f"python bench/device/{script} {flags}", "rows": rows}
+    meta = {**provenance("cuda"), **extra, "command": f"python bench/device/{script} {flags}", "rows": rows}
     with open(args.out, "w") as f:
         json.dump(meta, f, indent=1)
 
