@@ -121,12 +121,13 @@ def searches(opts: SweepOptions) -> list[Phase]:
     (``tuner.sweep.gain``): template sites; on CUDA the graph studies of kinds with a phase of their own (the
     attention backends: a decomposed attention makes GEMM sites of its own), the fusion groupings, then the Triton
     kernels, captured with every winner so far forced (a grouping decides which kernels exist: an epilogue fused into a
-    template is a kernel fewer); on the CPU the graph knobs, the studies, the fusion groupings."""
+    template is a kernel fewer); on the CPU the studies, the groupings, then the codegen knobs, which no trial of our
+    CPU sweeps won with (14, the best 0.992x; groupings won up to 0.73x: bench/results/cpu-*/)."""
     studies = [GraphStudyPhase(name, device_type=opts.spec.device) for name in study_phases(opts.spec.device)]
     fusion = [FusionPhase(compiles=FUSION_COMPILES if opts.spec.device == "cuda" else 0.0)] if opts.fusion else []
     if opts.spec.device == "cuda":
         return [SitePhase(), *studies, *fusion, KernelPhase("compiling with every winner so far forced")]
-    return [SitePhase(), GraphKnobPhase(), *studies, *fusion]
+    return [SitePhase(), *studies, *fusion, GraphKnobPhase()]
 
 
 def with_shares(middle: list[Phase], lead: bool = False, whole: WholeCheckPhase | None = None) -> list[Phase]:
