@@ -83,7 +83,8 @@ def row(folder: Path, export: str, bench: str, log: str) -> dict[str, Any]:
     # A sweep's log names the renders where its default compile rendered only the choices it may pick; before, the
     # default compile rendered them all and its time holds them.
     tiled = estimate.max_autotune_s("cuda", default_s, listed, kernels, renders) or 0.0
-    flat = (default_s + len(listed) * estimate.MAX_AUTOTUNE_CHOICE_S["cuda"] + kernels * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
+    tuned = min(kernels, estimate.MAX_AUTOTUNE_KERNELS["cuda"])
+    flat = (default_s + len(listed) * estimate.MAX_AUTOTUNE_CHOICE_S["cuda"] + tuned * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
             + renders * estimate.MAX_AUTOTUNE_RENDER_S["cuda"])
     return {"run": bench, "choices": len(listed), "renders": renders, "kernels": kernels, "default_compile_s": default_s, "measured_s": real,
             "estimate_s": round(tiled, 1), "error": round(tiled / real - 1, 3), "flat_estimate_s": round(flat, 1), "flat_error": round(flat / real - 1, 3)}

@@ -56,8 +56,14 @@ def test_no_estimate_where_the_cost_was_never_measured():
 
 
 def test_the_estimate_counts_each_triton_kernel_too():
-    """max-autotune tunes every Triton kernel too (coordinate descent at its first call)."""
+    """max-autotune tunes every Triton kernel too (coordinate descent at its first call), a cost that stopped growing
+    past 16 kernels where it was timed (46 small ones took what 13 and 16 took)."""
+    from tuner.sweep.estimate import MAX_AUTOTUNE_KERNEL_S, MAX_AUTOTUNE_KERNELS
+
     assert max_autotune_s("cuda", 20.8, CONV * 120, 13) > max_autotune_s("cuda", 20.8, CONV * 120)
+    cap = MAX_AUTOTUNE_KERNELS["cuda"]
+    assert max_autotune_s("cuda", 20.8, CONV * 120, cap) - max_autotune_s("cuda", 20.8, CONV * 120, cap - 1) == pytest.approx(MAX_AUTOTUNE_KERNEL_S["cuda"])
+    assert max_autotune_s("cuda", 20.8, CONV * 120, 46) == max_autotune_s("cuda", 20.8, CONV * 120, cap)
     assert within_max_autotune(make_budget("default"), None).time_budget_s is None
 
 
