@@ -14,6 +14,7 @@ from tuner.cli import app
 from tuner.db import Database
 from tuner.sweep.clock import CAPTURE
 from tuner.sweep.driver import promised_end_s
+from tuner.sweep.progress import Progress
 
 BUDGET_S = 40
 
@@ -24,14 +25,6 @@ def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(d
     from tests.helpers.replay import _context, tasks
     from tuner.sweep.phases import SitePhase, SweepContext, Workload
     from tuner.sweep.clock import CAPTURE
-    from tuner.sweep.progress import Progress
-
-    class Notes(Progress):
-        def __init__(self):
-            self.notes = []
-
-        def note(self, text):
-            self.notes.append(text)
 
     db = Database.open(db_url)
     for compile_s, deadline_s in ((30.0, 5.0), (30.0, 30.1)):  # no compile fits; a compile fits, with no choice
@@ -176,7 +169,9 @@ def test_the_last_whole_workload_search_takes_the_ends_time_where_nothing_is_lef
     db.close()
 
 
-class Notes:
+class Notes(Progress):
+    """A sweep's progress that keeps what it says."""
+
     def __init__(self):
         self.notes = []
 
