@@ -255,10 +255,15 @@ class TemplateSpace(Space):
         a pointwise op read the site's output), which a library call leaves to a kernel of their own."""
         return bool(self.context.get("epilogue")) and cid.startswith(FUSES_EPILOGUES)
 
+    def leaves_epilogue(self) -> bool:
+        """Whether the site's default leaves the pointwise ops after it to a kernel of their own, which a template
+        would take in."""
+        return bool(self.context.get("epilogue")) and not self.absorbs_epilogue(str(self.default["choice"]))
+
     def saves_epilogue_kernel(self, cid: str) -> bool:
         """Whether choice ``cid`` takes in the site's epilogue where its default leaves it to a kernel of its own: no
         slower alone, it is then faster in the step by that kernel."""
-        return self.absorbs_epilogue(cid) and not self.absorbs_epilogue(str(self.default["choice"]))
+        return self.absorbs_epilogue(cid) and self.leaves_epilogue()
 
     @cached_property
     def categories(self) -> list[str]:

@@ -213,7 +213,7 @@ def test_a_sites_epilogue_is_credited_with_the_steps_median_pointwise_kernel():
 
 def _with_epilogue(site: TaskSpec, default: str = "aten::mm") -> TaskSpec:
     sig = {**site.signature, "space": {**site.signature["space"], "default": default, "epilogue": True}}
-    return dataclasses.replace(site, signature=sig)
+    return dataclasses.replace(site, signature=sig, space=space_for(Kind.SITE, sig))
 
 
 def test_the_sites_are_weighed_by_the_epilogue_kernels_their_library_calls_leave():

@@ -195,8 +195,7 @@ def _site_epilogues_ms(capture: CaptureResult, tasks: Iterable[TaskSpec], counts
         return 0.0
     total = 0.0
     for t in tasks:
-        space = t.signature.get("space", {}) if t.kind == Kind.SITE else {}
-        if space.get("epilogue") and str(space.get("default", "")).startswith("aten::"):
+        if t.kind == Kind.SITE and t.space.leaves_epilogue():
             scale = min(site_rate(t), RATES[SITES]) / RATES[SITES]
             total += counts.get(t.key, 1) * each * SITE_EPILOGUE_RATE * scale
     return total
