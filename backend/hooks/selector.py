@@ -123,7 +123,7 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         ids = [choice_id(c) for c in choices]
         missing = [c for c in ctx.site_wants(task_key(Kind.SITE, payload), payload) if c not in ids]
         if missing and name == "convolution":
-            choices = [*choices, *templates.conv_choices(missing, input_nodes, layout)]
+            choices = [*choices, *templates.conv_choices(missing, input_nodes, layout, templates.conv_site(choices, input_nodes))]
             ids = [choice_id(c) for c in choices]
         if len(choices) > 1:  # a site plain Inductor settles alone (one choice) is not one tuner searches either
             extra = splitk.choices(name, input_nodes, layout, tuple(missing), scalars_of(choices))

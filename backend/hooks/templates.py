@@ -99,10 +99,73 @@ def untrimmed(ids: list[str], listed: list[str]) -> list[str]:
     return list(dict.fromkeys(c for cid in ids for c in (cid, *after.get(cid, ()))))
 
 
-def conv_choices(ids: list[str], input_nodes: list[Any], layout: Any) -> list[Any]:
-    """Triton conv2d template choices for the conv ids among ``ids`` (built at the selection site)."""
+# The kwargs of Inductor's conv template that describe the convolution itself, not a config of it. A choice built from
+# an id (a stored, transferred or imported answer) whose values differ from the site's computes another convolution:
+# mobilenet_v3_large's space-to-depth stem (2x2 kernel) took the nearest stored site's 1x1 config and its output was
+# off by 0.45 of its largest value (H100, bf16).
+GEOMETRY = ("KERNEL_H", "KERNEL_W", "STRIDE_H", "STRIDE_W", "PADDING_H", "PADDING_W", "GROUPS", "UNROLL")
+
+
+def conv_geometry(aten_kwargs: dict[str, Any], weight_sizes: list[int], float32: bool, allow_tf32: bool) -> dict[str, Any] | None:
+    """The site's values of :data:`GEOMETRY` (and ``ALLOW_TF32`` where its inputs are float32, the one dtype it
+    changes), from its ATen choice's keyword arguments and its weight's sizes, as Inductor's lowering passes them to
+    the template; None where the template does not compute this convolution (not 2-D, dilated, transposed, an output
+    padding), so that no choice is built there."""
+    try:
+        kernel = [int(k) for k in weight_sizes[2:]]
+        stride, padding, groups = [int(v) for v in aten_kwargs["stride"]], [int(v) for v in aten_kwargs["padding"]], int(aten_kwargs["groups"])
+        plain = all(int(d) == 1 for d in aten_kwargs["dilation"]) and not aten_kwargs.get("transposed") and \
+            all(int(v) == 0 for v in aten_kwargs.get("output_padding") or ())
+    except (KeyError, TypeError, ValueError):
+        return None
+    if len(kernel) != 2 or len(stride) != 2 or len(padding) != 2 or not plain:
+        return None
+    geometry = dict(zip(GEOMETRY, (*kernel, *stride, *padding, groups, kernel == [1, 1])))
+    return {**geometry, "ALLOW_TF32": allow_tf32} if float32 else geometry
+
+
+def conv_mismatch(kwargs: dict[str, Any], geometry: dict[str, Any]) -> str | None:
+    """Why a conv config's ``kwargs`` (parsed from its id) cannot run at a site of ``geometry``; None where it can."""
+    for name, value in geometry.items():
+        if kwargs.get(name) != value:
+            return f"{name}={kwargs.get(name)} where the site's is {value}"
+    if not kwargs.get("UNROLL") and int(kwargs.get("num_warps") or 0) > 4:
+        return "more than 4 warps in the loop that is not unrolled (triton#1254: wrong results; Inductor caps it at 4)"
+    return None
+
+
+def conv_site(choices: list[Any], input_nodes: list[Any]) -> dict[str, Any] | None:
+    """:func:`conv_geometry` of a convolution site, from Inductor's ATen choice there (its ``kwargs``); None where
+    that choice or the weight's static sizes are not at hand."""
+    import torch
+
+    aten = next((c for c in choices if isinstance(getattr(c, "kwargs", None), dict) and "stride" in c.kwargs), None)
+    if aten is None or len(input_nodes) < 2:
+        return None
+    try:
+        sizes = [int(s) for s in input_nodes[1].get_size()]
+        float32 = input_nodes[0].get_dtype() == torch.float32
+    except (AttributeError, TypeError):
+        return None
+    return conv_geometry(aten.kwargs, sizes, float32, _allow_tf32())
+
+
+def _allow_tf32() -> bool:
+    """Whether Inductor's lowering passes ``ALLOW_TF32`` on: cuDNN's float32 precision, in the API this torch has."""
+    import torch
+
+    precision = getattr(torch.backends.cudnn, "fp32_precision", None)
+    return precision == "tf32" if isinstance(precision, str) else bool(torch.backends.cudnn.allow_tf32)
+
+
+def conv_choices(ids: list[str], input_nodes: list[Any], layout: Any, geometry: dict[str, Any] | None) -> list[Any]:
+    """Triton conv2d template choices for the conv ids among ``ids`` (built at the selection site), those alone whose
+    geometry is the site's (``geometry``, :func:`conv_site`; None: none is built)."""
     wanted = [(cid, p[1]) for cid in ids if (p := parse_generated(cid)) is not None and p[0] == "conv2d"]
     if not wanted:
+        return []
+    if geometry is None:
+        log.info("the conv template does not compute this convolution, or its geometry is unknown: %d stored config(s) not built", len(wanted))
         return []
     try:
         from torch._inductor.kernel.conv import conv2d_template
@@ -111,6 +174,9 @@ def conv_choices(ids: list[str], input_nodes: list[Any], layout: Any) -> list[An
         return []
     out: list[Any] = []
     for cid, kwargs in wanted:
+        if (why := conv_mismatch(kwargs, geometry)) is not None:
+            log.info("the conv config %s is not built here: %s", cid[:100], why)
+            continue
         made: list[Any] = []
         try:
             err = conv2d_template.maybe_append_choice(made, input_nodes=tuple(input_nodes[:2]), layout=layout, **kwargs)
@@ -121,4 +187,3 @@ def conv_choices(ids: list[str], input_nodes: list[Any], layout: Any) -> list[An
             continue
         out.extend(made)
     return out
-

@@ -74,3 +74,11 @@ def test_on_a_gpu_the_strongest_mode_comes_with_inductors_default_kernels_under_
     assert with_anchors("cpu", names) == names and with_anchors("cuda", ["default", "tuned"]) == ["default", "tuned"]
     assert modes_for(MLP, "sqlite://")["freezing-reduce-overhead"].describe("cuda") == {
         "backend": "inductor", "inductor_mode": "reduce-overhead", "freezing": True, "cuda_graphs": True}
+
+
+def test_a_tuned_mode_whose_output_is_off_shows_no_ratio():
+    from tuner.cli.bench_cmd import _vs_best
+
+    assert _vs_best({"vs_best_inductor": 0.861, "numerics_ok": False}) == "numerics off"
+    assert _vs_best({"vs_best_inductor": 0.861, "numerics_ok": True}) == "0.861x"
+    assert _vs_best({"median_ms": 1.0}) == ""

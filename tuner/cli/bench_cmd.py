@@ -66,7 +66,7 @@ def bench(
     for name, r in result["results"].items():
         t.add_row(name, f"{r['median_ms']:.4g}", f"{r['spread_ms']:.2g}", f"{r['img_per_s']:.0f}", f"{r['compile_s']:.1f}",
                   f"{r['speedup_vs_eager']:.2f}x" if "speedup_vs_eager" in r else "-",
-                  f"{r['vs_best_inductor']:.3f}x" if "vs_best_inductor" in r else "", str(r.get("benchmarks", "")), _lookups(r))
+                  _vs_best(r), str(r.get("benchmarks", "")), _lookups(r))
     console.print(t)
     if result.get("best_inductor"):
         best = result["results"][result["best_inductor"]]
@@ -83,6 +83,13 @@ def bench(
         png = out.with_suffix(".png")
         drew = plot(result, str(png))
         console.print(f"wrote {out}" + (f" and {png}" if drew else " (no PNG: pip install matplotlib)"))
+
+
+def _vs_best(r: dict[str, Any]) -> str:
+    """A tuned mode's time over the best Inductor mode's; no ratio where its output is off (not a result)."""
+    if "vs_best_inductor" not in r:
+        return ""
+    return "numerics off" if r.get("numerics_ok") is False else f"{r['vs_best_inductor']:.3f}x"
 
 
 def _lookups(r: dict[str, Any]) -> str:
