@@ -48,4 +48,17 @@ def main() -> None:
     from tuner.sweep.clock import mark_process_as_command
 
     mark_process_as_command()  # a time budget counts from the process's start, interpreter and imports included
+    _keep_bytecode()
     app()
+
+
+def _keep_bytecode() -> None:
+    """Before torch is imported: bytecode kept for this process and those it starts, where Python writes none."""
+    from tuner.bytecode import keep
+    from tuner.errors import TunerError
+    from tuner.settings import settings
+
+    try:
+        keep(settings().cache_dir, settings().bytecode)
+    except TunerError:
+        return  # a bad setting: the command itself says so

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from tuner.cli.common import (
-    BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
+    BatchOpt, ChannelsLastOpt, compile_bytecode, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
     SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec, writable_out,
 )
 
@@ -39,6 +39,7 @@ def bench(
         show_default=False)] = None,
 ) -> None:
     """Compile the workload in every mode (fresh caches each) and time them against each other in one process."""
+    compile_bytecode()
     from tuner.commands.bench import plot, run_bench
 
     extra = {}

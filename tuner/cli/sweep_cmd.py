@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from tuner.cli.common import (
-    ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
+    ChannelsLastOpt, compile_bytecode, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
     SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec,
 )
 from tuner.errors import TunerError
@@ -51,6 +51,7 @@ def sweep(
     from tuner.sweep.clock import command_started
 
     started = command_started()  # the time budget counts from the command's start, imports and all
+    compile_bytecode()
     from tuner.sweep.budget import make_budget
     from tuner.cli.render import print_report
     from tuner.study.samplers import SAMPLERS
