@@ -13,7 +13,9 @@ source bench/device/setup.sh
 EXPORT=$1; MODEL=$2; shift 2
 NAME=$(echo "$MODEL" | tr ':,=' '___')
 fresh_caches "bench-$NAME"  # each mode's compile time as a first compile's, whatever ran on this machine before
-python3 bench/device/tuner_cli.py db import "$EXPORT" --db sqlite:///$FRESH/stored.db 2>&1 | tail -n 1
+# A bench of an export that did not arrive (a path the call did not carry) would time tuned from an empty database.
+python3 bench/device/tuner_cli.py db import "$EXPORT" --db sqlite:///$FRESH/stored.db > "$FRESH/import.log" 2>&1 || { tail -n 2 "$FRESH/import.log"; exit 1; }
+tail -n 1 "$FRESH/import.log"
 ALSO=()
 if [ "${EMPTY:-1}" = 1 ]; then
   python3 -c "from tuner.db import Database; Database.open('sqlite:///$FRESH/empty.db').close()"
