@@ -30,7 +30,9 @@ from pathlib import Path
 ENV = "PYTHONPYCACHEPREFIX"
 PACKAGES = ("torch", "triton", "sympy", "mpmath")  # what every measurement imports: torch, Dynamo, Inductor and theirs
 SKIP = re.compile(r"[/\\]testing[/\\]_internal[/\\]")  # torch's own test suite: large, never imported by a compile
-AHEAD_MIN_CORES = 8  # compiled ahead where it takes ~1 s (about 2,500 files; 6.9 s on 2 cores), else as imported
+# Compiled ahead on this many cores or more, else as imported: about 2,500 files took 6.9 s on 2 cores, more than the
+# first capture saved there (2 s); on 8 they should take a quarter of that (not yet timed on more than 2 cores).
+AHEAD_MIN_CORES = 8
 _kept: Path | None = None
 
 
