@@ -17,6 +17,7 @@ recording compile still records every listed id (:func:`untrimmed`).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Collection
 from typing import Any
@@ -47,8 +48,34 @@ def _ktc_classes() -> tuple[Any, Any]:
     raise HookUnavailable("DictKernelTemplateParams is missing from Inductor's template heuristics")
 
 
+# The params of an mm-family config that are the config's own. Every other one the site's lowering derives (its
+# accumulator type from the dtypes, a persistent template's SM count and operand layouts, ...) and a config built
+# from an id (a stored, transferred or imported answer) must carry the site's. ``EVEN_K`` says that BLOCK_K divides
+# K: set where it does not, the template's K loop loads past K unmasked.
+FREE_PARAMS = frozenset({"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "EVEN_K", "hint_override"})
+
+
+def mm_mismatch(params: dict[str, Any], site_params: dict[str, Any], k: int | None) -> str | None:
+    """Why an mm-family config's ``params`` (parsed from its id) cannot run at a site whose own config of the same
+    template has ``site_params`` and whose K is ``k`` (None: not static); None where it can."""
+    for name, value in site_params.items():
+        if name not in FREE_PARAMS and name in params and params[name] != value:
+            return f"{name}={params[name]} where the site's is {value}"
+    if params.get("EVEN_K") and (k is None or k % int(params.get("BLOCK_K") or 1)):
+        return f"EVEN_K with BLOCK_K={params.get('BLOCK_K')} where K is {k if k is not None else 'not static'}"
+    return None
+
+
+def _static_k(kernel_inputs: Any) -> int | None:
+    try:
+        return int(kernel_inputs.mnk_symbolic()[2])
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return None
+
+
 def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: str, ids: list[str]) -> list[Any]:
-    """KernelTemplateChoices for the mm-family ids among ``ids`` whose template is in use at this site."""
+    """KernelTemplateChoices for the mm-family ids among ``ids`` whose template is in use at this site, those alone
+    whose site-derived params are the site's (:func:`mm_mismatch`)."""
     out: list[Any] = []
     by_uid = {getattr(t, "uid", None): t for t in templates}
     wanted = [p for cid in ids if (p := parse_generated(cid)) is not None and p[0] in by_uid]
@@ -60,10 +87,14 @@ def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: 
         log.error("cannot build template configs %s: %s", [cid[:80] for cid in ids], e)
         return out
     bases = {uid: next(iter(handler.get_ktc(kernel_inputs, by_uid[uid], op_name)), None) for uid in dict.fromkeys(u for u, _ in wanted)}
+    k = _static_k(kernel_inputs)
     for uid, params in wanted:
         base = bases[uid]
         if base is None:
             log.info("Inductor's heuristic gives no %s config at this %s site; %s is not built", uid, op_name, params)
+            continue
+        if (why := mm_mismatch(params, json.loads(canonical_json(base.params.to_kwargs())), k)) is not None:  # as ids hold them
+            log.info("the %s config %s is not built at this %s site: %s", uid, params, op_name, why)
             continue
         out.append(ktc_cls(template=base.template, params=params_cls(dict(params)), extra_kwargs=base.extra_kwargs, layout=base.layout, inputs=base.inputs))
     return out

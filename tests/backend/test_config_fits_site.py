@@ -1,9 +1,10 @@
-"""A stored Triton conv config is built at a convolution site only where it computes that site's convolution.
+"""A stored Triton template config is built at a site only where it computes that site's op.
 
 A conv config's id carries the convolution's own geometry (kernel, stride, padding, groups, unrolling), not only its
 tile sizes: built at a site of another geometry it computes another convolution. A transferred answer (the nearest
 stored site's) reached mobilenet_v3_large's space-to-depth stem so, and its output was off by 0.45 of its largest
-value (H100, bf16)."""
+value (H100, bf16). An mm config's id carries params the site's lowering derives (``EVEN_K``: BLOCK_K divides K; its
+accumulator type), which must be the site's."""
 
 import logging
 
@@ -81,3 +82,16 @@ def _freezing_back():
     old = inductor_config.freezing
     yield
     inductor_config.freezing = old
+
+
+def test_an_mm_config_runs_only_with_the_sites_derived_params():
+    from tuner.backend.hooks.templates import mm_mismatch
+
+    gpt2 = {"ACC_TYPE": "tl.float32", "BLOCK_K": 128, "BLOCK_M": 16, "BLOCK_N": 32, "EVEN_K": True, "GROUP_M": 8,
+            "USE_FAST_ACCUM": False, "hint_override": None, "num_stages": 6, "num_warps": 4}
+    site = {**gpt2, "BLOCK_K": 64, "BLOCK_M": 64, "num_stages": 3}
+    assert mm_mismatch(gpt2, site, k=768) is None, "tile sizes and stages are the config's own"
+    assert mm_mismatch(gpt2, site, k=576) == "EVEN_K with BLOCK_K=128 where K is 576"
+    assert mm_mismatch(gpt2, site, k=None) == "EVEN_K with BLOCK_K=128 where K is not static"
+    assert mm_mismatch({**gpt2, "EVEN_K": False}, site, k=576) is None, "masked loads run at any K"
+    assert mm_mismatch(gpt2, {**site, "ACC_TYPE": "tl.int32"}, k=768) == "ACC_TYPE=tl.float32 where the site's is tl.int32"
