@@ -11,7 +11,9 @@ stored task stands in for a missing one when they are the same computation at ot
 
 Of those, the one whose sizes are nearest (the sum of ``|log2 a - log2 b|`` over every dimension) gives its
 winner. The backend then checks that the answer fits the new sizes (a site's choice must be one Inductor offers
-or can build there) and counts it as ``transferred`` in ``tuner.backend.stats()``. Nothing here trusts a stored
+or can build there computing the site's op: a conv config of the site's kernel, stride and padding, an mm config
+with the site's ``EVEN_K`` and derived params, ``backend/hooks/templates``) and counts it as ``transferred`` in
+``tuner.backend.stats()``. Nothing here trusts a stored
 signature: rows that do not parse are left out.
 """
 
