@@ -50,6 +50,7 @@ class CompileContext:
         self.cuda_graphs = cuda_graphs  # whether an answer may turn CUDA graphs on (``hooks/restart``)
         self.cuda_graphs_on = False  # whether one did
         self.rewrites_off = tuple(rewrites_off)
+        self.refused: dict[str, str] = {}  # {choice id: why it cannot be built at the site being lowered}
 
     # --- what the sweep's context adds (``backend/instrument``); nothing here ---------------------------------------
     def record_timings(self, payload: dict[str, Any], timings: dict[str, float]) -> None:
@@ -140,10 +141,15 @@ class CompileContext:
             # e.g. a graph knob (cpp.simdlen=0) changed which micro-kernels exist, or the nearest stored site's
             # Triton config does not fit these sizes.
             why = f"{'the nearest stored site' if moved else 'the stored'} choice {want} is not offered here{_source(moved)}"
+            why += f": {self.refused[want]}" if want in self.refused else ""
         else:
             why = self._no_entry("site", "of its op, layout and dtype")
         self._decide(Kind.SITE, key, name, MISS, None, reason=f"{why}; Inductor's default {ids[default]}")
         return [default]
+
+    def refuse(self, choice: str, why: str) -> None:
+        """A wanted choice the site cannot build (``hooks/templates``): its lookup's miss says why."""
+        self.refused[choice] = why
 
     def kernels_lowered(self, kernels: list[tuple[str, str, str]]) -> None:
         """Count each tunable Triton kernel of the graph just lowered, given as (heuristic, lookup hash, name): a hit

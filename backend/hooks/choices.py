@@ -36,6 +36,7 @@ class TunedChoices(_Base):  # type: ignore[misc, valid-type]
         if ctx.builds_choices:
             missing = [c for c in wants if c not in ids]
             if missing:
+                ctx.refused.clear()  # this site's refusals alone
                 extra = templates.extra_ktcs(self, kernel_inputs, list(templates_), op_name, missing)
                 out, ids = [*out, *extra], [*ids, *(templates.ktc_id(k) for k in extra)]
         ctx.site_listed(key, ids)

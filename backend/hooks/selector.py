@@ -123,12 +123,13 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         ids = [choice_id(c) for c in choices]
         missing = [c for c in ctx.site_wants(task_key(Kind.SITE, payload), payload) if c not in ids]
         if missing and name == "convolution":
+            ctx.refused.clear()  # this site's refusals alone
             choices = [*choices, *templates.conv_choices(missing, input_nodes, layout, templates.conv_site(choices, input_nodes))]
             ids = [choice_id(c) for c in choices]
         if len(choices) > 1:  # a site plain Inductor settles alone (one choice) is not one tuner searches either
             extra = splitk.choices(name, input_nodes, layout, tuple(missing), scalars_of(choices))
             choices, ids = [*choices, *extra], [*ids, *(choice_id(c) for c in extra)]
-        if len(choices) < 2:
+        if len(choices) < 2 and not missing:  # a wanted choice that could not be built is still a lookup: a miss
             return choices
         picks = [choices[i] for i in ctx.select_site(payload, ids, default_index(choices), scalars_of(choices))]
         if len(picks) > 1:  # the sweep's context times them its own way (``backend/instrument``)

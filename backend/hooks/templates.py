@@ -78,7 +78,7 @@ def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: 
     whose site-derived params are the site's (:func:`mm_mismatch`)."""
     out: list[Any] = []
     by_uid = {getattr(t, "uid", None): t for t in templates}
-    wanted = [p for cid in ids if (p := parse_generated(cid)) is not None and p[0] in by_uid]
+    wanted = [(cid, *p) for cid in ids if (p := parse_generated(cid)) is not None and p[0] in by_uid]
     if not wanted:
         return out
     try:
@@ -86,18 +86,28 @@ def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: 
     except HookUnavailable as e:
         log.error("cannot build template configs %s: %s", [cid[:80] for cid in ids], e)
         return out
-    bases = {uid: next(iter(handler.get_ktc(kernel_inputs, by_uid[uid], op_name)), None) for uid in dict.fromkeys(u for u, _ in wanted)}
+    bases = {uid: next(iter(handler.get_ktc(kernel_inputs, by_uid[uid], op_name)), None) for uid in dict.fromkeys(u for _, u, _ in wanted)}
     k = _static_k(kernel_inputs)
-    for uid, params in wanted:
+    for cid, uid, params in wanted:
         base = bases[uid]
         if base is None:
             log.info("Inductor's heuristic gives no %s config at this %s site; %s is not built", uid, op_name, params)
             continue
         if (why := mm_mismatch(params, json.loads(canonical_json(base.params.to_kwargs())), k)) is not None:  # as ids hold them
-            log.info("the %s config %s is not built at this %s site: %s", uid, params, op_name, why)
+            _refuse(cid, why)
             continue
         out.append(ktc_cls(template=base.template, params=params_cls(dict(params)), extra_kwargs=base.extra_kwargs, layout=base.layout, inputs=base.inputs))
     return out
+
+
+def _refuse(cid: str, why: str) -> None:
+    """A wanted config that does not fit its site: logged, and told to the compile's context for its lookup's miss."""
+    from tuner.backend.context import active
+
+    log.info("the config %s is not built at this site: %s", cid[:100], why)
+    ctx = active()
+    if ctx is not None:
+        ctx.refuse(cid, why)
 
 
 def trim(ktcs: list[Any], keep: Collection[str], ids: list[str] | None = None) -> list[Any]:
@@ -212,7 +222,7 @@ def conv_choices(ids: list[str], input_nodes: list[Any], layout: Any, geometry: 
     out: list[Any] = []
     for cid, kwargs in wanted:
         if (why := conv_mismatch(kwargs, geometry)) is not None:
-            log.info("the conv config %s is not built here: %s", cid[:100], why)
+            _refuse(cid, why)
             continue
         made: list[Any] = []
         try:

@@ -14,7 +14,9 @@ import torch._inductor.config as inductor_config
 from torch import nn
 
 import tuner.backend as tb
+from tuner.backend import journal
 from tuner.backend.hooks.templates import conv_geometry, conv_mismatch
+from tuner.core import Kind
 from tuner.db import Database, current_device
 from tuner.search_spaces.template import CONV_PREFIX, parse_generated
 
@@ -72,9 +74,14 @@ def test_the_nearest_sites_config_of_another_geometry_is_not_built(tmp_path, cap
     with torch.no_grad(), caplog.at_level(logging.INFO, logger="tuner.backend"):
         y = torch.compile(m, backend="tuned", options={"db": url})(x)
         torch.testing.assert_close(y, m(x), rtol=1e-4, atol=1e-5)
+        with journal.recording() as decisions:
+            torch._dynamo.reset()
+            torch.compile(m, backend="tuned", options={"db": url})(x)
     s = tb.stats()
     assert s["transferred"] == 0 and s["misses"] >= 1, s
     assert "KERNEL_H=1 where the site's is 3" in caplog.text
+    (site,) = [d for d in decisions if d.kind == Kind.SITE]
+    assert site.outcome == journal.MISS and "is not offered here" in site.reason and site.reason.endswith("KERNEL_H=1 where the site's is 3; Inductor's default aten:convolution"), site
 
 
 @pytest.fixture(autouse=True)
