@@ -58,11 +58,19 @@ FREE_PARAMS = frozenset({"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages
 def mm_mismatch(params: dict[str, Any], site_params: dict[str, Any], k: int | None) -> str | None:
     """Why an mm-family config's ``params`` (parsed from its id) cannot run at a site whose own config of the same
     template has ``site_params`` and whose K is ``k`` (None: not static); None where it can."""
-    for name, value in site_params.items():
-        if name not in FREE_PARAMS and name in params and params[name] != value:
-            return f"{name}={params[name]} where the site's is {value}"
+    derived = [name for name in site_params if name not in FREE_PARAMS and name in params]
+    if (why := _first_difference(params, site_params, derived)) is not None:
+        return why
     if params.get("EVEN_K") and (k is None or k % int(params.get("BLOCK_K") or 1)):
         return f"EVEN_K with BLOCK_K={params.get('BLOCK_K')} where K is {k if k is not None else 'not static'}"
+    return None
+
+
+def _first_difference(params: dict[str, Any], site: dict[str, Any], names: Any) -> str | None:
+    """The first of ``names`` whose value in a config's ``params`` is not the ``site``'s, said; None where all are."""
+    for name in names:
+        if params.get(name) != site[name]:
+            return f"{name}={params.get(name)} where the site's is {site[name]}"
     return None
 
 
@@ -87,13 +95,14 @@ def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: 
         log.error("cannot build template configs %s: %s", [cid[:80] for cid in ids], e)
         return out
     bases = {uid: next(iter(handler.get_ktc(kernel_inputs, by_uid[uid], op_name)), None) for uid in dict.fromkeys(u for _, u, _ in wanted)}
+    site_params = {uid: json.loads(canonical_json(b.params.to_kwargs())) for uid, b in bases.items() if b is not None}  # as ids hold them
     k = _static_k(kernel_inputs)
     for cid, uid, params in wanted:
         base = bases[uid]
         if base is None:
             log.info("Inductor's heuristic gives no %s config at this %s site; %s is not built", uid, op_name, params)
             continue
-        if (why := mm_mismatch(params, json.loads(canonical_json(base.params.to_kwargs())), k)) is not None:  # as ids hold them
+        if (why := mm_mismatch(params, site_params[uid], k)) is not None:
             _refuse(cid, why)
             continue
         out.append(ktc_cls(template=base.template, params=params_cls(dict(params)), extra_kwargs=base.extra_kwargs, layout=base.layout, inputs=base.inputs))
@@ -167,9 +176,8 @@ def conv_geometry(aten_kwargs: dict[str, Any], weight_sizes: list[int], float32:
 
 def conv_mismatch(kwargs: dict[str, Any], geometry: dict[str, Any]) -> str | None:
     """Why a conv config's ``kwargs`` (parsed from its id) cannot run at a site of ``geometry``; None where it can."""
-    for name, value in geometry.items():
-        if kwargs.get(name) != value:
-            return f"{name}={kwargs.get(name)} where the site's is {value}"
+    if (why := _first_difference(kwargs, geometry, geometry)) is not None:
+        return why
     if not kwargs.get("UNROLL") and int(kwargs.get("num_warps") or 0) > 4:
         return "more than 4 warps in the loop that is not unrolled (triton#1254: wrong results; Inductor caps it at 4)"
     return None
