@@ -31,7 +31,8 @@ ENV = "PYTHONPYCACHEPREFIX"
 PACKAGES = ("torch", "triton", "sympy", "mpmath")  # what every measurement imports: torch, Dynamo, Inductor and theirs
 SKIP = re.compile(r"[/\\]testing[/\\]_internal[/\\]")  # torch's own test suite: large, never imported by a compile
 # Compiled ahead on this many cores or more, else as imported: about 2,500 files took 6.9 s on 2 cores, more than the
-# first capture saved there (2 s); on 8 they should take a quarter of that (not yet timed on more than 2 cores).
+# first capture saved there (2 s); 4.1 s on the H100 machine's 16, where a gpt2 decode sweep's capture then took 24 s
+# against 35 (bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-bytecode-2026-12-06.log).
 AHEAD_MIN_CORES = 8
 _kept: Path | None = None
 
