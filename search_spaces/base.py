@@ -162,6 +162,11 @@ class Space:
         (none by default)."""
         return []
 
+    def reshapes_sites(self, config: dict[str, Any]) -> bool:
+        """Whether ``config``, forced, may change which template sites the graphs' lowering meets (a graph rewritten,
+        compiled unfrozen, an attention decomposed): by default any config but the default."""
+        return config != self.default
+
     def optuna_params(self, config: dict[str, Any]) -> dict[str, Any]:
         """The Optuna parameter values that :meth:`suggest` would map to ``config`` (for enqueue_trial)."""
         out: dict[str, Any] = {}

@@ -176,6 +176,12 @@ class FusionSpace(Space):
         return [{**self.default, **lever} for lever in both + levers]
 
 
+    def reshapes_sites(self, config: dict[str, Any]) -> bool:
+        """Only a rewrite (:data:`REWRITE_KNOBS`) or unfreezing changes which template sites a grouping's graph meets:
+        fusion knobs and vetoes group the kernels a lowering made."""
+        return any(config.get(k) != self.default[k] for k in (*REWRITE_KNOBS, FREEZING) if k in self.default)
+
+
 def knobs_of(config: dict[str, Any]) -> dict[str, Any]:
     """The graph-level knobs of a grouping: the part that means the same in another graph (vetoes name its pairs)."""
     return {k: v for k, v in config.items() if not k.startswith("veto.")}

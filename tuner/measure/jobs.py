@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tuner.errors import WorkloadError
-from tuner.measure.result import AttentionTimings, KernelResults, Measurement, SiteTimings, Status
+from tuner.measure.result import AttentionTimings, KernelResults, Measurement, Recording, SiteTimings, Status
 
 if TYPE_CHECKING:
     from tuner.measure.session import Session
@@ -119,12 +119,12 @@ class CaptureKernels:
 
 @dataclass(frozen=True)
 class CaptureGraphs:
-    """Compile under ``forcing`` in record mode; the answer is the graphs as recorded (keys, fusion pairs)."""
+    """Compile under ``forcing`` in record mode; the answer is what it saw (``Recording``: graphs and template sites)."""
 
     forcing: Forcing
     capture: ClassVar[bool] = True
 
-    def run(self, session: Session) -> list[dict[str, Any]]:
+    def run(self, session: Session) -> Recording:
         return session.capture_graphs(self.forcing)
 
     def lost(self, status: Status, error: str) -> Any:

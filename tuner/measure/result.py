@@ -111,6 +111,14 @@ class Instances:
 
 
 @dataclass(frozen=True)
+class Recording:
+    """What a record-mode compile under some forcing saw: its graphs (keys, fusion pairs) and its template sites."""
+
+    graphs: list[dict[str, Any]]
+    sites: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class CaptureResult:
     """What a record-mode compile of the workload found."""
 

@@ -23,7 +23,7 @@ from tuner.measure.jobs import AttentionAlone, GraphReplay, GraphTrial, KernelBa
 from tuner.measure.numerics import (
     TOLERANCE, eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within, worst_excess,
 )
-from tuner.measure.result import AttentionTimings, CaptureResult, Instances, KernelResults, Measurement, SiteTimings, Status
+from tuner.measure.result import AttentionTimings, CaptureResult, Instances, KernelResults, Measurement, Recording, SiteTimings, Status
 from tuner.measure.timing import interleaved, pooled
 from tuner.workloads.steps import run_step, synchronizer
 from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
@@ -276,13 +276,13 @@ class Session:
         self.compile(forcing, kernel_sink=sink)
         return self.kernels.register(sink)
 
-    def capture_graphs(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
-        """Compile under ``forcing`` in record mode; the graphs as recorded (keys, fusion pairs)."""
+    def capture_graphs(self, forcing: dict[str, Any]) -> Recording:
+        """Compile under ``forcing`` in record mode; the graphs (keys, fusion pairs) and template sites as recorded."""
         from tuner.backend.instrument.recorder import Recorder
 
         recorder = Recorder()
         self.compile(forcing, recorder)
-        return [asdict(g) for g in recorder.graphs.values()]
+        return Recording([asdict(g) for g in recorder.graphs.values()], [asdict(s) for s in recorder.sites.values()])
 
     def time_graph(self, job: GraphTrial) -> Measurement:
         """The whole workload under the job's candidate against its baseline, interleaved; with ``job.instances`` of

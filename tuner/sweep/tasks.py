@@ -21,8 +21,25 @@ def _family(graph: dict[str, Any]) -> dict[str, Any]:
 
 def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
     """Template sites first (the graph-level study then runs with their winners forced), then graphs."""
+    out = site_tasks(capture.sites)
+    info = capture.device.get("info", {})
+    for g in capture.graphs:
+        for kind in graph_hooked(g.get("device", "cpu")):
+            if kind.graph_task is None or (kind.forward_only and g["backward"]) or kind.value not in g.get("keys", {}):
+                continue  # e.g. fusion groupings: their phase records their own tasks
+            space = kind.graph_task(g, capture.sites, info)
+            if space is None:
+                continue
+            sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
+            name = f"{model} {'backward' if g['backward'] else 'forward'} graph {g['index']} {kind.label}".rstrip()
+            out.append(TaskSpec(g["keys"][kind.value], Kind(kind.value), name, sig, space_for(kind.value, sig)))
+    return out
+
+
+def site_tasks(sites: list[dict[str, Any]]) -> list[TaskSpec]:
+    """A template-site task for each site a recording compile met (``SiteRecord``), in order."""
     out: list[TaskSpec] = []
-    for s in capture.sites:
+    for s in sites:
         space: dict[str, Any] = {"choices": s["choices"], "default": s["default"]}
         gen = generator_context(s["op"], s["inputs"], s["choices"])
         if gen is not None:
@@ -35,17 +52,6 @@ def tasks_from_capture(capture: CaptureResult, model: str) -> list[TaskSpec]:
         if s.get("fp32_precision"):
             sig["fp32_precision"] = s["fp32_precision"]
         out.append(TaskSpec(s["key"], Kind.SITE, site_name(s["op"], s["inputs"]), sig, space_for(Kind.SITE, sig)))
-    info = capture.device.get("info", {})
-    for g in capture.graphs:
-        for kind in graph_hooked(g.get("device", "cpu")):
-            if kind.graph_task is None or (kind.forward_only and g["backward"]) or kind.value not in g.get("keys", {}):
-                continue  # e.g. fusion groupings: their phase records their own tasks
-            space = kind.graph_task(g, capture.sites, info)
-            if space is None:
-                continue
-            sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
-            name = f"{model} {'backward' if g['backward'] else 'forward'} graph {g['index']} {kind.label}".rstrip()
-            out.append(TaskSpec(g["keys"][kind.value], Kind(kind.value), name, sig, space_for(kind.value, sig)))
     return out
 
 

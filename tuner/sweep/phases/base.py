@@ -11,11 +11,12 @@ from typing import Any
 
 from tuner.sweep import clock
 from tuner.sweep.clock import CAPTURE, fits
-from tuner.core import Kind, TaskOutcome, TaskSpec
+from tuner.core import Forcing, Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
+from tuner.keys import digest
 from tuner.sweep.estimate import expected_s
 from tuner.sweep.gain import epilogue_ms, short_launches
-from tuner.measure import Worker
+from tuner.measure import CaptureGraphs, Recording, Worker
 from tuner.sweep.progress import Progress
 from tuner.study.context import StudyContext
 from tuner.sweep.winners import Winners
@@ -69,6 +70,7 @@ class SweepContext:
     freezing_settled: bool = False  # whether the end leaves freezing as it is: timed before the searches (``FreezingPhase``), or not to be
     unfrozen_ratio: float | None = None  # where it won unfrozen: its time over the frozen one's
     freed_s: float = 0.0  # how much later the phases' deadline moves once freezing is settled (the end no longer holds it)
+    recordings: dict[str, Recording] = field(default_factory=dict)  # {forcing's digest: what a compile under it recorded}
 
     @property
     def db(self) -> Database:
@@ -110,6 +112,18 @@ class SweepContext:
         ``bench/results/h200/sweep-resnet50-train-ampbf16-b32-240-2026-12-02.log``)."""
         end = self.tuning.deadline if keep_end else self.tuning.settle_by
         return fits(end, self.tuning.costs.expect(CAPTURE))
+
+    def record(self, forcing: Forcing) -> Recording:
+        """The graphs and template sites a recording compile under ``forcing`` meets (``CaptureGraphs``): compiled
+        once per forcing, so the phases that ask under the same winners share one compile."""
+        key = digest(forcing.to_json())
+        if key not in self.recordings:
+            self.recordings[key] = self.worker.run(CaptureGraphs(forcing.to_json()))
+        return self.recordings[key]
+
+    def recorded_under(self, forcing: Forcing) -> bool:
+        """Whether :meth:`record` holds ``forcing``'s recording already (it then costs no compile)."""
+        return digest(forcing.to_json()) in self.recordings
 
     def until(self, deadline: float | None) -> StudyContext:
         """The tuning context with a phase's deadline."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.kinds import KERNEL_HOOK, where
-from tuner.measure import CaptureGraphs, GraphTrial
+from tuner.measure import GraphTrial
 from tuner.search_spaces.attention import KIND as ATTENTION
 from tuner.search_spaces.fusion import REWRITE_KNOBS
 from tuner.sweep.attention_alone import settle_alone, timed_alone
@@ -110,10 +110,11 @@ class GraphStudyPhase(GraphKnobPhase):
             _tune(sweep, deadline, left, sweep.winners().forcing(sweep.workload.pairs()))
 
 
-def lowering(sweep: SweepContext, winners: Winners) -> dict[int, dict[str, Any]]:
+def lowering(sweep: SweepContext, winners: Winners, ignore: tuple[Kind, ...] = ()) -> dict[int, dict[str, Any]]:
     """{task id: what it forces} of the stored winners that change how the graphs lower: every winner but Inductor's
-    defaults, CUDA graphs and Triton kernel configs (which launch or tune the kernels a lowering made, not which ones)."""
-    neutral, pairs = {str(Kind.CUDA_GRAPH), *where(hook=KERNEL_HOOK)}, sweep.workload.pairs()
+    defaults, CUDA graphs and Triton kernel configs (which launch or tune the kernels a lowering made, not which ones),
+    and those of the kinds in ``ignore``."""
+    neutral, pairs = {str(Kind.CUDA_GRAPH), *where(hook=KERNEL_HOOK), *map(str, ignore)}, sweep.workload.pairs()
     changed = winners.parts(pairs, defaults=False)
     return {r.id: changed[r.id].to_json() for t, r in pairs if r.id in changed and str(t.kind) not in neutral}
 
@@ -142,7 +143,7 @@ class FusionPhase(Phase):
             recorded = sweep.recorded
         elif sweep.can_capture(keep_end=True):
             sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
-            recorded = sweep.worker.run(CaptureGraphs(self.everything.to_json()))
+            recorded = sweep.record(self.everything).graphs
         elif sweep.recorded:
             # The rewrites and knobs apply to the graph as it was before lowering, whatever the winners; a vetoed
             # fusion the winners no longer make never matches (``backend/hooks/fusion.py``).

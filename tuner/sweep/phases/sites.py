@@ -1,23 +1,28 @@
 """The template-site phase: every selection site of the workload, tuned in site batches (one compile benchmarks a
-batch of choices at every site of a claimed group), then the other workers' sites waited for."""
+batch of choices at every site of a claimed group), then the other workers' sites waited for. The sites are those
+of the graphs as the winners so far lower them: where a kept winner rewrites a graph (a convolution over its input's
+space-to-depth form, cuDNN running a convolution's epilogue, merged GEMMs), a compile with them forced records the
+sites it makes, and their batches time them with those winners forced."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import TaskSpec
+from tuner.core import Forcing, Kind, TaskSpec
 from tuner.kinds import where
 from tuner.measure import SiteBatch, SiteTimings
 from tuner.sweep import clock
 from tuner.sweep.clock import fits
-from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
+from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, deadline_for, planned
 from tuner.sweep.phases import cuda_graphs
+from tuner.sweep.phases.graphs import lowering
 from tuner.sweep.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
 from tuner.sweep.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL, expected_s
 from tuner.sweep.site_batches import Request, choices_that_fit, site_target
 from tuner.sweep.site_batches import expected_s as batched_s
-from tuner.sweep.tasks import site_work
+from tuner.sweep.tasks import site_tasks, site_work
+from tuner.sweep.winners import Winners
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
 TIMING_SAID = {"cudagraph": "as CUDA-graph replays, the device's time alone, as the workload runs under CUDA graphs",
@@ -49,6 +54,13 @@ def site_timing(sweep: SweepContext) -> str:
     return "cudagraph" if cuda_graphs.kept(sweep) else "pipelined"
 
 
+def reshaping(sweep: SweepContext, winners: Winners) -> list[str]:
+    """The names of the tasks whose kept winners change which template sites the graphs make (``lowering``, where
+    their space says so: ``Space.reshapes_sites``); a site's own winner never does."""
+    changed = lowering(sweep, winners, ignore=(Kind.SITE,))
+    return [t.name for t, r in sweep.workload.pairs() if r.id in changed and t.space.reshapes_sites(winners.configs[r.id])]
+
+
 class SitePhase(Phase):
     name = "template sites"
     compiles = 2.5  # a probe batch (a compile that also benchmarks) and the verification of its finalists
@@ -56,12 +68,49 @@ class SitePhase(Phase):
     def __init__(self, share: float = 1.0):
         self.share = share
         self.sites: list[Any] = []
+        self.lowered = False  # the sites are those a compile with the winners so far forced made (:meth:`_sites`)
 
     def plan(self, sweep: SweepContext) -> Plan:
         # The largest first: a phase whose deadline holds fewer sites than the workload has tunes where the time is
-        self.sites = sorted(sweep.workload.pairs(where(phase=self.name)), key=lambda p: -site_work(p[0]))
+        self.sites = sorted(self._sites(sweep), key=lambda p: -site_work(p[0]))
         tasks = [t for t, _ in self.sites]
         return Plan(tasks, *self.trials(sweep, tasks), seconds=self.expected_s(sweep, tasks))
+
+    def _sites(self, sweep: SweepContext) -> list[Any]:
+        """The (task, record) pairs of the sites to tune: the capture's, unless a kept winner changes which sites the
+        graphs' lowering meets (:func:`reshaping`); then those a recording compile with every winner so far forced
+        meets (registered as new tasks where the capture had none), where that compile and a batch after it fit this
+        phase's time."""
+        captured = sweep.workload.pairs(where(phase=self.name))
+        winners = sweep.winners()
+        self.lowered = False
+        names = ", ".join(reshaping(sweep, winners))
+        if not names:
+            return captured
+        everything = winners.forcing(sweep.workload.pairs())
+        if not self._can_record(sweep, everything, len(captured)):
+            sweep.progress.note(f"the winners so far change how the graphs lower ({names}), but a compile recording the template sites they "
+                                "make and a site batch after it do not fit this phase's time: the sites the capture recorded are tuned")
+            return captured
+        tasks = site_tasks(sweep.record(everything).sites)
+        pairs = list(zip(tasks, sweep.workload.register(tasks)))
+        kept = {t.key for t, _ in captured} & {t.key for t in tasks}
+        sweep.progress.note(f"the winners so far change how the graphs lower ({names}): the template sites tuned are those a compile with them "
+                            f"forced meets, {len(tasks)}: {len(kept)} of the capture's {len(captured)} and {len(tasks) - len(kept)} new")
+        self.lowered = True
+        return pairs
+
+    def _can_record(self, sweep: SweepContext, forcing: Forcing, sites: int) -> bool:
+        """Whether a recording compile under ``forcing`` (none where one is held) and a site batch of at least one
+        choice at ``sites`` sites end by this phase's deadline, and the recording by the phases'."""
+        compile_s = sweep.tuning.costs.expect(CAPTURE)
+        record_s = 0.0 if sweep.recorded_under(forcing) else compile_s
+        if record_s and not sweep.can_capture(keep_end=True):
+            return False
+        deadline = deadline_for(sweep, self.share, self.compiles)
+        if deadline is None:
+            return True
+        return fits(deadline, record_s + compile_s) and choices_that_fit(sweep.until(deadline - record_s), _batch(sweep), sites) > 0
 
     @staticmethod
     def trials(sweep: SweepContext, tasks: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
@@ -88,7 +137,8 @@ class SitePhase(Phase):
         timing = site_timing(sweep)
         if sweep.device_type == "cuda":
             sweep.progress.note(f"template-site choices are timed {TIMING_SAID[timing]}")
-        base = sweep.winners().forcing(self.sites).to_json()
+        # Where the sites are those the winners' lowering makes, every winner is forced, so the batch compiles that lowering
+        base = sweep.winners().forcing(sweep.workload.pairs() if self.lowered else self.sites).to_json()
 
         def measure(request: Request) -> SiteTimings:
             got = sweep.worker.run(SiteBatch(base, request, timing))

@@ -1,0 +1,66 @@
+"""The template-site phase tunes the sites of the graphs as the kept winners lower them, on the CPU for real: a
+spawned worker, real Inductor compiles, real SQLite. A winner that changes which sites exist (here: the frozen mlp's
+graph compiled unfrozen, where its packed-linear sites are gone) has the phase record the sites a compile with every
+winner forced meets; a winner that only groups kernels (a fusion knob) costs no such compile."""
+
+import dataclasses
+
+from tests.helpers.replay import _context
+from tuner.core import Kind
+from tuner.db import Database
+from tuner.measure import Worker
+from tuner.search_spaces.freezing import unfrozen
+from tuner.sweep.clock import CAPTURE, now
+from tuner.sweep.phases import SitePhase, SweepContext, Workload
+from tuner.sweep.tasks import fusion_tasks, tasks_from_capture
+from tuner.workloads.spec import WorkloadSpec
+
+
+class Notes(list):
+    def note(self, text: str) -> None:
+        self.append(" ".join(text.split()))
+
+    def __getattr__(self, name):  # the progress bar's other calls
+        return lambda *a, **k: None
+
+
+def test_the_sites_tuned_are_those_the_kept_winners_lower(tmp_path, db_url):
+    spec = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=1)
+    worker = Worker(spec, tmp_path / "logs")
+    db = Database.open(db_url)
+    try:
+        capture = worker.start()
+        workload = Workload(db, "mlp")
+        tasks = tasks_from_capture(capture, "mlp") + fusion_tasks(capture.graphs, "mlp")
+        records = dict(zip((t.kind for t in tasks), workload.register(tasks)))
+        captured = {t.key for t, _ in workload.pairs((Kind.SITE,))}
+        assert len(captured) == 2  # the frozen mlp's two packed linears
+        notes = Notes()
+        sweep = SweepContext(_context(db_url, db, trials=4), worker, notes, workload, "cpu", "mlp", recorded=capture.graphs)
+
+        fusion = next(t for t in tasks if t.kind == Kind.FUSION)
+        knob = {**fusion.space.default, "max_fusion_size": 8 if fusion.space.default["max_fusion_size"] != 8 else 16}
+        db.set_winner(records[Kind.FUSION].id, sweep.tuning.device_id, None, knob, None, None)
+        plan = SitePhase().plan(sweep)
+        assert {t.key for t in plan.tasks} == captured and sweep.recordings == {} and notes == []
+
+        db.set_winner(records[Kind("freezing")].id, sweep.tuning.device_id, None, unfrozen(), None, None)
+        tuning = sweep.tuning
+        sweep.tuning = dataclasses.replace(tuning, deadline=now() + 5.0, settle_by=now() + 5.0)
+        tuning.costs.observe(CAPTURE, 60.0)  # no time for the recording: the capture's sites, said why
+        assert {t.key for t in SitePhase().plan(sweep).tasks} == captured and sweep.recordings == {}
+        assert "do not fit this phase's time: the sites the capture recorded are tuned" in notes.pop(), notes
+        sweep.tuning = tuning
+        phase = SitePhase()
+        plan = phase.plan(sweep)
+        (recording,) = sweep.recordings.values()
+        assert phase.lowered and [t.key for t in plan.tasks] == [s["key"] for s in recording.sites]
+        assert not captured & {t.key for t in plan.tasks}  # unfrozen, no packed linear is lowered
+        assert all(not g["frozen"] for g in recording.graphs)
+        (said,) = notes
+        assert said.startswith("the winners so far change how the graphs lower (mlp forward graph 0 freezing)"), said
+        assert f"a compile with them forced meets, {len(plan.tasks)}: 0 of the capture's 2 and {len(plan.tasks)} new" in said, said
+        assert SitePhase().plan(sweep).tasks == plan.tasks and len(sweep.recordings) == 1  # recorded once per forcing
+    finally:
+        worker.close()
+        db.close()
