@@ -412,3 +412,33 @@ def test_a_template_no_slower_alone_wins_where_it_takes_in_the_epilogue(db_url, 
     assert all(db.winner_config(r.id, tuning.device_id)["choice"] == (TRITON if wins else t.space.default["choice"]) for t, r in group)
     assert len(said) == (2 if wins else 0) and all("takes in" in s for s in said)
     db.close()
+
+
+def test_a_group_cut_short_before_it_measures_anything_ends_the_phase(db_url, monkeypatch):
+    """Batches cost 1 s of compile plus 0.1 s per choice (0.2 s at the prior's margin); 1.9 s are left, room for both
+    sites with a candidate each, but opening each site's study takes 0.2 s here, and after that no batch fits. The
+    phase then ends; it does not claim the sites again in smaller groups, each opening its studies and verifying
+    again while the time runs out (mobilenet_v3_large on the H100: eight rounds in 10 s, nothing measured)."""
+    import tuner.sweep.site_batches as site_batches
+    from tuner.sweep.progress import Progress
+    from tuner.sweep.scheduler import tune_site_groups
+
+    db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=1.9)
+    opened = site_batches.open_study
+
+    def slow_to_open(*a, **k):
+        clock.t += 0.2
+        return opened(*a, **k)
+
+    class Groups(Progress):
+        def __init__(self):
+            self.said = []
+
+        def task(self, name):
+            self.said.append(name)
+
+    monkeypatch.setattr(site_batches, "open_study", slow_to_open)
+    calls, progress = [], Groups()
+    outcomes, measured = tune_site_groups(tuning, group, _affine(calls, 1.0, 0.1, clock), 16, 1, progress)
+    assert progress.said == ["2 template sites"] and calls == [] and measured == 0
+    db.close()
