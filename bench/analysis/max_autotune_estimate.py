@@ -3,9 +3,12 @@
 For each stored `--budget default` sweep with a bench beside it: the template choices its sites listed (from the
 export), its default compile and Triton kernel count (from the sweep's log) and max-autotune's compile as the bench
 measured it (``freezing-max-autotune`` or ``max-autotune``, the longer). Prints the estimate and its error per
-run, with the per-tile model and with one flat figure a choice.
+run, with the per-tile model and with one flat figure a choice. ``--fit``: over both cards' runs, refits the choice
+terms on other features of the recorded sites (a fixed cost per GEMM site, its rows, its multiply-adds, K) by least
+squares on the relative error, the default compile, kernel and render terms held, and prints each fit's worst error.
 
     python bench/analysis/max_autotune_estimate.py [--results bench/results/h200]   # or bench/results/h100
+    python bench/analysis/max_autotune_estimate.py --fit
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -50,6 +54,7 @@ H100 = [
     _same("hf_gpt2-decode-bf16-b8-s512-split-k-2026-12-05"),  # its log's renders still count the split-K choices
     _same("hf_gpt2-decode-bf16-b8-s512-2026-12-06"),
     _same("hf_qwen2-8l-bf16-b8-s512-2026-12-06"),
+    _same("mobilenet_v3_large-bf16-b32-default-2026-12-06-2"),
 ]
 RUNS = {"h200": H200, "h100": H100}
 STAMP = re.compile(r"^\[ *[0-9.]+\] ", re.M)
@@ -90,10 +95,68 @@ def row(folder: Path, export: str, bench: str, log: str) -> dict[str, Any]:
             "estimate_s": round(tiled, 1), "error": round(tiled / real - 1, 3), "flat_estimate_s": round(flat, 1), "flat_error": round(flat / real - 1, 3)}
 
 
+def features(export: Path) -> dict[str, float]:
+    """Per run: GEMM sites, their choices' tiles (plain and weighted by the site's rows, multiply-adds and K), and
+    the other choices, as max-autotune would list them at the sites the export recorded."""
+    from tuner.core import InputRow
+
+    out = dict.fromkeys(("gemm_sites", "tiles", "flat", "tiles_x_log_rows", "tiles_x_log_flops", "tiles_x_k"), 0.0)
+    with gzip.open(export, "rt") as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") != "task" or r.get("kind") != "template_choice":
+                continue
+            sig = r["signature"]
+            listed = estimate.max_autotune_choices([{"choices": sig["space"]["choices"]}])
+            tiles = sum(t for c in listed if (t := estimate.tile_m(c)) is not None)
+            out["flat"] += sum(1 for c in listed if estimate.tile_m(c) is None)
+            if not tiles:
+                continue
+            sizes = [InputRow.parse(x).sizes for x in sig["inputs"]]
+            m, k, n = sizes[-2][-2], sizes[-2][-1], sizes[-1][-1]
+            out["gemm_sites"] += 1
+            out["tiles"] += tiles
+            out["tiles_x_log_rows"] += tiles * math.log2(max(2, m))
+            out["tiles_x_log_flops"] += tiles * math.log2(max(2.0, 2 * m * k * n / 1e6))
+            out["tiles_x_k"] += tiles * k / 1024
+    return out
+
+
+FITS = [("gemm_sites", "tiles", "flat"), ("tiles", "flat"), ("tiles", "flat", "tiles_x_k"), ("flat", "tiles_x_log_rows"),
+        ("flat", "tiles_x_log_flops"), ("gemm_sites", "flat", "tiles_x_log_flops")]
+
+
+def fit() -> None:
+    """Each feature set of :data:`FITS`, fit over every run of both cards; its figures and its errors."""
+    import numpy as np
+
+    runs = []
+    for card, listed in RUNS.items():
+        folder = Path("bench/results") / card
+        for export, bench, log in listed:
+            r = row(folder, export, bench, log)
+            held = (r["default_compile_s"] + min(r["kernels"], estimate.MAX_AUTOTUNE_KERNELS["cuda"]) * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
+                    + r["renders"] * estimate.MAX_AUTOTUNE_RENDER_S["cuda"])
+            runs.append((f"{card} {r['run']}", r["measured_s"], held, features(folder / export), r["error"]))
+    real, held = np.array([x[1] for x in runs]), np.array([x[2] for x in runs])
+    print(json.dumps({"model": "estimate.py as it is", "worst_error": round(max(abs(x[4]) for x in runs), 3)}))
+    for names in FITS:
+        x = np.array([[f[n] for n in names] for *_, f, _ in runs])
+        w, *_ = np.linalg.lstsq(x / real[:, None], (real - held) / real, rcond=None)
+        err = (held + x @ w) / real - 1
+        print(json.dumps({"model": dict(zip(names, w.round(4).tolist())), "worst_error": round(float(abs(err).max()), 3),
+                          "errors": {name: round(float(e), 3) for (name, *_), e in zip(runs, err)}}))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results", default="bench/results/h200")
-    folder = Path(p.parse_args().results)
+    p.add_argument("--fit", action="store_true", help="refit the choice terms on other features over both cards' runs")
+    args = p.parse_args()
+    if args.fit:
+        fit()
+        return
+    folder = Path(args.results)
     for r in (row(folder, *run) for run in RUNS[folder.name]):
         print(json.dumps(r))
 

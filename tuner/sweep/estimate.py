@@ -91,17 +91,22 @@ def max_autotune_renders(sites: list[dict[str, Any]]) -> int:
     return sum(int(s.get("count") or 1) * len(max_autotune_choices([s])) for s in sites)
 
 
-def choice_s(device_type: str, choice: str) -> float:
-    """What one listed choice adds to max-autotune's compile on ``device_type``: by its tile where it names a GEMM
-    template's blocks, else a flat figure."""
-    flat, per_tile = MAX_AUTOTUNE_CHOICE_S[device_type], MAX_AUTOTUNE_TILE_S.get(device_type)
+def tile_m(choice: str) -> float | None:
+    """A GEMM template choice's tile in millions: BLOCK_M x BLOCK_N x BLOCK_K x num_stages; None for a choice that
+    names no such blocks (a convolution template, a library call)."""
     _, brace, config = choice.partition(":{")
     try:
         c = json.loads("{" + config) if brace else {}
-        tile = int(c["BLOCK_M"]) * int(c["BLOCK_N"]) * int(c["BLOCK_K"]) * max(1, int(c.get("num_stages") or 1))
+        return int(c["BLOCK_M"]) * int(c["BLOCK_N"]) * int(c["BLOCK_K"]) * max(1, int(c.get("num_stages") or 1)) / 1e6
     except (ValueError, TypeError, KeyError, AttributeError):
-        return flat
-    return per_tile * tile / 1e6 if per_tile is not None else flat
+        return None
+
+
+def choice_s(device_type: str, choice: str) -> float:
+    """What one listed choice adds to max-autotune's compile on ``device_type``: by its tile where it names a GEMM
+    template's blocks, else a flat figure."""
+    flat, per_tile, tile = MAX_AUTOTUNE_CHOICE_S[device_type], MAX_AUTOTUNE_TILE_S.get(device_type), tile_m(choice)
+    return per_tile * tile if per_tile is not None and tile is not None else flat
 
 
 def max_autotune_s(device_type: str, default_compile_s: float, choices: list[str], kernels: int = 0, renders: int = 0) -> float | None:
@@ -140,4 +145,4 @@ def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str,
 
 
 __all__ = ["ALONE", "MAX_AUTOTUNE_CHOICE_S", "MAX_AUTOTUNE_KERNEL_S", "MAX_AUTOTUNE_KERNELS", "MAX_AUTOTUNE_RENDER_S", "MAX_AUTOTUNE_TILE_S", "PRIOR_MARGIN", "choice_s",
-           "max_autotune_choices", "max_autotune_renders", "prior_choice_share", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial"]
+           "max_autotune_choices", "max_autotune_renders", "prior_choice_share", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial", "tile_m"]
