@@ -24,6 +24,7 @@ from tuner.search_spaces.base import Space, choice
 FAMILY = "attention"
 ANSWER_KNOB = "tuner.attention_backends"  # not an Inductor flag: the backend turns it into a post-grad pass
 BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math"), "cpu": ("flash_cpu", "math")}
+DECOMPOSED = "math"  # the backend Inductor lowers itself, into batched GEMMs (template sites) and a softmax
 MAX_SITES = 16
 # Timed alone (``tuner.sweep.attention_alone``): a backend's output may differ from math attention's (float32) by this
 # much of its largest value, per dtype.
@@ -124,6 +125,11 @@ class AttentionSpace(Space):
             if config != self.default and config not in out:
                 out.append(config)
         return out
+
+    def reshapes_sites(self, config: dict[str, Any]) -> bool:
+        """Only a site moved to or from ``math`` changes the graph's template sites (its two GEMMs are sites); a
+        fused backend is one library call, whichever."""
+        return any((config.get(k) == DECOMPOSED) != (v == DECOMPOSED) for k, v in self.default.items())
 
 
 def backends_of(config: dict[str, Any]) -> dict[str, str]:

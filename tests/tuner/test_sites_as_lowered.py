@@ -64,3 +64,24 @@ def test_the_sites_tuned_are_those_the_kept_winners_lower(tmp_path, db_url):
     finally:
         worker.close()
         db.close()
+
+
+def test_only_winners_that_change_which_sites_exist_count():
+    """A fusion knob or veto groups the kernels a lowering made; a rewrite or unfreezing changes the graph lowered. A
+    fused attention backend is one library call whichever it is; ``math`` lowers into GEMM sites of its own. Any
+    other kind: any config but its default."""
+    from tuner.backend.defaults import fusion_defaults
+    from tuner.search_spaces import space_for
+    from tuner.search_spaces.fusion import FREEZING, SPACE_TO_DEPTH
+    from tuner.search_spaces.fusion import space as fusion_space
+
+    fusion = fusion_space({"device": "cuda", "defaults": fusion_defaults("cuda"), "pairs": ["a|b"], "s2d_convs": 1, "frozen": 1})
+    d = fusion.default
+    assert not fusion.reshapes_sites(d) and not fusion.reshapes_sites({**d, "max_fusion_size": 8, "veto.a|b": True})
+    assert fusion.reshapes_sites({**d, SPACE_TO_DEPTH: True}) and fusion.reshapes_sites({**d, FREEZING: False})
+    site = {"site": "0" * 16, "backend": "efficient", "mask": True, "count": 12}
+    attention = space_for("attention", {"space": {"device": "cuda", "sites": [site]}})
+    name = f"site.{site['site']}"
+    assert not attention.reshapes_sites({name: "cudnn"}) and attention.reshapes_sites({name: "math"})
+    freezing = space_for("freezing", {"space": {}})
+    assert freezing.reshapes_sites(unfrozen()) and not freezing.reshapes_sites(freezing.default)
