@@ -32,6 +32,22 @@ def crash_in_worker() -> torch.nn.Module:
     return _CrashOnRun()
 
 
+class _MlpThenCrash(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mlp = mlp()
+
+    def forward(self, x):
+        y = self.mlp(x)
+        _maybe_crash()
+        return y
+
+
+def mlp_crash_in_worker() -> torch.nn.Module:
+    """The mlp, then what :func:`crash_in_worker` does: its process segfaults while the file named by TUNER_TEST_CRASH exists."""
+    return _MlpThenCrash()
+
+
 def convnet() -> torch.nn.Module:
     """A small CNN: convolutions (template sites), batch norm + ReLU (pointwise kernels), pooling and a linear layer."""
     return torch.nn.Sequential(

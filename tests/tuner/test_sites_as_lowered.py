@@ -24,21 +24,26 @@ class Notes(list):
         return lambda *a, **k: None
 
 
-def test_the_sites_tuned_are_those_the_kept_winners_lower(tmp_path, db_url):
-    spec = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=1)
-    worker = Worker(spec, tmp_path / "logs")
-    db = Database.open(db_url)
-    try:
-        capture = worker.start()
-        workload = Workload(db, "mlp")
-        tasks = tasks_from_capture(capture, "mlp") + fusion_tasks(capture.graphs, "mlp")
-        records = dict(zip((t.kind for t in tasks), workload.register(tasks)))
-        captured = {t.key for t, _ in workload.pairs((Kind.SITE,))}
-        assert len(captured) == 2  # the frozen mlp's two packed linears
-        notes = Notes()
-        sweep = SweepContext(_context(db_url, db, trials=4), worker, notes, workload, "cpu", "mlp", recorded=capture.graphs)
+def _captured(model, tmp_path, db):
+    """A sweep's context after the capture of ``model`` (an mlp: two packed-linear sites when frozen), its task
+    records by kind, its sites' keys and its notes."""
+    worker = Worker(WorkloadSpec(model=model, device="cpu", input_shape=(16, 64), threads=1), tmp_path / "logs")
+    capture = worker.start()
+    workload = Workload(db, "mlp")
+    tasks = tasks_from_capture(capture, "mlp") + fusion_tasks(capture.graphs, "mlp")
+    records = dict(zip((t.kind for t in tasks), workload.register(tasks)))
+    captured = {t.key for t, _ in workload.pairs((Kind.SITE,))}
+    assert len(captured) == 2  # the frozen mlp's two packed linears
+    notes = Notes()
+    sweep = SweepContext(_context(db.url, db, trials=4), worker, notes, workload, "cpu", "mlp", recorded=capture.graphs)
+    return sweep, records, captured, notes
 
-        fusion = next(t for t in tasks if t.kind == Kind.FUSION)
+
+def test_the_sites_tuned_are_those_the_kept_winners_lower(tmp_path, db_url):
+    db = Database.open(db_url)
+    sweep, records, captured, notes = _captured("tests.helpers.models:mlp", tmp_path, db)
+    try:
+        fusion = next(t for t in sweep.workload.tasks if t.kind == Kind.FUSION)
         knob = {**fusion.space.default, "max_fusion_size": 8 if fusion.space.default["max_fusion_size"] != 8 else 16}
         db.set_winner(records[Kind.FUSION].id, sweep.tuning.device_id, None, knob, None, None)
         plan = SitePhase().plan(sweep)
@@ -62,7 +67,26 @@ def test_the_sites_tuned_are_those_the_kept_winners_lower(tmp_path, db_url):
         assert f"a compile with them forced meets, {len(plan.tasks)}: 0 of the capture's 2 and {len(plan.tasks)} new" in said, said
         assert SitePhase().plan(sweep).tasks == plan.tasks and len(sweep.recordings) == 1  # recorded once per forcing
     finally:
-        worker.close()
+        sweep.worker.close()
+        db.close()
+
+
+def test_a_recording_that_fails_leaves_the_captured_sites_to_tune(tmp_path, db_url, monkeypatch):
+    """The recording compile's worker dies (a segfault, for real): the phase says so and tunes the sites the capture
+    recorded; the sweep goes on, the next job in a fresh worker."""
+    flag = tmp_path / "crash"
+    monkeypatch.setenv("TUNER_TEST_CRASH", str(flag))
+    db = Database.open(db_url)
+    sweep, records, captured, notes = _captured("tests.helpers.models:mlp_crash_in_worker", tmp_path, db)
+    try:
+        db.set_winner(records[Kind("freezing")].id, sweep.tuning.device_id, None, unfrozen(), None, None)
+        flag.touch()
+        assert {t.key for t in SitePhase().plan(sweep).tasks} == captured and sweep.recordings == {}
+        (said,) = notes
+        assert said.startswith("recording the template sites with the winners so far forced failed (") and said.endswith(
+            "the sites the capture recorded are tuned"), said
+    finally:
+        sweep.worker.close()
         db.close()
 
 

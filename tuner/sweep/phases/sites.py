@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.core import Forcing, Kind, TaskSpec
+from tuner.errors import WorkloadError
 from tuner.kinds import where
 from tuner.measure import SiteBatch, SiteTimings
 from tuner.sweep import clock
@@ -92,7 +93,11 @@ class SitePhase(Phase):
             sweep.progress.note(f"the winners so far change how the graphs lower ({names}), but a compile recording the template sites they "
                                 "make and a site batch after it do not fit this phase's time: the sites the capture recorded are tuned")
             return captured
-        tasks = site_tasks(sweep.record(everything).sites)
+        try:
+            tasks = site_tasks(sweep.record(everything).sites)
+        except WorkloadError as e:  # the worker is replaced by the next job; the captured sites are still real sites
+            sweep.progress.note(f"recording the template sites with the winners so far forced failed ({e}): the sites the capture recorded are tuned")
+            return captured
         pairs = list(zip(tasks, sweep.workload.register(tasks)))
         kept = {t.key for t, _ in captured} & {t.key for t in tasks}
         sweep.progress.note(f"the winners so far change how the graphs lower ({names}): the template sites tuned are those a compile with them "
