@@ -11,7 +11,7 @@ from tuner.db import Database
 from tuner.measure import Worker
 from tuner.search_spaces.freezing import unfrozen
 from tuner.sweep.clock import CAPTURE, now
-from tuner.sweep.phases import SitePhase, SweepContext, Workload
+from tuner.sweep.phases import FusionPhase, SitePhase, SweepContext, Workload
 from tuner.sweep.tasks import fusion_tasks, tasks_from_capture
 from tuner.workloads.spec import WorkloadSpec
 
@@ -73,7 +73,8 @@ def test_the_sites_tuned_are_those_the_kept_winners_lower(tmp_path, db_url):
 
 def test_a_recording_that_fails_leaves_the_captured_sites_to_tune(tmp_path, db_url, monkeypatch):
     """The recording compile's worker dies (a segfault, for real): the phase says so and tunes the sites the capture
-    recorded; the sweep goes on, the next job in a fresh worker."""
+    recorded, and the fusion study searches the fusions it recorded; the sweep goes on, the next job in a fresh
+    worker."""
     flag = tmp_path / "crash"
     monkeypatch.setenv("TUNER_TEST_CRASH", str(flag))
     db = Database.open(db_url)
@@ -85,6 +86,13 @@ def test_a_recording_that_fails_leaves_the_captured_sites_to_tune(tmp_path, db_u
         (said,) = notes
         assert said.startswith("recording the template sites with the winners so far forced failed (") and said.endswith(
             "the sites the capture recorded are tuned"), said
+        # The fusion study, whose recording fails alike, searches the fusions the capture recorded
+        notes.clear()
+        fusion = next(t for t in sweep.workload.tasks if t.kind == Kind.FUSION)
+        assert [t.key for t in FusionPhase().plan(sweep).tasks] == [fusion.key] and sweep.recordings == {}
+        assert notes[0] == "recording the fusions Inductor makes with the winners so far forced", notes
+        assert notes[1].startswith("recording the fusions with the winners so far forced failed (") and notes[1].endswith(
+            "the fusions the capture recorded are searched"), notes
     finally:
         sweep.worker.close()
         db.close()

@@ -9,6 +9,7 @@ import functools
 from typing import Any
 
 from tuner.core import Forcing, Kind, TaskSpec
+from tuner.errors import WorkloadError
 from tuner.kinds import KERNEL_HOOK, where
 from tuner.measure import GraphTrial
 from tuner.search_spaces.attention import KIND as ATTENTION
@@ -138,20 +139,8 @@ class FusionPhase(Phase):
     def plan(self, sweep: SweepContext) -> Plan:
         winners = sweep.winners()
         self.everything = winners.forcing(sweep.workload.pairs())
-        if sweep.recorded and lowers_as_captured(sweep, winners):
-            sweep.progress.note("no winner so far changes how the graphs lower: the fusions the capture recorded are searched")
-            recorded = sweep.recorded
-        elif sweep.can_capture(keep_end=True):
-            sweep.progress.note("recording the fusions Inductor makes with the winners so far forced")
-            recorded = sweep.record(self.everything).graphs
-        elif sweep.recorded:
-            # The rewrites and knobs apply to the graph as it was before lowering, whatever the winners; a vetoed
-            # fusion the winners no longer make never matches (``backend/hooks/fusion.py``).
-            sweep.progress.note("no time left to record the fusions with the winners so far forced: the fusions the capture recorded "
-                                "are searched")
-            recorded = sweep.recorded
-        else:
-            sweep.progress.note("no time left to record the fusions with the winners so far forced: fusion groupings are not searched")
+        recorded = self._recorded(sweep, winners)
+        if not recorded:
             return Plan([], 0)
         groupings = fusion_tasks(recorded, sweep.model, sweep.short_kernels)
         for g in groupings:
@@ -160,6 +149,25 @@ class FusionPhase(Phase):
         self.pairs = list(zip(groupings, sweep.workload.register(groupings)))
         trials = planned(sweep.budget.fusion_target, groupings)
         return Plan(groupings, trials, cost=[(str(Kind.FUSION), trials)])
+
+    def _recorded(self, sweep: SweepContext, winners: Winners) -> list[dict[str, Any]]:
+        """The graphs whose fusions are searched, said: the capture's while no winner changes how they lower; else those
+        a recording compile with every winner so far forced meets, where it fits; else (no time, or it failed) the
+        capture's where it recorded any: the rewrites and knobs apply to the graph as it was before lowering, whatever
+        the winners, and a vetoed fusion the winners no longer make never matches (``backend/hooks/fusion.py``)."""
+        note = sweep.progress.note
+        if sweep.recorded and lowers_as_captured(sweep, winners):
+            note("no winner so far changes how the graphs lower: the fusions the capture recorded are searched")
+            return sweep.recorded
+        why = "no time left to record the fusions with the winners so far forced"
+        if sweep.can_capture(keep_end=True):
+            note("recording the fusions Inductor makes with the winners so far forced")
+            try:
+                return sweep.record(self.everything).graphs
+            except WorkloadError as e:  # the worker is replaced by the next job
+                why = f"recording the fusions with the winners so far forced failed ({e})"
+        note(f"{why}: " + ("the fusions the capture recorded are searched" if sweep.recorded else "fusion groupings are not searched"))
+        return sweep.recorded
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         _tune(sweep, deadline, self.pairs, self.everything, target=sweep.budget.fusion_target)
