@@ -175,7 +175,6 @@ class FusionSpace(Space):
         both = [{k: v for lever in levers for k, v in lever.items()}] if len(levers) > 1 else []
         return [{**self.default, **lever} for lever in both + levers]
 
-
     def reshapes_sites(self, config: dict[str, Any]) -> bool:
         """Only a rewrite (:data:`REWRITE_KNOBS`) or unfreezing changes which template sites a grouping's graph meets:
         fusion knobs and vetoes group the kernels a lowering made."""
