@@ -42,6 +42,7 @@ class MeasuringContext(CompileContext):
         self.site_defer = site_defer
         self.timings: dict[str, dict[str, float]] = {}
         self.pruned: dict[str, dict[str, float]] = {}  # {site key: {choice id: probe ms}}: stopped early, slower
+        self.met: set[str] = set()  # the keys of the sites this compile selected at (a site it never met is not here)
         self._listed: dict[str, list[str]] = {}  # {site key: every config id listed}, while the site is lowered
 
     # --- template sites -----------------------------------------------------------------------------------------
@@ -62,6 +63,7 @@ class MeasuringContext(CompileContext):
     def select_site(self, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> list[int]:
         """The benchmarked set where this site is benchmarked, else the one answer."""
         key = task_key(Kind.SITE, payload)
+        self.met.add(key)
         if self.recorder is not None:
             full = templates.untrimmed(ids, self._listed.pop(key, []))
             self.recorder.site(key, payload, full, full.index(ids[default]), scalars, epilogue.current_site_has_epilogue())

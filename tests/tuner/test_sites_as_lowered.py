@@ -1,16 +1,15 @@
 """The template-site phase tunes the sites of the graphs as the kept winners lower them, on the CPU for real: a
 spawned worker, real Inductor compiles, real SQLite. A winner that changes which sites exist (here: the frozen mlp's
-graph compiled unfrozen, where its packed-linear sites are gone) has the phase record the sites a compile with every
-winner forced meets; a winner that only groups kernels (a fusion knob) costs no such compile."""
-
-import dataclasses
+graph compiled unfrozen, where its packed-linear sites are gone) has the first site batch, compiled with every winner
+forced, record the sites it meets; a winner that only groups kernels (a fusion knob) changes nothing."""
 
 from tests.helpers.replay import _context
 from tuner.core import Kind
 from tuner.db import Database
+from tuner.db.claims import pending
 from tuner.measure import Worker
 from tuner.search_spaces.freezing import unfrozen
-from tuner.sweep.clock import CAPTURE, now
+from tuner.sweep.clock import now
 from tuner.sweep.phases import FusionPhase, SitePhase, SweepContext, Workload
 from tuner.sweep.tasks import fusion_tasks, tasks_from_capture
 from tuner.workloads.spec import WorkloadSpec
@@ -24,10 +23,10 @@ class Notes(list):
         return lambda *a, **k: None
 
 
-def _captured(model, tmp_path, db):
-    """A sweep's context after the capture of ``model`` (an mlp: two packed-linear sites when frozen), its task
-    records by kind, its sites' keys and its notes."""
-    worker = Worker(WorkloadSpec(model=model, device="cpu", input_shape=(16, 64), threads=1), tmp_path / "logs")
+def _captured(model, tmp_path, db, shape=(16, 64)):
+    """A sweep's context after the capture of ``model`` (two packed-linear sites when frozen: an mlp, an attention
+    block), its task records by kind, its sites' keys and its notes."""
+    worker = Worker(WorkloadSpec(model=model, device="cpu", input_shape=shape, threads=1), tmp_path / "logs")
     capture = worker.start()
     workload = Workload(db, "mlp")
     tasks = tasks_from_capture(capture, "mlp") + fusion_tasks(capture.graphs, "mlp")
@@ -40,41 +39,39 @@ def _captured(model, tmp_path, db):
 
 
 def test_the_sites_tuned_are_those_the_kept_winners_lower(tmp_path, db_url):
+    """A fusion knob costs nothing; unfreezing has the first site batch compile unfrozen and record the sites it meets:
+    the packed-linear sites it never met are dropped unmeasured and released, the new ones are tuned after them, and
+    the recording is held for the phases after."""
     db = Database.open(db_url)
     sweep, records, captured, notes = _captured("tests.helpers.models:mlp", tmp_path, db)
     try:
         fusion = next(t for t in sweep.workload.tasks if t.kind == Kind.FUSION)
         knob = {**fusion.space.default, "max_fusion_size": 8 if fusion.space.default["max_fusion_size"] != 8 else 16}
         db.set_winner(records[Kind.FUSION].id, sweep.tuning.device_id, None, knob, None, None)
-        plan = SitePhase().plan(sweep)
-        assert {t.key for t in plan.tasks} == captured and sweep.recordings == {} and notes == []
+        phase = SitePhase()
+        assert {t.key for t in phase.plan(sweep).tasks} == captured and not phase.lowered and notes == []
 
         db.set_winner(records[Kind("freezing")].id, sweep.tuning.device_id, None, unfrozen(), None, None)
-        tuning = sweep.tuning
-        sweep.tuning = dataclasses.replace(tuning, deadline=now() + 5.0, settle_by=now() + 5.0)
-        tuning.costs.observe(CAPTURE, 60.0)  # no time for the recording: the capture's sites, said why
-        assert {t.key for t in SitePhase().plan(sweep).tasks} == captured and sweep.recordings == {}
-        assert "do not fit this phase's time: the sites the capture recorded are tuned" in notes.pop(), notes
-        sweep.tuning = tuning
-        phase = SitePhase()
         plan = phase.plan(sweep)
+        assert {t.key for t in plan.tasks} == captured and phase.to_record and sweep.recordings == {}  # no compile of its own
+        assert notes.pop().startswith("the winners so far change how the graphs lower (mlp forward graph 0 freezing): the first site batch")
+        phase.run(sweep, now() + 60.0)
         (recording,) = sweep.recordings.values()
-        assert phase.lowered and [t.key for t in plan.tasks] == [s["key"] for s in recording.sites]
-        assert not captured & {t.key for t in plan.tasks}  # unfrozen, no packed linear is lowered
-        assert all(not g["frozen"] for g in recording.graphs)
-        (said,) = notes
-        assert said.startswith("the winners so far change how the graphs lower (mlp forward graph 0 freezing)"), said
-        assert f"a compile with them forced meets, {len(plan.tasks)}: 0 of the capture's 2 and {len(plan.tasks)} new" in said, said
-        assert SitePhase().plan(sweep).tasks == plan.tasks and len(sweep.recordings) == 1  # recorded once per forcing
+        assert recording.graphs and all(not g["frozen"] for g in recording.graphs)
+        assert recording.sites == []  # unfrozen, the CPU lowers its linears through ATen alone: no site at all
+        assert "the template sites tuned are those a compile with them forced meets, 0: 0 of the capture's 2 and 0 new" in notes[-1], notes
+        ids = [r.id for _, r in sweep.workload.pairs((Kind.SITE,))]
+        assert all(not db.trials(i, sweep.tuning.device_id) for i in ids)  # dropped, nothing stored
+        assert pending(db, ids, sweep.tuning.device_id, sweep.tuning.budget.site_target) == len(ids)  # released, not finished
+        assert phase.plan(sweep).tasks == [] and not phase.to_record  # the held recording: no compile, no site
     finally:
         sweep.worker.close()
         db.close()
 
 
-def test_a_recording_that_fails_leaves_the_captured_sites_to_tune(tmp_path, db_url, monkeypatch):
-    """The recording compile's worker dies (a segfault, for real): the phase says so and tunes the sites the capture
-    recorded, and the fusion study searches the fusions it recorded; the sweep goes on, the next job in a fresh
-    worker."""
+def test_a_recording_that_fails_leaves_the_captured_fusions_to_search(tmp_path, db_url, monkeypatch):
+    """The fusion study's recording compile's worker dies (a segfault, for real): the study says so and searches the
+    fusions the capture recorded; the sweep goes on, the next job in a fresh worker."""
     flag = tmp_path / "crash"
     monkeypatch.setenv("TUNER_TEST_CRASH", str(flag))
     db = Database.open(db_url)
@@ -82,12 +79,6 @@ def test_a_recording_that_fails_leaves_the_captured_sites_to_tune(tmp_path, db_u
     try:
         db.set_winner(records[Kind("freezing")].id, sweep.tuning.device_id, None, unfrozen(), None, None)
         flag.touch()
-        assert {t.key for t in SitePhase().plan(sweep).tasks} == captured and sweep.recordings == {}
-        (said,) = notes
-        assert said.startswith("recording the template sites with the winners so far forced failed (") and said.endswith(
-            "the sites the capture recorded are tuned"), said
-        # The fusion study, whose recording fails alike, searches the fusions the capture recorded
-        notes.clear()
         fusion = next(t for t in sweep.workload.tasks if t.kind == Kind.FUSION)
         assert [t.key for t in FusionPhase().plan(sweep).tasks] == [fusion.key] and sweep.recordings == {}
         assert notes[0] == "recording the fusions Inductor makes with the winners so far forced", notes

@@ -56,11 +56,12 @@ class GraphReplay:
 class SiteBatch:
     """One compile under ``forcing`` in which Inductor's benchmarker times these choice ids side by side at each
     of these sites ({site key: choice ids}), the ``timing`` way (``TUNER_SITE_TIMING``'s names; None: the setting's);
-    the graph's numerics are still checked."""
+    the graph's numerics are still checked. ``record``: the compile also records the graphs and sites it meets."""
 
     forcing: Forcing
     sites: dict[str, tuple[str, ...]]
     timing: str | None = None
+    record: bool = False
     capture: ClassVar[bool] = False
 
     def run(self, session: Session) -> SiteTimings:

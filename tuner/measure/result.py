@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tuner.core import Status
@@ -68,6 +68,8 @@ class SiteTimings:
     compile_s: float | None = None
     pruned: dict[str, list[str]] = field(default_factory=dict)  # {site key: choices stopped after their probe}
     fallbacks: int = 0  # choices timed as Inductor times them, where they could not be timed the asked way
+    met: tuple[str, ...] | None = None  # the keys of the sites the compile selected at (None: not said)
+    recording: Recording | None = None  # the graphs and sites it met, where the batch was asked to record them
 
     @property
     def errors(self) -> list[str]:
@@ -116,6 +118,11 @@ class Recording:
 
     graphs: list[dict[str, Any]]
     sites: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, recorder: Any) -> Recording:
+        """What a record-mode compile's recorder (``backend/instrument/recorder``) saw."""
+        return cls([asdict(g) for g in recorder.graphs.values()], [asdict(s) for s in recorder.sites.values()])
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ class Compiled:
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     pruned: dict[str, dict[str, float]] = field(default_factory=dict)
     errors: list[float] = field(default_factory=list)  # per tensor (``error`` is the largest)
+    met: frozenset[str] = frozenset()  # the keys of the template sites its compile selected at
 
 
 # Compiled instances of one config beside the capture's, timed to measure the spread between instances (CPU). Each
@@ -165,7 +166,8 @@ class Session:
 
             stop_counting(kernel_sink)  # its kernels' launches per step are counted
         errors = tensor_errors(out, self.reference)
-        done = Compiled(fn, time.perf_counter() - t0, max(errors, default=0.0), backend.context.timings, backend.context.pruned, errors)
+        ctx = backend.context
+        done = Compiled(fn, time.perf_counter() - t0, max(errors, default=0.0), ctx.timings, ctx.pruned, errors, frozenset(ctx.met))
         if check and not within(errors, self.tolerance):
             err, bound = worst_excess(errors, self.tolerance)
             raise Inaccurate(
@@ -282,7 +284,7 @@ class Session:
 
         recorder = Recorder()
         self.compile(forcing, recorder)
-        return Recording([asdict(g) for g in recorder.graphs.values()], [asdict(s) for s in recorder.sites.values()])
+        return Recording.of(recorder)
 
     def time_graph(self, job: GraphTrial) -> Measurement:
         """The whole workload under the job's candidate against its baseline, interleaved; with ``job.instances`` of
@@ -340,14 +342,18 @@ class Session:
         from tuner.backend import counters
         from tuner.backend.instrument.site_timing import FALLBACK
 
+        from tuner.backend.instrument.recorder import Recorder
+
         before = counters.count(FALLBACK)
+        recorder = Recorder() if job.record else None
         try:
-            done = self.compile(job.forcing, benchmark=dict(job.sites), timing=job.timing)
+            done = self.compile(job.forcing, recorder, benchmark=dict(job.sites), timing=job.timing)
         except Exception as e:  # noqa: BLE001
             return SiteTimings(classify(e), error=describe(e))
         pruned = {k: sorted(v) for k, v in done.pruned.items()}
         return SiteTimings(Status.OK, {k: dict(v) for k, v in done.timings.items()}, compile_s=done.compile_s, pruned=pruned,
-                           fallbacks=counters.count(FALLBACK) - before)
+                           fallbacks=counters.count(FALLBACK) - before, met=tuple(sorted(done.met)),
+                           recording=Recording.of(recorder) if recorder is not None else None)
 
     def time_attention(self, job: AttentionAlone) -> AttentionTimings:
         """Each attention site's backends timed alone on this worker's device (CUDA), in one timing window."""

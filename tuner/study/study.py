@@ -165,6 +165,17 @@ class Study:
         """Re-measure the best candidate against the default and store the winner (``settle.choose_winner``)."""
         return choose_winner(self.tuning, self.task, self.space, measure)
 
+    def drop(self, pending: Pending) -> None:
+        """Leave ``pending`` unmeasured (its site does not exist under this compile's forcing): the trials that asked
+        for it fail, nothing is stored, and the study asks no more."""
+        import optuna
+
+        for _, ots in pending.values():
+            for ot in ots:
+                if ot is not None:
+                    self.study.tell(ot, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+        self.target = 0
+
     def tell_batch(self, pending: Pending, results: list[Measurement]) -> None:
         for (config, ots), m in zip(pending.values(), results):
             rec = record(self.tuning, self.task, config, m)

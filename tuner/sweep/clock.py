@@ -89,7 +89,7 @@ class Costs:
         mean_n, mean_t = statistics.fmean(n), statistics.fmean(t)
         all_per_item = mean_t / max(1.0, mean_n)
         spread = sum((x - mean_n) ** 2 for x in n)
-        if spread >= 0.1 * mean_n**2 * len(n):  # sizes at least ~30% apart: the data decide the slope
+        if spread > 0 and spread >= 0.1 * mean_n**2 * len(n):  # sizes at least ~30% apart: the data decide the slope
             slope = sum((x - mean_n) * (y - mean_t) for x, y in zip(n, t)) / spread
         elif fixed_prior and mean_t > fixed_prior:  # the known compile, the rest per item, at least the prior's
             return fixed_prior, max((mean_t - fixed_prior) / max(1.0, mean_n), per_item_prior or 0.0)

@@ -66,11 +66,14 @@ def _request_for(site: _Site, choices: list[str]) -> tuple[str, ...]:
 
 
 def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str, Measurement]]:
-    """{site: {choice: measurement}}: the batch as asked, or, when it fails, its halves (recursively)."""
+    """{site: {choice: measurement}}: the batch as asked, or, when it fails, its halves (recursively). A site the
+    compile never met (its forcing lowers the graph without it) is left out."""
     r = measure(request)
     if r.status is Status.OK:
         out: dict[str, dict[str, Measurement]] = {}
         for key, choices in request.items():
+            if r.met is not None and key not in r.met:
+                continue
             t = r.timings.get(key, {})
             base = t.get(choices[0])
             out[key] = {}
@@ -161,10 +164,13 @@ def sites_that_fit(tuning: StudyContext, batch: int, most: int) -> int:
 def _timed(tuning: StudyContext, measure: MeasureSites, request: Request) -> dict[str, dict[str, Measurement]]:
     """``measure_split`` of the request, its cost per choice observed."""
     t0 = clock.now()
+    timed = request
     try:
-        return measure_split(measure, request)
+        out = measure_split(measure, request)
+        timed = {k: request[k] for k in out}  # the choices at sites the compile met: the others cost nothing
+        return out
     finally:
-        tuning.costs.observe_sized(SITE_CHOICE, sum(len(c) for c in request.values()), clock.now() - t0)
+        tuning.costs.observe_sized(SITE_CHOICE, sum(len(c) for c in timed.values()), clock.now() - t0)
 
 
 def tune_sites(
@@ -176,8 +182,9 @@ def tune_sites(
     credit: EpilogueCredit = EpilogueCredit(),
 ) -> tuple[list[TaskOutcome], int, set[int]]:
     """Tune ``group``'s sites together; store each one's verified winner. Returns (outcomes, measured, the ids of
-    the sites the deadline cut short)."""
+    the sites the deadline cut short or a batch's compile never met: those are released, not finished)."""
     sites: list[_Site] = []
+    gone: set[int] = set()
     for task, rec in group:
         seen, invalid = measured_before(tuning, rec)
         study, first = open_study(tuning, rec, task.space), first_to_measure(tuning, rec, task.space, seen)
@@ -195,10 +202,14 @@ def tune_sites(
         results = _timed(tuning, measure, request)
         no_timing = Measurement(Status.RUNTIME_ERROR, error="no timing")
         for s in asked:
+            if s.task.key not in results:  # not met: the winners forced lower the graphs without it
+                s.asker.drop(s.todo)
+                gone.add(s.rec.id)
+                continue
             s.asker.tell_batch(s.todo, [results[s.task.key].get(c["choice"]) or no_timing for c, _ in s.todo.values()])
             measured += len(s.todo)
-    cut = {s.rec.id for s in sites if s.asker.open()}
-    return _verify(tuning, sites, measure, credit), measured, cut
+    cut = {s.rec.id for s in sites if s.asker.open()} | gone
+    return _verify(tuning, [s for s in sites if s.rec.id not in gone], measure, credit), measured, cut
 
 
 def saves_a_kernel(space: Any, choice: str, ratio: float | None) -> bool:

@@ -121,6 +121,10 @@ class SweepContext:
             self.recordings[key] = self.worker.run(CaptureGraphs(forcing.to_json()))
         return self.recordings[key]
 
+    def keep_recording(self, forcing: Forcing, recording: Recording) -> None:
+        """Hold ``recording``, made by a compile under ``forcing`` that also did other work (a site batch)."""
+        self.recordings.setdefault(digest(forcing.to_json()), recording)
+
     def recorded_under(self, forcing: Forcing) -> bool:
         """Whether :meth:`record` holds ``forcing``'s recording already (it then costs no compile)."""
         return digest(forcing.to_json()) in self.recordings

@@ -1,20 +1,20 @@
 """The template-site phase: every selection site of the workload, tuned in site batches (one compile benchmarks a
 batch of choices at every site of a claimed group), then the other workers' sites waited for. The sites are those
 of the graphs as the winners so far lower them: where a kept winner rewrites a graph (a convolution over its input's
-space-to-depth form, cuDNN running a convolution's epilogue, merged GEMMs), a compile with them forced records the
-sites it makes, and their batches time them with those winners forced."""
+space-to-depth form, cuDNN running a convolution's epilogue, merged GEMMs), the batches compile with every winner
+forced, the first records the sites it meets, and the sites it never met are dropped and its new ones tuned."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import Forcing, Kind, TaskSpec
-from tuner.errors import WorkloadError
+from tuner.core import Kind, TaskSpec
 from tuner.kinds import where
 from tuner.measure import SiteBatch, SiteTimings
+from tuner.measure.result import Recording
 from tuner.sweep import clock
 from tuner.sweep.clock import fits
-from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, deadline_for, planned
+from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
 from tuner.sweep.phases import cuda_graphs
 from tuner.sweep.phases.graphs import lowering
 from tuner.sweep.scheduler import tune_site_groups, wait_for_others
@@ -69,7 +69,8 @@ class SitePhase(Phase):
     def __init__(self, share: float = 1.0):
         self.share = share
         self.sites: list[Any] = []
-        self.lowered = False  # the sites are those a compile with the winners so far forced made (:meth:`_sites`)
+        self.lowered = False  # the sites are those a compile with the winners so far forced makes (:meth:`_sites`)
+        self.to_record = False  # the first site batch records those sites (:class:`_Batches`)
 
     def plan(self, sweep: SweepContext) -> Plan:
         # The largest first: a phase whose deadline holds fewer sites than the workload has tunes where the time is
@@ -79,43 +80,34 @@ class SitePhase(Phase):
 
     def _sites(self, sweep: SweepContext) -> list[Any]:
         """The (task, record) pairs of the sites to tune: the capture's, unless a kept winner changes which sites the
-        graphs' lowering meets (:func:`reshaping`); then those a recording compile with every winner so far forced
-        meets (registered as new tasks where the capture had none), where that compile and a batch after it fit this
-        phase's time."""
+        graphs' lowering meets (:func:`reshaping`); then those of a recording under every winner so far forced where
+        one is held, else the capture's, and the first site batch, which compiles with every winner forced, records
+        the sites it meets (:meth:`run`): a recording compile of its own cost mobilenet_v3_large's H100 sweep ~31 s
+        of its phase's 76, so none was made and 14 of the 46 sites tuned were sites its kept rewrites replace."""
         captured = sweep.workload.pairs(where(phase=self.name))
         winners = sweep.winners()
-        self.lowered = False
+        self.lowered = self.to_record = False
         names = ", ".join(reshaping(sweep, winners))
         if not names:
             return captured
+        self.lowered = True
         everything = winners.forcing(sweep.workload.pairs())
-        if not self._can_record(sweep, everything, len(captured)):
-            sweep.progress.note(f"the winners so far change how the graphs lower ({names}), but a compile recording the template sites they "
-                                "make and a site batch after it do not fit this phase's time: the sites the capture recorded are tuned")
-            return captured
-        try:
-            tasks = site_tasks(sweep.record(everything).sites)
-        except WorkloadError as e:  # the worker is replaced by the next job; the captured sites are still real sites
-            sweep.progress.note(f"recording the template sites with the winners so far forced failed ({e}): the sites the capture recorded are tuned")
-            return captured
+        if sweep.recorded_under(everything):
+            return self._as_lowered(sweep, sweep.record(everything), captured, f"the winners so far change how the graphs lower ({names})")
+        self.to_record = True
+        sweep.progress.note(f"the winners so far change how the graphs lower ({names}): the first site batch compiles with them forced and records "
+                            "the template sites it meets; a site it never meets is dropped, and new ones are tuned after the capture's")
+        return captured
+
+    @staticmethod
+    def _as_lowered(sweep: SweepContext, recording: Recording, captured: list[Any], why: str) -> list[Any]:
+        """The (task, record) pairs of ``recording``'s sites, registered where new, and said beside ``captured``."""
+        tasks = site_tasks(recording.sites)
         pairs = list(zip(tasks, sweep.workload.register(tasks)))
         kept = {t.key for t, _ in captured} & {t.key for t in tasks}
-        sweep.progress.note(f"the winners so far change how the graphs lower ({names}): the template sites tuned are those a compile with them "
-                            f"forced meets, {len(tasks)}: {len(kept)} of the capture's {len(captured)} and {len(tasks) - len(kept)} new")
-        self.lowered = True
+        sweep.progress.note(f"{why}: the template sites tuned are those a compile with them forced meets, {len(tasks)}: {len(kept)} of the "
+                            f"capture's {len(captured)} and {len(tasks) - len(kept)} new")
         return pairs
-
-    def _can_record(self, sweep: SweepContext, forcing: Forcing, sites: int) -> bool:
-        """Whether a recording compile under ``forcing`` (none where one is held) and a site batch of at least one
-        choice at ``sites`` sites end by this phase's deadline, and the recording by the phases'."""
-        compile_s = sweep.tuning.costs.expect(CAPTURE)
-        record_s = 0.0 if sweep.recorded_under(forcing) else compile_s
-        if record_s and not sweep.can_capture(keep_end=True):
-            return False
-        deadline = deadline_for(sweep, self.share, self.compiles)
-        if deadline is None:
-            return True
-        return fits(deadline, record_s + compile_s) and choices_that_fit(sweep.until(deadline - record_s), _batch(sweep), sites) > 0
 
     @staticmethod
     def trials(sweep: SweepContext, tasks: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
@@ -143,15 +135,35 @@ class SitePhase(Phase):
         if sweep.device_type == "cuda":
             sweep.progress.note(f"template-site choices are timed {TIMING_SAID[timing]}")
         # Where the sites are those the winners' lowering makes, every winner is forced, so the batch compiles that lowering
-        base = sweep.winners().forcing(sweep.workload.pairs() if self.lowered else self.sites).to_json()
-
-        def measure(request: Request) -> SiteTimings:
-            got = sweep.worker.run(SiteBatch(base, request, timing))
-            if got.fallbacks:
-                sweep.progress.note(f"{got.fallbacks} site choice(s) could not be timed {TIMING_SAID[timing].split(',')[0]} and were timed as "
-                                    "Inductor times them (the worker's log says why): at their sites, timings of two kinds are compared")
-            return got
-
+        base = sweep.winners().forcing(sweep.workload.pairs() if self.lowered else self.sites)
+        measure = _Batches(sweep, base.to_json(), timing, record=self.to_record)
         got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress, sweep.epilogue_ms)
+        if measure.recording is not None:  # the first batch's compile recorded the sites of the graphs as lowered
+            sweep.keep_recording(base, measure.recording)
+            captured = {t.key for t, _ in self.sites}
+            lowered = self._as_lowered(sweep, measure.recording, self.sites, "the first site batch recorded the graphs as the winners so far lower them")
+            new = [(t, r) for t, r in lowered if t.key not in captured]
+            self.sites = lowered
+            if new:
+                more, _ = tune_site_groups(sweep.until(deadline), new, measure, batch, sweep.workers, sweep.progress, sweep.epilogue_ms)
+                got.update(more)
         sweep.add(list(got.values()))
         wait_for_others(sweep.db, sweep.tuning, [r.id for _, r in self.sites], sweep.progress)
+
+
+
+class _Batches:
+    """The site batches' measure (``site_batches.MeasureSites``): each a compile under ``base`` in the worker; with
+    ``record``, the first that compiles records the graphs and sites it meets (:attr:`recording`)."""
+
+    def __init__(self, sweep: SweepContext, base: dict[str, Any], timing: str, record: bool):
+        self.sweep, self.base, self.timing, self.record = sweep, base, timing, record
+        self.recording: Recording | None = None
+
+    def __call__(self, request: Request) -> SiteTimings:
+        got = self.sweep.worker.run(SiteBatch(self.base, request, self.timing, record=self.record and self.recording is None))
+        self.recording = self.recording or got.recording
+        if got.fallbacks:
+            self.sweep.progress.note(f"{got.fallbacks} site choice(s) could not be timed {TIMING_SAID[self.timing].split(',')[0]} and were timed as "
+                                     "Inductor times them (the worker's log says why): at their sites, timings of two kinds are compared")
+        return got
