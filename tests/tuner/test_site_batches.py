@@ -78,7 +78,7 @@ def test_without_a_deadline_a_probe_then_one_batch_offers_every_site_all_it_can(
 
     db, tuning, group = _sites(db_url)
     calls = []
-    _, measured, cut = tune_sites(tuning, group, _slow(calls, 0.001), batch=16)
+    _, measured, cut, _ = tune_sites(tuning, group, _slow(calls, 0.001), batch=16)
     # A probe first (each site's default and one candidate: the cost per choice, so the ETA is measured), then
     # every site's default and all its other choices in one batch; two sites of four choices each.
     assert calls == [4, 6] and measured == 8 and cut == set()
@@ -87,8 +87,9 @@ def test_without_a_deadline_a_probe_then_one_batch_offers_every_site_all_it_can(
 
 def test_a_site_its_batch_never_met_is_dropped_unmeasured_and_released(db_url):
     """The first batch's compile lowers the graph without one site (a kept rewrite replaced it): that site's choices
-    are never measured nor stored, it is asked nothing more, released (not finished) and not verified; its choices
-    count nothing in the batches' cost; the other site is tuned as ever."""
+    are never measured nor stored, it is asked nothing more and not verified, and it is said apart from the sites the
+    deadline cut (both are released, not finished); its choices count nothing in the batches' cost; the other site is
+    tuned as ever."""
     from tuner.sweep.site_batches import tune_sites
 
     db, tuning, group = _sites(db_url)
@@ -100,9 +101,9 @@ def test_a_site_its_batch_never_met_is_dropped_unmeasured_and_released(db_url):
         timings = {k: {c: 1.0 + i / 10 for i, c in enumerate(v)} for k, v in request.items() if k != gone.key}
         return SiteTimings(Status.OK, timings, met=tuple(timings))
 
-    outcomes, measured, cut = tune_sites(tuning, group, measure, batch=16)
+    outcomes, measured, cut, dropped = tune_sites(tuning, group, measure, batch=16)
     assert calls[0] == sorted([gone.key, kept.key]) and all(c == [kept.key] for c in calls[1:])
-    assert [o.task.key for o in outcomes] == [kept.key] and cut == {group[0][1].id}
+    assert [o.task.key for o in outcomes] == [kept.key] and dropped == {group[0][1].id} and cut == set()
     assert db.trials(group[0][1].id, tuning.device_id) == [] and measured == len(db.trials(group[1][1].id, tuning.device_id)) > 0
     (first_n, _), *_ = tuning.costs.sized[SITE_CHOICE]
     assert first_n == PROBE_CHOICES  # the probe's choices at the site it met
@@ -122,7 +123,7 @@ def test_a_first_batch_probes_the_cost_and_no_batch_runs_past_the_deadline(db_ur
     # second batch (each site's default and one candidate more: 0.8 s).
     deadline = clock.t + 1.5
     tuning = dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 5)
-    _, measured, cut = tune_sites(tuning, group, _slow(calls, 0.2, clock), batch=16)
+    _, measured, cut, _ = tune_sites(tuning, group, _slow(calls, 0.2, clock), batch=16)
     assert [n for n, _ in calls] == [2 * PROBE_CHOICES]  # the probe only; no second batch fits the rest
     assert all(end <= deadline for _, end in calls) and measured == 2 * PROBE_CHOICES
     assert cut == {r.id for _, r in group}  # released, so a rerun continues them
@@ -140,7 +141,7 @@ def test_with_room_for_more_a_second_batch_is_sized_to_end_by_the_deadline(db_ur
     calls = []
     deadline = clock.t + 2.1  # the probe (0.8 s), then 1.3 s: each site's default and its last two choices (1.2 s)
     tuning = dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 5)
-    _, measured, cut = tune_sites(tuning, group, _slow(calls, 0.2, clock), batch=16)
+    _, measured, cut, _ = tune_sites(tuning, group, _slow(calls, 0.2, clock), batch=16)
     assert [n for n, _ in calls] == [4, 6] and all(end <= deadline for _, end in calls)
     assert measured == 8 and cut == set()  # every choice of both sites measured, by the deadline
     db.close()
@@ -168,7 +169,7 @@ def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_ur
         return SiteTimings(Status.OK, {k: {c: (1.0 if i == 0 else faster[k]) for i, c in enumerate(v)} for k, v in request.items()})
 
     tuning = dataclasses.replace(tuning, deadline=clock.t + 1.0, settle_by=clock.t + sweep_left_s)
-    outcomes, measured, _ = tune_sites(tuning, group, measure, batch=16)
+    outcomes, measured, _, _ = tune_sites(tuning, group, measure, batch=16)
     by_id = {o.task.id: o for o in outcomes}
     assert measured == 4
     assert not by_id[r1.id].is_default and by_id[r1.id].speedup == 1.25
@@ -209,7 +210,7 @@ def test_a_batch_is_sized_as_a_compile_plus_a_share_per_choice(db_url, monkeypat
     deadline = clock.t + 1.4 + 1.7
     tuning = dataclasses.replace(tuning, deadline=deadline, settle_by=clock.t + 10)
     calls = []
-    _, measured, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock), batch=16)
+    _, measured, _, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock), batch=16)
     assert [n for n, _ in calls][: len(sizes)] == sizes
     assert all(end <= deadline for _, end in calls[: len(sizes)])
     assert measured == measured_choices
@@ -245,7 +246,7 @@ def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_t
     assert PRIOR_MARGIN == 2.0
     db, tuning, group, clock, deadline = _known_costs(db_url, monkeypatch, left_s=2.65)
     calls = []
-    _, measured, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock), batch=16)
+    _, measured, _, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock), batch=16)
     assert [n for n, _ in calls][:1] == [6] and calls[0][1] <= deadline
     assert measured == 6
     db.close()
@@ -319,7 +320,7 @@ def test_a_sites_first_configs_are_measured_without_asking_optuna_and_added_to_i
             assert len(twin) == 1 and twin[0].state == optuna.trial.TrialState.COMPLETE
             assert twin[0].value == pytest.approx(t.ratio)
     again = []
-    _, measured, _ = tune_sites(tuning, group, _slow(again, 0.001), batch=16)
+    _, measured, _, _ = tune_sites(tuning, group, _slow(again, 0.001), batch=16)
     assert measured == 0 and again == []  # every candidate was slower than its default: nothing to verify either
     db.close()
 
@@ -380,7 +381,7 @@ def test_a_finalist_clearly_faster_in_its_own_batch_wins_with_no_verification_co
     monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     calls = []
-    outcomes, _, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock, gain=gain), batch=2)
+    outcomes, _, _, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock, gain=gain), batch=2)
     assert len(calls) == batches, calls
     assert all(not o.is_default for o in outcomes)
     assert all(db.winner_config(o.task.id, tuning.device_id) == o.winner for o in outcomes)
@@ -432,7 +433,7 @@ def test_a_template_no_slower_alone_wins_where_it_takes_in_the_epilogue(db_url, 
 
     said = []
     tuning = dataclasses.replace(tuning, deadline=clock.t + 1.0, settle_by=clock.t + 1.0)
-    outcomes, _, _ = tune_sites(tuning, group, measure, batch=16, credit=EpilogueCredit(credit_ms, said.append))
+    outcomes, _, _, _ = tune_sites(tuning, group, measure, batch=16, credit=EpilogueCredit(credit_ms, said.append))
     assert [o.winner["choice"] == TRITON for o in outcomes] == [wins, wins]
     assert all(db.winner_config(r.id, tuning.device_id)["choice"] == (TRITON if wins else t.space.default["choice"]) for t, r in group)
     assert len(said) == (2 if wins else 0) and all("takes in" in s for s in said)
@@ -466,4 +467,25 @@ def test_a_group_cut_short_before_it_measures_anything_ends_the_phase(db_url, mo
     calls, progress = [], Groups()
     outcomes, measured = tune_site_groups(tuning, group, _affine(calls, 1.0, 0.1, clock), 16, 1, progress)
     assert progress.said == ["2 template sites"] and calls == [] and measured == 0
+    db.close()
+
+
+def test_a_group_whose_sites_no_compile_met_does_not_end_the_phase(db_url):
+    """Two workers' share each (a group a site): the first group's site is gone under the winners forced, so its
+    group measures nothing, yet the phase goes on to the next group, and the gone site is released, not finished."""
+    from tuner.db.claims import pending
+    from tuner.sweep.progress import Progress
+    from tuner.sweep.scheduler import tune_site_groups
+
+    db, tuning, group = _sites(db_url)
+    gone = group[0][0].key
+
+    def measure(request):
+        timings = {k: {c: 1.0 + i / 10 for i, c in enumerate(v)} for k, v in request.items() if k != gone}
+        return SiteTimings(Status.OK, timings, met=tuple(timings))
+
+    outcomes, measured = tune_site_groups(tuning, group, measure, 16, 2, Progress())
+    assert [o.task.key for o in outcomes.values()] == [group[1][0].key] and measured > 0
+    assert pending(db, [group[0][1].id], tuning.device_id, tuning.budget.site_target) == 1  # released
+    assert pending(db, [group[1][1].id], tuning.device_id, tuning.budget.site_target) == 0  # finished
     db.close()

@@ -63,11 +63,12 @@ def tune_site_groups(
     size = max(1, -(-len(sites) // max(1, workers)))
     outcomes: dict[int, TaskOutcome] = {}
     measured_total = 0
+    dropped: set[int] = set()
     credit = EpilogueCredit(credit_ms, _once(progress.note))
     while (fit := sites_that_fit(tuning, batch, size)) > 0:  # as many sites as a batch holds by the deadline
         group = []
         while len(group) < fit:
-            tid = claim_next(tuning.db, [i for i in ids if i not in {r.id for _, r in group}], tuning.device_id, wid, tuning.budget.site_target, ttl)
+            tid = claim_next(tuning.db, [i for i in ids if i not in {r.id for _, r in group} | dropped], tuning.device_id, wid, tuning.budget.site_target, ttl)
             if tid is None:
                 break
             group.append(by_id[tid])
@@ -83,12 +84,13 @@ def tune_site_groups(
                 for _, r in group:
                     renew(tuning.db, r.id, tuning.device_id, wid, ttl)
 
-        got, measured, cut = tune_sites(tuning, group, measure, batch, on_trial, credit)
+        got, measured, cut, gone = tune_sites(tuning, group, measure, batch, on_trial, credit)
+        dropped |= gone  # released, and never claimed again here: no compile under these winners meets them
         measured_total += measured
         for o in got:
             outcomes[o.task.id] = dataclasses.replace(o, measured=measured)
-        for _, r in group:  # cut short by the time budget: released, so a rerun continues the site
-            if r.id not in cut:
+        for _, r in group:  # cut short by the time budget, or not met under the winners forced: released, so a rerun continues the site
+            if r.id not in cut | gone:
                 finish(tuning.db, r.id, tuning.device_id, wid, tuning.budget.site_target)
             else:
                 release(tuning.db, r.id, tuning.device_id, wid)

@@ -180,9 +180,9 @@ def tune_sites(
     batch: int,
     on_trial: Callable[[TrialRecord], None] = lambda t: None,
     credit: EpilogueCredit = EpilogueCredit(),
-) -> tuple[list[TaskOutcome], int, set[int]]:
+) -> tuple[list[TaskOutcome], int, set[int], set[int]]:
     """Tune ``group``'s sites together; store each one's verified winner. Returns (outcomes, measured, the ids of
-    the sites the deadline cut short or a batch's compile never met: those are released, not finished)."""
+    the sites the deadline cut short, the ids of those a batch's compile never met, dropped unmeasured)."""
     sites: list[_Site] = []
     gone: set[int] = set()
     for task, rec in group:
@@ -208,8 +208,8 @@ def tune_sites(
                 continue
             s.asker.tell_batch(s.todo, [results[s.task.key].get(c["choice"]) or no_timing for c, _ in s.todo.values()])
             measured += len(s.todo)
-    cut = {s.rec.id for s in sites if s.asker.open()} | gone
-    return _verify(tuning, [s for s in sites if s.rec.id not in gone], measure, credit), measured, cut
+    cut = {s.rec.id for s in sites if s.asker.open()}
+    return _verify(tuning, [s for s in sites if s.rec.id not in gone], measure, credit), measured, cut, gone
 
 
 def saves_a_kernel(space: Any, choice: str, ratio: float | None) -> bool:
