@@ -4,8 +4,7 @@ The measurements are scripted (a batch fails whenever it contains the bad choice
 import pytest
 
 from tuner.measure.result import SiteTimings, Status
-from tuner.sweep.estimate import SITE_CHOICE
-from tuner.sweep.site_batches import PROBE_CHOICES, measure_split
+from tuner.sweep.site_batches import measure_split
 
 
 def _batch(request):
@@ -82,31 +81,6 @@ def test_without_a_deadline_a_probe_then_one_batch_offers_every_site_all_it_can(
     # A probe first (each site's default and one candidate: the cost per choice, so the ETA is measured), then
     # every site's default and all its other choices in one batch; two sites of four choices each.
     assert calls == [4, 6] and measured == 8 and cut == set()
-    db.close()
-
-
-def test_a_site_its_batch_never_met_is_dropped_unmeasured_and_released(db_url):
-    """The first batch's compile lowers the graph without one site (a kept rewrite replaced it): that site's choices
-    are never measured nor stored, it is asked nothing more and not verified, and it is said apart from the sites the
-    deadline cut (both are released, not finished); its choices count nothing in the batches' cost; the other site is
-    tuned as ever."""
-    from tuner.sweep.site_batches import tune_sites
-
-    db, tuning, group = _sites(db_url)
-    (gone, _), (kept, _) = group
-    calls = []
-
-    def measure(request):
-        calls.append(sorted(request))
-        timings = {k: {c: 1.0 + i / 10 for i, c in enumerate(v)} for k, v in request.items() if k != gone.key}
-        return SiteTimings(Status.OK, timings, met=tuple(timings))
-
-    outcomes, measured, cut, dropped = tune_sites(tuning, group, measure, batch=16)
-    assert calls[0] == sorted([gone.key, kept.key]) and all(c == [kept.key] for c in calls[1:])
-    assert [o.task.key for o in outcomes] == [kept.key] and dropped == {group[0][1].id} and cut == set()
-    assert db.trials(group[0][1].id, tuning.device_id) == [] and measured == len(db.trials(group[1][1].id, tuning.device_id)) > 0
-    (first_n, _), *_ = tuning.costs.sized[SITE_CHOICE]
-    assert first_n == PROBE_CHOICES  # the probe's choices at the site it met
     db.close()
 
 
@@ -467,25 +441,4 @@ def test_a_group_cut_short_before_it_measures_anything_ends_the_phase(db_url, mo
     calls, progress = [], Groups()
     outcomes, measured = tune_site_groups(tuning, group, _affine(calls, 1.0, 0.1, clock), 16, 1, progress)
     assert progress.said == ["2 template sites"] and calls == [] and measured == 0
-    db.close()
-
-
-def test_a_group_whose_sites_no_compile_met_does_not_end_the_phase(db_url):
-    """Two workers' share each (a group a site): the first group's site is gone under the winners forced, so its
-    group measures nothing, yet the phase goes on to the next group, and the gone site is released, not finished."""
-    from tuner.db.claims import pending
-    from tuner.sweep.progress import Progress
-    from tuner.sweep.scheduler import tune_site_groups
-
-    db, tuning, group = _sites(db_url)
-    gone = group[0][0].key
-
-    def measure(request):
-        timings = {k: {c: 1.0 + i / 10 for i, c in enumerate(v)} for k, v in request.items() if k != gone}
-        return SiteTimings(Status.OK, timings, met=tuple(timings))
-
-    outcomes, measured = tune_site_groups(tuning, group, measure, 16, 2, Progress())
-    assert [o.task.key for o in outcomes.values()] == [group[1][0].key] and measured > 0
-    assert pending(db, [group[0][1].id], tuning.device_id, tuning.budget.site_target) == 1  # released
-    assert pending(db, [group[1][1].id], tuning.device_id, tuning.budget.site_target) == 0  # finished
     db.close()

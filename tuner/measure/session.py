@@ -340,9 +340,8 @@ class Session:
         """Kernel level: while one compile lowers the graph, Inductor's benchmarker times the requested
         choices side by side at every requested site."""
         from tuner.backend import counters
-        from tuner.backend.instrument.site_timing import FALLBACK
-
         from tuner.backend.instrument.recorder import Recorder
+        from tuner.backend.instrument.site_timing import FALLBACK
 
         before = counters.count(FALLBACK)
         recorder = Recorder() if job.record else None
