@@ -23,19 +23,24 @@ class Notes(list):
         return lambda *a, **k: None
 
 
-def _captured(model, tmp_path, db, shape=(16, 64)):
-    """A sweep's context after the capture of ``model`` (two packed-linear sites when frozen: an mlp, an attention
-    block), its task records by kind, its sites' keys and its notes."""
-    worker = Worker(WorkloadSpec(model=model, device="cpu", input_shape=shape, threads=1), tmp_path / "logs")
+def captured(spec: WorkloadSpec, tmp_path, db):
+    """A sweep's context after the capture of ``spec``'s model, its task records by kind, its sites' keys and its notes."""
+    worker = Worker(spec, tmp_path / "logs")
     capture = worker.start()
     workload = Workload(db, "mlp")
     tasks = tasks_from_capture(capture, "mlp") + fusion_tasks(capture.graphs, "mlp")
     records = dict(zip((t.kind for t in tasks), workload.register(tasks)))
-    captured = {t.key for t, _ in workload.pairs((Kind.SITE,))}
-    assert len(captured) == 2  # the frozen mlp's two packed linears
+    keys = {t.key for t, _ in workload.pairs((Kind.SITE,))}
     notes = Notes()
-    sweep = SweepContext(_context(db.url, db, trials=4), worker, notes, workload, "cpu", "mlp", recorded=capture.graphs)
-    return sweep, records, captured, notes
+    sweep = SweepContext(_context(db.url, db, trials=4), worker, notes, workload, spec.device, "mlp", recorded=capture.graphs)
+    return sweep, records, keys, notes
+
+
+def _captured(model, tmp_path, db, shape=(16, 64)):
+    """``captured`` on the CPU: two packed-linear sites when frozen (an mlp, an attention block)."""
+    sweep, records, keys, notes = captured(WorkloadSpec(model=model, device="cpu", input_shape=shape, threads=1), tmp_path, db)
+    assert len(keys) == 2  # the frozen mlp's two packed linears
+    return sweep, records, keys, notes
 
 
 def test_the_sites_tuned_are_those_the_kept_winners_lower(tmp_path, db_url):
