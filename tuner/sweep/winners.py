@@ -47,10 +47,11 @@ class Winners:
 
 
 def revert_to_defaults(db: Database, device_id: int, pairs: Pairs) -> dict[int, dict[str, Any]]:
-    """Put these tasks' winners back to their defaults; {task id: default} of those that changed."""
+    """Put these tasks' winners back to their defaults; {task id: default} of those that changed. A task with no
+    winner gets its default stored: an exact answer, which keeps a compile from transferring another size's to it."""
     out = {}
     for t, r in pairs:
-        if db.winner_config(r.id, device_id) not in (None, t.space.default):
+        if db.winner_config(r.id, device_id) != t.space.default:
             db.set_winner(r.id, device_id, None, t.space.default, None, None)
             out[r.id] = t.space.default
     return out

@@ -17,11 +17,13 @@ from tuner.sweep.clock import CLOSING_S
 from tuner.sweep.phases import cuda_graphs
 from tuner.search_spaces.freezing import KIND as FREEZING_KIND, unfrozen
 from tuner.sweep.phases.freezing import UNFROZEN, store
+from tuner.sweep.transferred import transferred
 from tuner.sweep.winners import revert_to_defaults, stored_outcome
 from tuner.sweep.workload_check import check_whole
 
 
 WHOLE = "whole workload"  # the cost kind of one whole-workload measurement
+TRANSFERRED = "transferred"  # the check's group of answers transferred from other sizes (``tuner.sweep.transferred``)
 # What one costs before it has been timed: the winners' compile (the defaults' is the capture's, which a live worker
 # keeps; one that must start again compiles them first). Estimated before from a fusion trial's time scaled to the
 # check's rounds, a 231-s resnet50 sweep (H200) skipped its check with 34 s left: that trial's 31 s were two compiles,
@@ -53,7 +55,7 @@ class WholeCheckPhase(Phase):
         if busy:
             sweep.progress.note(f"{len(busy)} task(s) still being tuned by other workers: the last one to finish checks the whole workload")
             return Plan([], 0)
-        if all(o.is_default for o in sweep.outcomes.values()):
+        if all(o.is_default for o in sweep.outcomes.values()) and not base_and_parts(sweep)[1][TRANSFERRED]:
             graphs = [o.default_ms for o in sweep.outcomes.values() if o.default_ms and o.task.kind in groups()["graph-knob"]]
             self.default_ms = self.tuned_ms = graphs[-1] if graphs else None
             return Plan([], 0, due=bool(_frozen(sweep)))  # nothing to check together, but whether to freeze
@@ -85,6 +87,9 @@ class WholeCheckPhase(Phase):
         if base != Forcing():
             self.baseline = _said(sweep, "Inductor's defaults under CUDA graphs")
         m, dropped = None, []
+        if parts[TRANSFERRED]:
+            sweep.progress.note(f"{len(parts[TRANSFERRED])} task(s) with no winner would take the answer of the nearest stored sizes in a "
+                                "compile: the check times them with the winners")
         if any(parts.values()):
             m, dropped = self._check(sweep, measure, parts)
         else:
@@ -94,7 +99,7 @@ class WholeCheckPhase(Phase):
             kept = Forcing.union([base, *(f for tasks in parts.values() for tid, f in tasks.items() if tid not in drop)])
             compiles = UNFROZEN_COMPILES if kept != Forcing() else 1  # with no winner, the baseline is the capture's compile
             self._try_unfrozen(sweep, lambda f: measure(f, kept, compiles, kind=UNFROZEN), kept)
-        self._revert(sweep, drop)
+        self._revert(sweep, drop, set(parts[TRANSFERRED]))
 
     def _base_only(self, sweep: SweepContext) -> None:
         """With no winner beyond CUDA graphs and freezing there is nothing to check: the workload's times are their
@@ -117,12 +122,16 @@ class WholeCheckPhase(Phase):
             sweep.progress.note(f"the whole-workload check failed: {m.status.value}: {m.error}")
         return m, dropped
 
-    def _revert(self, sweep: SweepContext, drop: set[int]) -> None:
+    def _revert(self, sweep: SweepContext, drop: set[int], moved: set[int]) -> None:
+        """Drop the winners in ``drop``; those of ``moved`` were answers transferred from other sizes (their tasks get
+        the default stored, which no compile overrides with a transfer)."""
         self.reverted = revert_to_defaults(sweep.db, sweep.tuning.device_id, [(t, r) for t, r in sweep.workload.pairs() if r.id in drop])
-        if self.reverted:
-            names = [t.name for t, r in sweep.workload.pairs() if r.id in self.reverted]
+        for which, ids in (("winner(s) went back", set(self.reverted) - moved), ("answer(s) transferred from other sizes were replaced by",
+                                                                                   set(self.reverted) & moved)):
+            names = [t.name for t, r in sweep.workload.pairs() if r.id in ids]
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-            sweep.progress.note(f"{len(self.reverted)} winner(s) went back to Inductor's defaults, as the workload was slower with them: {shown}")
+            if names:
+                sweep.progress.note(f"{len(names)} {which} Inductor's defaults, as the workload was slower with them: {shown}")
             for tid, default in self.reverted.items():
                 if tid in sweep.outcomes:
                     sweep.outcomes[tid] = sweep.outcomes[tid].reverted(default)
@@ -178,6 +187,7 @@ def base_and_parts(sweep: SweepContext) -> tuple[Forcing, dict[str, dict[int, Fo
     base = cuda_graphs.kept(sweep, winners)
     parts = {name: {tid: f for tid, f in winners.parts(sweep.workload.pairs(kinds), defaults=False).items() if tid not in base}
              for name, kinds in groups().items()}
+    parts[TRANSFERRED] = transferred(sweep.db.winners_for_device(sweep.tuning.device_fingerprint), sweep.workload.pairs(), set(winners.configs))
     return Forcing.union(base.values()), parts
 
 
