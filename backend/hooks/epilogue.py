@@ -19,23 +19,38 @@ _RESHAPES = ("_unsafe_view", "reshape")  # views in effect, not tagged as views
 _warned: list[bool] = []
 
 
-def feeds_pointwise(node: Any, depth: int = 3) -> bool:
-    """Whether a user of ``node``, looked through at most ``depth`` views, is a pointwise op."""
+def pointwise_users(node: Any, depth: int = 3) -> list[str]:
+    """The names of the pointwise ops that read ``node``, looked through at most ``depth`` views (each once, sorted):
+    what a Triton template takes into its store where a library call leaves them to a kernel of its own."""
     import torch
 
+    out: set[str] = set()
     for user in node.users:
         op = aten_op(user)
         if op is None:
             continue
         if torch.Tag.pointwise in op.tags:
-            return True
-        if depth > 0 and (op.is_view or op.overloadpacket.__name__ in _RESHAPES) and feeds_pointwise(user, depth - 1):
-            return True
-    return False
+            out.add(_named(user, op))
+        elif depth > 0 and (op.is_view or op.overloadpacket.__name__ in _RESHAPES):
+            out.update(pointwise_users(user, depth - 1))
+    return sorted(out)
 
 
-def current_site_has_epilogue() -> bool:
-    """Whether the FX node Inductor is lowering now (a site's op) feeds a pointwise op."""
+def _named(node: Any, op: Any) -> str:
+    """The op a kernel fusing ``node`` is named after: the ATen op it was decomposed from (``original_aten``, as Inductor
+    names kernels: a GELU decomposed into ``mul`` and ``erf`` still names ``triton_poi_fused_gelu_…``), else its own."""
+    original = node.meta.get("original_aten")
+    packet = getattr(original, "overloadpacket", None)
+    return str(getattr(packet, "__name__", None) or op.overloadpacket.__name__)
+
+
+def feeds_pointwise(node: Any, depth: int = 3) -> bool:
+    """Whether a user of ``node``, looked through at most ``depth`` views, is a pointwise op."""
+    return bool(pointwise_users(node, depth))
+
+
+def current_site_epilogue() -> list[str]:
+    """The pointwise ops that read the output of the FX node Inductor is lowering now (a site's op), by name."""
     try:
         from torch._inductor.virtualized import V
 
@@ -44,5 +59,10 @@ def current_site_has_epilogue() -> bool:
         if not _warned:
             _warned.append(True)
             log.warning("tuner: this Inductor does not say which node it lowers (%s); no template site is credited with an epilogue", e)
-        return False
-    return node is not None and feeds_pointwise(node)
+        return []
+    return pointwise_users(node) if node is not None else []
+
+
+def current_site_has_epilogue() -> bool:
+    """Whether the FX node Inductor is lowering now (a site's op) feeds a pointwise op."""
+    return bool(current_site_epilogue())

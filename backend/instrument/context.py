@@ -66,7 +66,7 @@ class MeasuringContext(CompileContext):
         self.met.add(key)
         if self.recorder is not None:
             full = templates.untrimmed(ids, self._listed.pop(key, []))
-            self.recorder.site(key, payload, full, full.index(ids[default]), scalars, epilogue.current_site_has_epilogue())
+            self.recorder.site(key, payload, full, full.index(ids[default]), scalars, epilogue.current_site_epilogue())
         if key in self.benchmark:
             picked = list(dict.fromkeys(ids.index(c) for c in self.benchmark[key] if c in ids))
             if len(picked) >= 2:

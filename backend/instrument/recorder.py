@@ -22,6 +22,7 @@ class SiteRecord:
     fp32_precision: str = ""
     count: int = 1  # the nodes met at this site (a transformer's repeated layers share one)
     epilogue: bool = False  # a pointwise op reads the output of one of them (``hooks/epilogue``)
+    epilogue_ops: list[str] = field(default_factory=list)  # ... those ops' names (``hooks/epilogue.pointwise_users``)
 
 
 @dataclass
@@ -62,14 +63,18 @@ class Recorder:
     defaults: dict[str, dict[str, Any]] = field(default_factory=lambda: {d: fusion_defaults(d) for d in ("cpu", "cuda")})
 
     def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None,
-             epilogue: bool = False) -> None:
+             epilogue: list[str] | None = None) -> None:
+        """One node met at a template site; ``epilogue``: the pointwise ops that read its output, by name."""
+        ops = list(epilogue or [])
         if key in self.sites:
-            self.sites[key].count += 1
-            self.sites[key].epilogue |= epilogue
+            site = self.sites[key]
+            site.count += 1
+            site.epilogue |= bool(ops)
+            site.epilogue_ops = sorted(set(site.epilogue_ops) | set(ops))
             return
         precision = str(payload.get("fp32_precision", ""))
         self.sites[key] = SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision,
-                                     epilogue=epilogue)
+                                     epilogue=bool(ops), epilogue_ops=sorted(ops))
 
     def graph(self, key: str, kind: str, payload: dict[str, Any], fusion_key: str = "", device: str = "cpu",
               keys: dict[str, str] | None = None) -> None:

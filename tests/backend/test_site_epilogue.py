@@ -36,8 +36,8 @@ def test_the_recording_says_which_sites_feed_a_pointwise_op(monkeypatch):
     with torch.no_grad():
         torch.compile(model, backend=backend)(x)
     torch._dynamo.reset()
-    by_out = {s.inputs[-1][2]: s.epilogue for s in rec.sites.values()}  # each weight's output width
-    assert by_out == {128: True, 32: False}, by_out
+    by_out = {s.inputs[-1][2]: (s.epilogue, s.epilogue_ops) for s in rec.sites.values()}  # each weight's output width
+    assert by_out == {128: (True, ["gelu"]), 32: (False, [])}, by_out
 
 
 def test_only_a_triton_template_takes_in_a_recorded_epilogue():

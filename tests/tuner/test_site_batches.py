@@ -383,18 +383,22 @@ def _epilogue_sites(db_url, epilogue):
     return db, _context(db_url, db, trials=4), group
 
 
-@pytest.mark.parametrize("epilogue, alone, credit_ms, wins", [
-    (True, 0.97, 0.5, True),  # no slower alone, and a kernel fewer: far past the noise counted so
-    (True, 0.97, 0.0, False),  # no kernel measured to credit (the CPU): 3% alone is inside the noise
-    (False, 0.97, 0.5, False),  # nothing reads the output pointwise: nothing to take in
-    (True, 1.04, 0.5, False),  # slower alone: not credited, whatever it might take in
+@pytest.mark.parametrize("epilogue, alone, credit_ms, own, wins", [
+    (True, 0.97, 0.5, False, True),  # no slower alone, and a kernel fewer: far past the noise counted so
+    (True, 0.97, 0.0, False, False),  # no kernel measured to credit (the CPU): 3% alone is inside the noise
+    (False, 0.97, 0.5, False, False),  # nothing reads the output pointwise: nothing to take in
+    (True, 1.04, 0.5, False, False),  # slower alone, credited the step's median kernel: not, whatever it might take in
+    (True, 1.2, 0.5, True, True),  # slower alone, but the site's own epilogue kernel (0.5) costs more: 1.2 <= 0.9 x 1.5
+    (True, 1.4, 0.5, True, False),  # ... not by the margin: 1.4 > 0.9 x 1.5
 ])
-def test_a_template_no_slower_alone_wins_where_it_takes_in_the_epilogue(db_url, monkeypatch, epilogue, alone, credit_ms, wins):
+def test_a_template_no_slower_alone_wins_where_it_takes_in_the_epilogue(db_url, monkeypatch, epilogue, alone, credit_ms, own, wins):
     """A site's Triton tile times ``alone`` x its library default in one compile; no time is left to verify. Where a
-    pointwise op reads the site's output, the library call leaves it to a kernel of its own (``credit_ms``, the step's
-    median pointwise kernel), which the tile takes in: counted so, a tile no slower alone wins and is said to."""
+    pointwise op reads the site's output, the library call leaves it to a kernel of its own (``credit_ms``: the step's
+    median pointwise kernel, or with ``own`` the site's own epilogue kernel, found in the capture), which the tile
+    takes in: counted so, a tile no slower alone wins and is said to; credited its own kernel, one slower alone too."""
     import dataclasses
 
+    from tuner.sweep.epilogues import Epilogue
     from tuner.sweep.site_batches import EpilogueCredit, tune_sites
 
     clock = _SimulatedClock()
@@ -407,10 +411,12 @@ def test_a_template_no_slower_alone_wins_where_it_takes_in_the_epilogue(db_url, 
 
     said = []
     tuning = dataclasses.replace(tuning, deadline=clock.t + 1.0, settle_by=clock.t + 1.0)
-    outcomes, _, _, _ = tune_sites(tuning, group, measure, batch=16, credit=EpilogueCredit(credit_ms, said.append))
+    at = {t.key: Epilogue(credit_ms, "triton_poi_fused_gelu_view_1") for t, _ in group} if own else {}
+    outcomes, _, _, _ = tune_sites(tuning, group, measure, batch=16, credit=EpilogueCredit(credit_ms, said.append, at))
     assert [o.winner["choice"] == TRITON for o in outcomes] == [wins, wins]
     assert all(db.winner_config(r.id, tuning.device_id)["choice"] == (TRITON if wins else t.space.default["choice"]) for t, r in group)
     assert len(said) == (2 if wins else 0) and all("takes in" in s for s in said)
+    assert all(("its kernel triton_poi_fused_gelu_view_1" if own else "the step's median pointwise kernel") in s for s in said), said
     db.close()
 
 

@@ -27,6 +27,7 @@ from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.sweep.phases.forecast import first_trials, forecast, forecast_line
 from tuner.sweep import gain
 from tuner.sweep.gain import Profile
+from tuner.sweep.epilogues import site_epilogues
 from tuner.sweep.progress import Progress
 from tuner.ranking import PriorRows, Rankers
 from tuner.ranking.prior import read_ahead, rows_for
@@ -240,6 +241,7 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
     workload.register(tasks)
     return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers, recorded=capture.graphs,
                         short_kernels=gain.short_launches(capture), epilogue_ms=gain.epilogue_ms(capture), capture_s=sum(capture.costs.values()),
+                        kernels=capture.kernels, epilogues=site_epilogues(capture.sites, capture.kernels),
                         freezing_settled=not opts.time_unfrozen, freed_s=freed if freezing_first(opts) else 0.0)
 
 

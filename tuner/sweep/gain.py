@@ -23,6 +23,7 @@ from typing import Any
 from tuner.core import Kind, TaskSpec
 from tuner.kinds import descriptor
 from tuner.measure.result import CaptureResult
+from tuner.sweep.epilogues import site_epilogues
 from tuner.sweep.tasks import gemm_rows_cols, gemm_unaligned, site_work, step_share_ms
 
 CUDA_GRAPHS, SITES, KERNELS, FUSION = "CUDA graphs", "template sites", "Triton kernels", "fusion groupings"
@@ -189,15 +190,17 @@ def site_rate(task: TaskSpec) -> float:
 
 def _site_epilogues_ms(capture: CaptureResult, tasks: Iterable[TaskSpec], counts: dict[str, int]) -> float:
     """What the template sites are expected to win by taking in the epilogues their library defaults leave to kernels
-    of their own (:data:`SITE_EPILOGUE_RATE`): each such site's calls times the step's median pointwise kernel."""
+    of their own (:data:`SITE_EPILOGUE_RATE`): each such site's calls times the kernel that runs its epilogue where the
+    capture found it (``tuner.sweep.epilogues``), else the step's median pointwise kernel."""
     each = epilogue_ms(capture)
     if not each:
         return 0.0
+    found = site_epilogues(capture.sites, capture.kernels)
     total = 0.0
     for t in tasks:
         if t.kind == Kind.SITE and t.space.leaves_epilogue():
             scale = min(site_rate(t), RATES[SITES]) / RATES[SITES]
-            total += counts.get(t.key, 1) * each * SITE_EPILOGUE_RATE * scale
+            total += counts.get(t.key, 1) * (found[t.key].ms if t.key in found else each) * SITE_EPILOGUE_RATE * scale
     return total
 
 

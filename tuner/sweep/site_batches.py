@@ -11,7 +11,7 @@ one bad choice costs only itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from tuner.study.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
 from tuner.sweep import clock
 from tuner.sweep.clock import CAPTURE, fits
+from tuner.sweep.epilogues import Epilogue
 from tuner.sweep.estimate import PRIOR_MARGIN, SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
@@ -32,11 +33,20 @@ MeasureSites = Callable[[Request], SiteTimings]
 
 @dataclass(frozen=True)
 class EpilogueCredit:
-    """What a site's epilogue costs where a library call leaves it to a kernel of its own (``gain.epilogue_ms``: the
-    step's median pointwise kernel; 0: no credit), and where a site won with it is said."""
+    """What a site's epilogue costs where a library call leaves it to a kernel of its own: the kernel that runs it
+    where the capture found one (``at``, by site key: ``tuner.sweep.epilogues``), else ``ms``, the step's median
+    pointwise kernel (``gain.epilogue_ms``; 0: no credit); and where a site won with it is said."""
 
     ms: float = 0.0
     note: Callable[[str], None] = lambda said: None
+    at: Mapping[str, Epilogue] = field(default_factory=dict)
+
+    def of(self, key: str) -> tuple[float, str, bool]:
+        """(the credit at site ``key``, what it is, whether it is the site's own kernel)."""
+        if self.ms <= 0:
+            return 0.0, "", False
+        found = self.at.get(key)
+        return (found.ms, f"its kernel {found.kernel}", True) if found is not None else (self.ms, "the step's median pointwise kernel", False)
 
 
 @dataclass
@@ -218,17 +228,20 @@ def saves_a_kernel(space: Any, choice: str, ratio: float | None) -> bool:
     return ratio is not None and ratio <= 1.0 and space.saves_epilogue_kernel(choice)
 
 
-def with_epilogue(space: Any, ok: list[TrialRecord], top: TrialRecord | None, credit_ms: float) -> TrialRecord | None:
+def with_epilogue(space: Any, ok: list[TrialRecord], top: TrialRecord | None, credit_ms: float, own: bool = False) -> TrialRecord | None:
     """The site's choice that wins once its epilogue is counted, if one does, among its measured trials ``ok`` (``top``:
     its finalist, :func:`finalist`). At a site whose output a pointwise op reads and whose default, a library call,
     leaves that op to a kernel of its own (``credit_ms``), a Triton template takes it in: its fastest measured choice
     that was no slower than the default timed beside it wins where it beats the default plus that kernel by
     ``UNVERIFIED_GAIN``, and no choice that leaves the epilogue is faster counted so. The site's own timing cannot see
     this: on gpt2's decode step (H200) Triton tiles at each layer site timed within 6% of cuBLAS alone, and with all of
-    them the step ran 0.451 ms against 0.485 with cuBLAS at three."""
+    them the step ran 0.451 ms against 0.485 with cuBLAS at three. With ``own`` (the credit is the site's own epilogue
+    kernel, timed in the capture, not the step's median one), a choice slower alone may win too, by the same margin
+    over the default and that kernel: max-autotune's templates at BERT's FFN took in a 29-us GELU kernel."""
     if credit_ms <= 0:
         return None
-    fusing = [t for t in ok if t.baseline_ms and saves_a_kernel(space, t.config["choice"], t.ratio)]
+    fusing = [t for t in ok if t.baseline_ms and (saves_a_kernel(space, t.config["choice"], t.ratio)
+                                                 or own and t.ratio is not None and space.saves_epilogue_kernel(t.config["choice"]))]
     if not fusing:
         return None
     best = min(fusing, key=lambda t: t.ratio or 9e9)
@@ -244,7 +257,7 @@ def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites, cre
     far past the noise of two timings in one compile (gpt2's decode step on the H200: its vocabulary projection, 103
     us in cuBLAS, 26 in a Triton template, verified by a compile of 12 s)."""
     finals = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)) for s in sites}
-    fused = {k: t for k, (s, ok, _, top) in finals.items() if (t := with_epilogue(s.task.space, ok, top, credit.ms)) is not None}
+    fused = {k: t for k, (s, ok, _, top) in finals.items() if (t := with_epilogue(s.task.space, ok, top, *_credit(credit, k))) is not None}
     outcomes = [_won_with_epilogue(tuning, s, fused[k], credit) for k, (s, *_) in finals.items() if k in fused]
     best = {k: (s, default, top) for k, (s, _, default, top) in finals.items() if k not in fused}
     clear = {k for k, (_, _, top) in best.items() if clearly_faster(top, UNVERIFIED_GAIN)}
@@ -265,9 +278,14 @@ def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites, cre
     return outcomes
 
 
+def _credit(credit: EpilogueCredit, key: str) -> tuple[float, bool]:
+    ms, _, own = credit.of(key)
+    return ms, own
+
+
 def _won_with_epilogue(tuning: StudyContext, site: _Site, trial: TrialRecord, credit: EpilogueCredit) -> TaskOutcome:
     """Store ``trial``'s choice as the site's winner (:func:`with_epilogue`) and say so."""
+    ms, what, _ = credit.of(site.task.key)
     credit.note(f"{site.task.name}: a Triton template won, {trial.median_ms * 1e3:.1f} us against the library call's "
-                f"{trial.baseline_ms * 1e3:.1f} us and its epilogue's kernel (~{credit.ms * 1e3:.1f} us, the step's median pointwise "
-                "kernel), which the template takes in")
+                f"{trial.baseline_ms * 1e3:.1f} us and its epilogue's kernel (~{ms * 1e3:.1f} us, {what}), which the template takes in")
     return settle_won(tuning, site.rec, trial)

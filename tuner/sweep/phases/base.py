@@ -15,6 +15,7 @@ from tuner.core import Forcing, Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
 from tuner.keys import digest
 from tuner.sweep.estimate import expected_s
+from tuner.sweep.epilogues import Epilogue, site_epilogues
 from tuner.sweep.gain import epilogue_ms, short_launches
 from tuner.measure import CaptureGraphs, Recording, Worker
 from tuner.sweep.progress import Progress
@@ -65,6 +66,8 @@ class SweepContext:
     recorded: list[dict[str, Any]] = field(default_factory=list)  # the graphs as the capture recorded them (Inductor's defaults)
     short_kernels: int = 0  # the step's Triton launches, where it is a run of short kernels (``gain.short_launches``)
     epilogue_ms: float = 0.0  # what a pointwise kernel of the step costs (``gain.epilogue_ms``): a site's epilogue credit
+    kernels: list[dict[str, Any]] = field(default_factory=list)  # the capture's Triton kernels (names, launches, default times)
+    epilogues: dict[str, Epilogue] = field(default_factory=dict)  # {site key: the kernel that runs its epilogue} (``epilogues``)
     capture_s: float = 0.0  # what the capture took, start to end
     former: list[TaskRecord] = field(default_factory=list)  # the tasks of a workload captured before this one (frozen)
     freezing_settled: bool = False  # whether the end leaves freezing as it is: timed before the searches (``FreezingPhase``), or not to be
@@ -104,6 +107,7 @@ class SweepContext:
         if capture is not None:
             self.recorded, self.short_kernels, self.capture_s = capture.graphs, short_launches(capture), sum(capture.costs.values())
             self.epilogue_ms = epilogue_ms(capture)
+            self.kernels, self.epilogues = capture.kernels, site_epilogues(capture.sites, capture.kernels)
 
     def can_capture(self, keep_end: bool = False) -> bool:
         """Whether one more capture compile (its recent cost) ends by the sweep's own deadline; with ``keep_end``, by

@@ -14,6 +14,7 @@ from tuner.measure import SiteBatch, SiteTimings
 from tuner.measure.result import Recording
 from tuner.sweep import clock
 from tuner.sweep.clock import fits
+from tuner.sweep.epilogues import site_epilogues
 from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
 from tuner.sweep.phases import cuda_graphs
 from tuner.sweep.phases.graphs import lowering
@@ -137,15 +138,17 @@ class SitePhase(Phase):
         # Where the sites are those the winners' lowering makes, every winner is forced, so the batch compiles that lowering
         base = sweep.winners().forcing(sweep.workload.pairs() if self.lowered else self.sites)
         measure = _Batches(sweep, base.to_json(), timing, record=self.to_record)
-        got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress, sweep.epilogue_ms)
+        got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress, sweep.epilogue_ms, sweep.epilogues)
         if measure.recording is not None:  # the first batch's compile recorded the sites of the graphs as lowered
             sweep.keep_recording(base, measure.recording)
+            sweep.epilogues.update(site_epilogues(measure.recording.sites, sweep.kernels))
             captured = {t.key for t, _ in self.sites}
             lowered = self._as_lowered(sweep, measure.recording, self.sites, "the first site batch recorded the graphs as the winners so far lower them")
             new = [(t, r) for t, r in lowered if t.key not in captured]
             self.sites = lowered
             if new:
-                more, _ = tune_site_groups(sweep.until(deadline), new, measure, batch, sweep.workers, sweep.progress, sweep.epilogue_ms)
+                more, _ = tune_site_groups(sweep.until(deadline), new, measure, batch, sweep.workers, sweep.progress, sweep.epilogue_ms,
+                                           sweep.epilogues)
                 got.update(more)
         sweep.add(list(got.values()))
         wait_for_others(sweep.db, sweep.tuning, [r.id for _, r in self.sites], sweep.progress)
