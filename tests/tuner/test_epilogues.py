@@ -34,3 +34,37 @@ def test_no_kernel_stands_where_none_matches():
 def test_by_site():
     sites = [_site("ffn", ["gelu"]), _site("out", ["add"])]
     assert site_epilogues(sites, KERNELS) == {"ffn": Epilogue(0.029, "triton_poi_fused_gelu_view_3")}
+
+
+def test_an_epilogue_kernel_launched_as_often_with_the_winners_forced_was_kept_apart():
+    from tuner.sweep.epilogues import still_apart
+
+    found = site_epilogues([_site("ffn", ["gelu"]), _site("qkv", ["_to_copy", "clone"])], KERNELS)
+    taken_in = [k for k in KERNELS if k["name"] != "triton_poi_fused__to_copy_clone_mul_split_transpose_view_2"]
+    assert still_apart(found, KERNELS, taken_in) == {"ffn"}, "the GELU kernel still runs 12 times; the qkv one is gone"
+    fewer = [*taken_in[:1], {**KERNELS[1], "launches": 6}, *taken_in[2:]]
+    assert still_apart(found, KERNELS, fewer) == set(), "half the GELU's launches were taken in"
+
+
+def test_a_template_won_on_its_epilogue_kernel_that_still_runs_goes_back_to_the_default(db_url):
+    """The Triton-kernel phase's capture with every winner forced finds the site's epilogue kernel still launched as
+    often: the template, slower alone, took nothing in, and goes back to Inductor's default; a template that was no
+    slower alone stays."""
+    from tests.tuner.test_check_transfers import _sweep, _site as _mm
+    from tuner.core import TaskOutcome
+    from tuner.sweep.phases.kernels import unfused_epilogues
+
+    from tuner.db import Database
+
+    db = Database.open(db_url)
+    sweep, (slow, fast) = _sweep(db_url, db, _mm("s64", 64), _mm("s128", 128))
+    sweep.kernels = KERNELS
+    sweep.epilogues = {"s64": Epilogue(0.029, KERNELS[1]["name"]), "s128": Epilogue(0.029, KERNELS[1]["name"])}
+    for rec, best in ((slow, 0.039), (fast, 0.030)):
+        db.set_winner(rec.id, sweep.tuning.device_id, None, {"choice": "triton::mm a"}, best, 0.0337)
+        sweep.outcomes[rec.id] = TaskOutcome(rec, {"choice": "triton::mm a"}, False, 0.0337, best, 4, 4)
+    unfused_epilogues(sweep, KERNELS)  # the capture with the winners forced: the GELU kernel as before
+    assert db.winner_config(slow.id, sweep.tuning.device_id) == {"choice": "aten::mm"} and sweep.outcomes[slow.id].is_default
+    assert db.winner_config(fast.id, sweep.tuning.device_id) == {"choice": "triton::mm a"}
+    assert any("still runs with every winner forced" in n for n in sweep.progress.notes), sweep.progress.notes
+    db.close()

@@ -47,3 +47,15 @@ def site_epilogue(site: dict[str, Any], kernels: list[dict[str, Any]]) -> Epilog
 def site_epilogues(sites: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> dict[str, Epilogue]:
     """{site key: its epilogue kernel} for the recorded ``sites`` where one matches."""
     return {s["key"]: e for s in sites if (e := site_epilogue(s, kernels)) is not None}
+
+
+def _launches(kernels: list[dict[str, Any]], name: str) -> int:
+    return sum(int(k.get("launches") or 1) for k in kernels if str(k.get("name", "")) == name)
+
+
+def still_apart(epilogues: dict[str, Epilogue], before: list[dict[str, Any]], after: list[dict[str, Any]]) -> set[str]:
+    """The sites (of ``epilogues``) whose epilogue kernel launches no less often in ``after`` (a capture with the
+    winners forced) than in ``before`` (the capture's, Inductor's defaults): the template forced there did not take it
+    in. Inductor keeps apart an epilogue that shares no data at the same index with the template, one that reads its
+    output through a view, unless ``aggressive_fusion`` is on (``hooks/fusion.refused_for_no_shared_data``)."""
+    return {key for key, e in epilogues.items() if _launches(after, e.kernel) >= _launches(before, e.kernel) > 0}
