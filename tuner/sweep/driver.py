@@ -27,7 +27,6 @@ from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.sweep.phases.forecast import first_trials, forecast, forecast_line
 from tuner.sweep import gain
 from tuner.sweep.gain import Profile
-from tuner.sweep.epilogues import site_epilogues
 from tuner.sweep.progress import Progress
 from tuner.ranking import PriorRows, Rankers
 from tuner.ranking.prior import read_ahead, rows_for
@@ -239,10 +238,8 @@ def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureR
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks)
-    return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers, recorded=capture.graphs,
-                        short_kernels=gain.short_launches(capture), epilogue_ms=gain.epilogue_ms(capture), capture_s=sum(capture.costs.values()),
-                        kernels=capture.kernels, epilogues=site_epilogues(capture.sites, capture.kernels),
-                        freezing_settled=not opts.time_unfrozen, freed_s=freed if freezing_first(opts) else 0.0)
+    return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers,
+                        freezing_settled=not opts.time_unfrozen, freed_s=freed if freezing_first(opts) else 0.0).captured(capture)
 
 
 # Candidates per site a floor's site batch holds (besides each site's default): the ranked few a first batch offers

@@ -105,9 +105,14 @@ class SweepContext:
         before (``former``) stay in its report."""
         self.workload, self.former = workload, self.former + former
         if capture is not None:
-            self.recorded, self.short_kernels, self.capture_s = capture.graphs, short_launches(capture), sum(capture.costs.values())
-            self.epilogue_ms = epilogue_ms(capture)
-            self.kernels, self.epilogues = capture.kernels, site_epilogues(capture.sites, capture.kernels)
+            self.captured(capture)
+
+    def captured(self, capture: Any) -> SweepContext:
+        """What the phases read of ``capture`` (a ``CaptureResult``): its graphs, kernels, epilogues and cost."""
+        self.recorded, self.short_kernels, self.capture_s = capture.graphs, short_launches(capture), sum(capture.costs.values())
+        self.epilogue_ms = epilogue_ms(capture)
+        self.kernels, self.epilogues = capture.kernels, site_epilogues(capture.sites, capture.kernels)
+        return self
 
     def can_capture(self, keep_end: bool = False) -> bool:
         """Whether one more capture compile (its recent cost) ends by the sweep's own deadline; with ``keep_end``, by
