@@ -132,9 +132,9 @@ class WholeCheckPhase(Phase):
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             if names:
                 sweep.progress.note(f"{len(names)} {which} Inductor's defaults, as the workload was slower with them: {shown}")
-            for tid, default in self.reverted.items():
-                if tid in sweep.outcomes:
-                    sweep.outcomes[tid] = sweep.outcomes[tid].reverted(default)
+        for tid, default in self.reverted.items():
+            if tid in sweep.outcomes:
+                sweep.outcomes[tid] = sweep.outcomes[tid].reverted(default)
 
     def _try_unfrozen(self, sweep: SweepContext, measure: Callable[[Forcing], Measurement | None], kept: Forcing) -> None:
         """Time the workload with its frozen graphs compiled unfrozen against the winners kept (frozen), in one run;
