@@ -96,7 +96,8 @@ def _nearest(candidates: Iterable[tuple[str, Sizes, dict[str, Any]]], sizes: Siz
     return Transfer(best[1], best[2], best[0])
 
 
-def _shapes(value: Any) -> Sizes | None:
+def parse_shapes(value: Any) -> Sizes | None:
+    """A stored signature's ``shapes`` as sizes; None where they do not parse (symbolic, malformed or missing)."""
     try:
         return tuple(tuple(int(d) for d in s) for s in value)
     except (TypeError, ValueError):
@@ -122,7 +123,7 @@ class Nearest:
                 if rows and isinstance(op, str) and isinstance(choice, str):
                     sites.append(_Site(key, op, str(sig.get("fp32_precision", "")), tuple(rows), choice))
             elif descriptor(kind).hook == GRAPH_HOOK and descriptor(kind).transfers:
-                shapes, family = _shapes(sig.get("shapes")), sig.get("family")
+                shapes, family = parse_shapes(sig.get("shapes")), sig.get("family")
                 if shapes is not None and isinstance(family, str):  # the answer as a compile applies it
                     graphs.append(_Graph(key, str(kind), family, shapes, Forcing.of_task(kind, key, config, sig).get(kind, key)))
         return cls(tuple(sites), tuple(graphs))
@@ -164,4 +165,4 @@ class Nearest:
         return self._cache[key]
 
 
-__all__ = ["Nearest", "Transfer", "distance"]
+__all__ = ["Nearest", "Transfer", "distance", "parse_shapes"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from tuner.core import Forcing, Kind, valid_winners
 from tuner.kinds import descriptor
-from tuner.nearest import Nearest, Transfer
+from tuner.nearest import Nearest, Transfer, parse_shapes
 
 Pairs = list[tuple[Any, Any]]  # (TaskSpec, TaskRecord)
 
@@ -39,11 +39,7 @@ def _moved(nearest: Nearest, task: Any) -> Transfer | None:
         return nearest.site(sig)
     if not descriptor(task.kind).transfers or not isinstance(sig.get("family"), str):
         return None
-    try:
-        shapes = tuple(tuple(int(d) for d in s) for s in sig.get("shapes") or ())
-    except (TypeError, ValueError):
-        return None
-    return nearest.graph(str(task.kind), sig["family"], shapes or None)
+    return nearest.graph(str(task.kind), sig["family"], parse_shapes(sig.get("shapes")))
 
 
 def _forcing(task: Any, moved: Transfer) -> Forcing:

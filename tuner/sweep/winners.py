@@ -46,6 +46,15 @@ class Winners:
         return Forcing.union(self.parts(pairs).values())
 
 
+def revert_outcomes(db: Database, device_id: int, pairs: Pairs, outcomes: dict[int, TaskOutcome]) -> dict[int, dict[str, Any]]:
+    """:func:`revert_to_defaults`, and each of those tasks' outcome in ``outcomes`` put back with it."""
+    reverted = revert_to_defaults(db, device_id, pairs)
+    for tid, default in reverted.items():
+        if tid in outcomes:
+            outcomes[tid] = outcomes[tid].reverted(default)
+    return reverted
+
+
 def revert_to_defaults(db: Database, device_id: int, pairs: Pairs) -> dict[int, dict[str, Any]]:
     """Put these tasks' winners back to their defaults; {task id: default} of those that changed. A task with no
     winner gets its default stored: an exact answer, which keeps a compile from transferring another size's to it."""

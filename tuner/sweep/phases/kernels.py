@@ -17,7 +17,7 @@ from tuner.sweep.scheduler import tune_tasks
 from tuner.study.context import MeasureMany, record
 from tuner.sweep.epilogues import still_apart
 from tuner.sweep.tasks import kernel_tasks
-from tuner.sweep.winners import revert_to_defaults
+from tuner.sweep.winners import revert_outcomes
 
 KERNEL_BATCH = 8  # Triton configs compiled in parallel, then timed one at a time
 
@@ -117,9 +117,8 @@ def unfused_epilogues(sweep: SweepContext, captured: list[dict[str, Any]]) -> No
     apart = still_apart(sweep.epilogues, sweep.kernels, captured)
     slower = [(t, r) for t, r in sweep.workload.pairs((Kind.SITE,)) if t.key in apart and (o := sweep.outcomes.get(r.id)) is not None
               and not o.is_default and o.best_ms is not None and o.default_ms is not None and o.best_ms > o.default_ms]
-    for tid, default in revert_to_defaults(sweep.db, sweep.tuning.device_id, slower).items():
+    for tid in revert_outcomes(sweep.db, sweep.tuning.device_id, slower, sweep.outcomes):
         o = sweep.outcomes[tid]
-        sweep.outcomes[tid] = o.reverted(default)
         sweep.progress.note(f"{o.task.name}: its template won on its epilogue kernel's time ({sweep.epilogues[o.task.key].kernel}), "
                             "which still runs with every winner forced (Inductor kept the epilogue apart): back to Inductor's default")
 

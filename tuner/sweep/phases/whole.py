@@ -18,7 +18,7 @@ from tuner.sweep.phases import cuda_graphs
 from tuner.search_spaces.freezing import KIND as FREEZING_KIND, unfrozen
 from tuner.sweep.phases.freezing import UNFROZEN, store
 from tuner.sweep.transferred import transferred
-from tuner.sweep.winners import revert_to_defaults, stored_outcome
+from tuner.sweep.winners import revert_outcomes, stored_outcome
 from tuner.sweep.workload_check import check_whole
 
 
@@ -125,16 +125,13 @@ class WholeCheckPhase(Phase):
     def _revert(self, sweep: SweepContext, drop: set[int], moved: set[int]) -> None:
         """Drop the winners in ``drop``; those of ``moved`` were answers transferred from other sizes (their tasks get
         the default stored, which no compile overrides with a transfer)."""
-        self.reverted = revert_to_defaults(sweep.db, sweep.tuning.device_id, [(t, r) for t, r in sweep.workload.pairs() if r.id in drop])
+        self.reverted = revert_outcomes(sweep.db, sweep.tuning.device_id, [(t, r) for t, r in sweep.workload.pairs() if r.id in drop], sweep.outcomes)
         for which, ids in (("winner(s) went back", set(self.reverted) - moved), ("answer(s) transferred from other sizes were replaced by",
                                                                                    set(self.reverted) & moved)):
             names = [t.name for t, r in sweep.workload.pairs() if r.id in ids]
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             if names:
                 sweep.progress.note(f"{len(names)} {which} Inductor's defaults, as the workload was slower with them: {shown}")
-        for tid, default in self.reverted.items():
-            if tid in sweep.outcomes:
-                sweep.outcomes[tid] = sweep.outcomes[tid].reverted(default)
 
     def _try_unfrozen(self, sweep: SweepContext, measure: Callable[[Forcing], Measurement | None], kept: Forcing) -> None:
         """Time the workload with its frozen graphs compiled unfrozen against the winners kept (frozen), in one run;
