@@ -2,6 +2,8 @@
 name holds every op the recording saw read the site's output, launched as often as the site is met. The kernels are
 BERT-base's on the H100 (b8 x 512, bf16), as its capture listed them."""
 
+import dataclasses
+
 from tuner.sweep.epilogues import Epilogue, site_epilogue, site_epilogues
 
 KERNELS = [
@@ -52,7 +54,7 @@ def test_a_template_won_on_its_epilogue_kernel_that_still_runs_goes_back_to_the_
     slower alone stays."""
     from tests.tuner.test_check_transfers import _sweep, _site as _mm
     from tuner.core import TaskOutcome
-    from tuner.sweep.phases.kernels import unfused_epilogues
+    from tuner.sweep.credited import unfused_epilogues
 
     from tuner.db import Database
 
@@ -67,4 +69,58 @@ def test_a_template_won_on_its_epilogue_kernel_that_still_runs_goes_back_to_the_
     assert db.winner_config(slow.id, sweep.tuning.device_id) == {"choice": "aten::mm"} and sweep.outcomes[slow.id].is_default
     assert db.winner_config(fast.id, sweep.tuning.device_id) == {"choice": "triton::mm a"}
     assert any("still runs with every winner forced" in n for n in sweep.progress.notes), sweep.progress.notes
+    db.close()
+
+
+def _credited_sweep(db_url, db):
+    """Three sites with templates won: two slower alone than cuBLAS (0.039 and 0.036 ms against 0.0337), on their
+    epilogue kernel's credit, and one faster alone."""
+    from tests.tuner.test_check_transfers import _sweep, _site as _mm
+    from tuner.core import TaskOutcome
+
+    sweep, recs = _sweep(db_url, db, _mm("s64", 64), _mm("s96", 96), _mm("s128", 128))
+    sweep.kernels = KERNELS
+    sweep.epilogues = {"s64": Epilogue(0.029, KERNELS[1]["name"]), "s96": Epilogue(0.010, KERNELS[4]["name"])}
+    for rec, best in zip(recs, (0.039, 0.036, 0.030)):
+        db.set_winner(rec.id, sweep.tuning.device_id, None, {"choice": "triton::mm a"}, best, 0.0337)
+        sweep.outcomes[rec.id] = TaskOutcome(rec, {"choice": "triton::mm a"}, False, 0.0337, best, 4, 4)
+    return sweep, recs
+
+
+def test_a_capture_with_the_winners_forced_confirms_the_epilogues_it_finds_taken_in(db_url):
+    from tuner.db import Database
+    from tuner.sweep.credited import unfused_epilogues
+
+    db = Database.open(db_url)
+    sweep, (gelu, qkv, fast) = _credited_sweep(db_url, db)
+    unfused_epilogues(sweep, [k for k in KERNELS if k["name"] != KERNELS[4]["name"]])
+    assert sweep.fused_epilogues == {"s96"}, "the qkv epilogue's kernel is gone; the GELU's still runs"
+    device = sweep.tuning.device_id
+    assert db.winner_config(gelu.id, device) == {"choice": "aten::mm"}
+    assert db.winner_config(qkv.id, device) == db.winner_config(fast.id, device) == {"choice": "triton::mm a"}
+    db.close()
+
+
+def test_a_sweep_that_ends_with_no_check_drops_the_credited_templates_no_capture_confirmed(db_url):
+    """The whole-workload check finds no time (its deadline has passed): a template won slower alone whose epilogue no
+    capture with the winners forced showed taken in goes back to the default; one confirmed stays, as does one that
+    was faster alone."""
+    from tests.tuner.test_check_transfers import _Timed
+    from tuner.db import Database
+    from tuner.sweep import clock
+    from tuner.sweep.phases import WholeCheckPhase
+
+    db = Database.open(db_url)
+    sweep, (gelu, qkv, fast) = _credited_sweep(db_url, db)
+    sweep.fused_epilogues = {"s96"}
+    now = clock.now()
+    sweep.tuning = dataclasses.replace(sweep.tuning, deadline=now - 1, settle_by=now - 1)
+    sweep.worker = _Timed("s64", "s96")
+    WholeCheckPhase().run(sweep, None)
+    assert any("no room to measure the whole workload" in n for n in sweep.progress.notes), sweep.progress.notes
+    device = sweep.tuning.device_id
+    assert db.winner_config(gelu.id, device) == {"choice": "aten::mm"} and sweep.outcomes[gelu.id].is_default
+    assert db.winner_config(qkv.id, device) == db.winner_config(fast.id, device) == {"choice": "triton::mm a"}
+    reverted = [n for n in sweep.progress.notes if "back to Inductor's default" in n]
+    assert len(reverted) == 1 and "no compile with the winners forced has shown" in reverted[0], sweep.progress.notes
     db.close()

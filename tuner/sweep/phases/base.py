@@ -68,6 +68,7 @@ class SweepContext:
     epilogue_ms: float = 0.0  # what a pointwise kernel of the step costs (``gain.epilogue_ms``): a site's epilogue credit
     kernels: list[dict[str, Any]] = field(default_factory=list)  # the capture's Triton kernels (names, launches, default times)
     epilogues: dict[str, Epilogue] = field(default_factory=dict)  # {site key: the kernel that runs its epilogue} (``epilogues``)
+    fused_epilogues: set[str] = field(default_factory=set)  # the sites whose epilogue a capture with the winners forced showed taken in
     capture_s: float = 0.0  # what the capture took, start to end
     former: list[TaskRecord] = field(default_factory=list)  # the tasks of a workload captured before this one (frozen)
     freezing_settled: bool = False  # whether the end leaves freezing as it is: timed before the searches (``FreezingPhase``), or not to be

@@ -8,16 +8,15 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from tuner.core import Forcing, Kind, TaskSpec
+from tuner.core import Forcing, TaskSpec
 from tuner.db import TaskRecord
 from tuner.measure import CaptureKernels, KernelBatch, Measurement, Status, Worker
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.phases.graphs import lowering
+from tuner.sweep import credited
 from tuner.sweep.scheduler import tune_tasks
 from tuner.study.context import MeasureMany, record
-from tuner.sweep.epilogues import still_apart
 from tuner.sweep.tasks import kernel_tasks
-from tuner.sweep.winners import revert_outcomes
 
 KERNEL_BATCH = 8  # Triton configs compiled in parallel, then timed one at a time
 
@@ -45,7 +44,7 @@ class KernelPhase(Phase):
             return Plan([], 0)
         captured = sweep.worker.run(CaptureKernels(forcing.to_json()))
         if self.captured_for:  # compiled with the winners forced
-            unfused_epilogues(sweep, captured)
+            credited.unfused_epilogues(sweep, captured)
         unmeasurable = {r["key"]: (Status(r["status"]), r["error"]) for r in captured if "error" in r}
         known = sweep.workload.keys
         found = [t for t in kernel_tasks(captured) if t.key not in known]
@@ -107,20 +106,6 @@ class KernelPhase(Phase):
 
         got, _ = tune_tasks(sweep.until(deadline), self.kernels, self.records, measure_for, sweep.winners(), sweep.progress, batch=KERNEL_BATCH)
         sweep.add(got)
-
-
-def unfused_epilogues(sweep: SweepContext, captured: list[dict[str, Any]]) -> None:
-    """A template site that won slower alone, on the credit of its epilogue's kernel, goes back to Inductor's default
-    where that kernel still runs as often with every winner forced (``epilogues.still_apart``): the template took
-    nothing in, and is only slower. On BERT-base (H100) the FFN's GELU kernel ran 12 times a step with the template
-    forced (bench/results/h100/sweep-hf_bert-base-uncased-bf16-b8-s512-own-epilogue-2026-12-06.log)."""
-    apart = still_apart(sweep.epilogues, sweep.kernels, captured)
-    slower = [(t, r) for t, r in sweep.workload.pairs((Kind.SITE,)) if t.key in apart and (o := sweep.outcomes.get(r.id)) is not None
-              and not o.is_default and o.best_ms is not None and o.default_ms is not None and o.best_ms > o.default_ms]
-    for tid in revert_outcomes(sweep.db, sweep.tuning.device_id, slower, sweep.outcomes):
-        o = sweep.outcomes[tid]
-        sweep.progress.note(f"{o.task.name}: its template won on its epilogue kernel's time ({sweep.epilogues[o.task.key].kernel}), "
-                            "which still runs with every winner forced (Inductor kept the epilogue apart): back to Inductor's default")
 
 
 def measure_kernel(worker: Worker, task: TaskSpec, configs: list[dict[str, Any]], rounds: int) -> list[Measurement]:

@@ -13,6 +13,7 @@ from tuner.db import TaskRecord
 from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.sweep.phases.base import Phase, Plan, SweepContext
+from tuner.sweep import credited
 from tuner.sweep.clock import CLOSING_S
 from tuner.sweep.phases import cuda_graphs
 from tuner.search_spaces.freezing import KIND as FREEZING_KIND, unfrozen
@@ -116,6 +117,7 @@ class WholeCheckPhase(Phase):
         self.checked = m is not None
         if m is None:
             sweep.progress.note("the time budget left no room to measure the whole workload: the winners stay as verified one by one")
+            credited.unconfirmed(sweep)
         elif m.ok:
             self.default_ms, self.tuned_ms = m.baseline_ms, m.median_ms
         else:
