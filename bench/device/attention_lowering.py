@@ -64,6 +64,29 @@ def eager_kernels(model: Any, x: Any) -> list[str]:
     return sorted({e.name[:120] for e in prof.events() if any(k in e.name.lower() for k in keys)})
 
 
+def sdp_choices(model: Any, x: Any) -> list[dict[str, Any]]:
+    """Each eager SDPA call's inputs and the backend the dispatcher picks for them (``torch._fused_sdp_choice``)."""
+    import torch
+    from torch.nn.attention import SDPBackend
+
+    real, calls = torch.nn.functional.scaled_dot_product_attention, []
+
+    def spy(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False, **kw: Any) -> Any:
+        pick = torch._fused_sdp_choice(q, k, v, attn_mask, dropout_p, is_causal, **kw)
+        mask = None if attn_mask is None else [str(attn_mask.dtype), list(attn_mask.shape), list(attn_mask.stride())]
+        calls.append({"q": [str(q.dtype), list(q.shape), list(q.stride())], "k_stride": list(k.stride()), "mask": mask,
+                      "dropout": dropout_p, "causal": is_causal, "kw": {k2: str(v2) for k2, v2 in kw.items()}, "pick": SDPBackend(pick).name})
+        return real(q, k, v, attn_mask, dropout_p, is_causal, **kw)
+
+    torch.nn.functional.scaled_dot_product_attention = spy
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = real
+    return calls[:2]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     workload_args.add(p)
@@ -81,7 +104,8 @@ def main() -> None:
     model, xs = build_model(spec), make_inputs(spec)
     out: dict[str, Any] = {**provenance("cuda"), "workload": spec.name,
                            "enabled": {b: bool(getattr(torch.backends.cuda, f"{b}_sdp_enabled")()) for b in ("flash", "mem_efficient", "cudnn", "math")},
-                           "eager_kernels": eager_kernels(model, xs[0]), "compiles": {}}
+                           "eager_kernels": eager_kernels(model, xs[0]), "sdp_choices": sdp_choices(model, xs[0]), "compiles": {}}
+    print("eager SDPA calls:", out["sdp_choices"])
     steps = {}
     for backend in (None, *FUSED):
         seen: collections.Counter = collections.Counter()
