@@ -87,6 +87,16 @@ def _adapter_patches(device_type: str, knobs: dict[str, Any], config: Any) -> di
     return knobs
 
 
+def _compile_patches(device_type: str, config: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """Inductor config for a whole compile from each graph-hooked kind's adapter that sets some before AOT tracing
+    (``given``: the compile's own options, which stand)."""
+    out: dict[str, Any] = {}
+    for _, adapter in adapted(device_type, GRAPH_HOOK):
+        if hasattr(adapter, "compile_patches"):
+            out.update(adapter.compile_patches(config, given))
+    return out
+
+
 def _unpinned(knobs: dict[str, Any], pinned: Collection[str]) -> dict[str, Any]:
     """A graph's stored knobs less those the user set as options of their own (``pinned``): the user's value stands."""
     kept = {k: v for k, v in knobs.items() if k not in pinned}
@@ -105,7 +115,8 @@ def compile_with_context(
 
     install_hooks(ctx.device_type)
     ambient = conv_lowering.flags_now()  # the lowering's 1x1 decision reads these, not base_patches' (hooks/conv_lowering)
-    patches = {**base_patches(ctx.device_type), **(extra_patches or {}), **kernel_hook.lookup_table_patch(ctx.kernel_table)}
+    patches = {**base_patches(ctx.device_type), **_compile_patches(ctx.device_type, inductor_config, extra_patches or {}),
+               **(extra_patches or {}), **kernel_hook.lookup_table_patch(ctx.kernel_table)}
     tag = ctx.answers_digest
     if ctx.fresh_kernels:
         kernel_hook.forget_loaded_kernels()  # else kernels loaded earlier in this process keep their configs

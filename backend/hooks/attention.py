@@ -16,6 +16,7 @@ import functools
 import logging
 from typing import Any
 
+from tuner.backend.hooks import attention_math
 from tuner.backend.hooks.custom_pass import Base, placed
 from tuner.keys import digest
 from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS, site_class
@@ -33,12 +34,16 @@ def _ops() -> dict[Any, str]:
     names = {"flash": "_scaled_dot_product_flash_attention", "efficient": "_scaled_dot_product_efficient_attention",
              "cudnn": "_scaled_dot_product_cudnn_attention", "flash_cpu": "_scaled_dot_product_flash_attention_for_cpu",
              "math": "_scaled_dot_product_attention_math"}
-    return {getattr(aten, op).default: backend for backend, op in names.items() if hasattr(aten, op)}
+    return {**{getattr(aten, op).default: backend for backend, op in names.items() if hasattr(aten, op)}, attention_math.op(): "math"}
 
 
 def _arguments(node: Any) -> dict[str, Any] | None:
     """The call's (query, key, value, mask, dropout, causal, scale), whatever the op's signature; None if unreadable."""
     import torch
+
+    if node.target is attention_math.op():
+        q, k, v, mask, causal, scale, _ = node.args
+        return {"q": q, "k": k, "v": v, "mask": mask, "dropout": 0.0, "causal": causal, "scale": scale}
 
     try:
         args = torch.fx.operator_schemas.normalize_function(node.target, node.args, node.kwargs, normalize_to_only_use_kwargs=True)
@@ -55,6 +60,8 @@ def _output_only(node: Any) -> bool:
     """Whether the node's only used output is the attention (item 0): nothing needs the others' form."""
     import operator
 
+    if node.target is attention_math.op():
+        return True  # one output
     return bool(node.users) and all(u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0 for u in node.users)
 
 
@@ -183,6 +190,10 @@ def _rewrite(node: Any, backend: str, fake_mode: Any) -> None:
     if backend == "flash" and a["mask"] is not None:
         raise ValueError("the flash kernel takes no attention mask")
     g = node.graph
+    if node.target is attention_math.op():  # kept whole through AOT tracing: one output, lowered here whatever the answer
+        node.replace_all_uses_with(attention_math.lowered(node, backend, fake_mode))
+        g.erase_node(node)
+        return
     out = _decomposed(node, a, fake_mode) if backend == "math" else _fused(node, backend, a, fake_mode)
     for user in list(node.users):
         user.replace_all_uses_with(out)
@@ -199,8 +210,9 @@ class AttentionBackends(Base):  # type: ignore[misc,valid-type]
     def __call__(self, graph: Any) -> None:
         from torch._guards import detect_fake_mode
 
+        kept = attention_math.op()  # math attention kept whole by the pre-grad pass: lowered here, as math where no answer says otherwise
         todo = [(n, want) for n in graph.nodes if (d := describe(n)) is not None
-                and (want := self.backends.get(d["site"]) or self.backends.get(d["class"], d["backend"])) != d["backend"]]
+                and ((want := self.backends.get(d["site"]) or self.backends.get(d["class"], d["backend"])) != d["backend"] or n.target is kept)]
         if not todo:
             return
         fake_mode = detect_fake_mode([todo[0][0].args[0].meta["val"]])
@@ -209,6 +221,8 @@ class AttentionBackends(Base):  # type: ignore[misc,valid-type]
                 _rewrite(node, backend, fake_mode)
             except Exception as e:  # noqa: BLE001 - this torch or these inputs refuse it: the site keeps its kernel
                 log.warning("tuner: attention rewritten to %s failed (%s: %s); the site keeps its kernel", backend, type(e).__name__, e)
+                if node.target is kept and backend != "math" and node.graph is graph:
+                    _rewrite(node, "math", fake_mode)
         graph.lint()
 
     def uuid(self) -> Any:
@@ -216,12 +230,18 @@ class AttentionBackends(Base):  # type: ignore[misc,valid-type]
 
 
 def patches(knobs: dict[str, Any], config: Any) -> dict[str, Any]:
-    """``knobs`` as Inductor config patches: a graph's attention answer becomes the post-grad pass. Where this torch
-    has no custom-pass interface, or the user set a post-grad pass of their own (in Inductor's ``config``), the answer
-    is dropped with a warning and the sites keep the kernels the dispatcher chose."""
+    """``knobs`` as Inductor config patches: a graph's attention answer becomes the post-grad pass, which also lowers
+    the attention the pre-grad pass kept whole (``attention_math``), so it is placed with no answer too. Where this
+    torch has no custom-pass interface, or the user set a post-grad pass of their own (in Inductor's ``config``), an
+    answer is dropped with a warning and the sites keep the kernels the dispatcher chose."""
     out = dict(knobs)
     backends = {str(k): str(v) for k, v in (out.pop(ANSWER_KNOB, None) or {}).items() if any(v in names for names in BACKENDS.values())}
-    if not backends:
-        return out
     slot = "post_grad_custom_post_pass"
+    if not backends and getattr(config, slot) is not None:
+        return out
     return placed(out, slot, getattr(config, slot), lambda: AttentionBackends(backends), "the stored attention backends")
+
+
+def compile_patches(config: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """Inductor config for a whole compile (before AOT tracing): the pre-grad pass that keeps math attention whole."""
+    return attention_math.pre_grad_patches(config, given)

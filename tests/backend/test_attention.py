@@ -173,3 +173,47 @@ def test_an_answer_stands_in_at_other_sizes_of_the_same_graph():
         torch.testing.assert_close(y, m(x3), rtol=1e-4, atol=1e-5)
     assert [d.outcome for d in decisions if d.kind == FAMILY] == [journal.TRANSFERRED]
     assert FLASH_CPU not in code and "bmm" in code
+
+
+def test_attention_the_dispatcher_runs_as_math_is_a_site_and_takes_a_fused_backend():
+    """A per-head bias of three dimensions: the CPU's flash kernel takes no such mask, so the dispatcher traces math
+    attention, which used to leave the graph as two batched GEMMs and a softmax with nothing saying it was attention.
+    The pre-grad pass keeps it whole: the recording lists it as a site whose backend is math, Inductor's default
+    compile still runs it as math, and an answer of flash_cpu runs the fused kernel (its bias given as four
+    dimensions) with eager's numerics, under the same graph key."""
+    from tests.helpers.models import biased_attention
+
+    m, x = biased_attention().eval(), torch.randn(2, 32, 64)
+    with torch.no_grad():
+        (g,) = _recorded(m, x)
+        (site,) = g.found[FAMILY]
+        assert (site["backend"], site["count"], site["mask"]) == ("math", 2, True)
+        assert site["mask_layout"] == {"dtype": "float32", "shape": [4, 32, 32], "stride": [1024, 32, 1]}
+        space = _task_space(g)
+        name = f"site.{site['site']}"
+        assert space.default == {name: "math"} and space.evidence() == [{name: "flash_cpu"}]
+        y0, (plain,) = run_and_get_code(_compiled(m), x)
+        forcing = Forcing({FAMILY: {g.keys[FAMILY]: {ANSWER_KNOB: {site["site"]: "flash_cpu"}}}})
+        with journal.recording() as decisions:
+            y, (code,) = run_and_get_code(_compiled(m, forcing), x)
+        ref = m(x)
+    torch.testing.assert_close(y0, ref, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-5)
+    assert "bmm" in plain and FLASH_CPU not in plain and "tuner.attention" not in plain  # lowered as math, as Inductor would
+    assert FLASH_CPU in code and "bmm" not in code
+    assert [d.outcome for d in decisions if d.kind == FAMILY] == [journal.HIT]
+
+
+def test_math_attention_is_kept_whole_only_in_inference_and_where_the_users_passes_leave_room():
+    import types
+
+    from tests.helpers.models import biased_attention
+    from tuner.backend.hooks import attention_math
+
+    m, x = biased_attention().train(), torch.randn(2, 32, 64)
+    (g,) = _recorded(m, x)
+    assert g.found == {FAMILY: []}, "a training graph's attention is traced as PyTorch traces it"
+    free = types.SimpleNamespace(pre_grad_custom_pass=None, post_grad_custom_post_pass=None)
+    assert isinstance(attention_math.pre_grad_patches(free, {})["pre_grad_custom_pass"], attention_math.KeepMathAttention)
+    assert attention_math.pre_grad_patches(free, {"post_grad_custom_post_pass": object()}) == {}
+    assert attention_math.pre_grad_patches(types.SimpleNamespace(pre_grad_custom_pass=object(), post_grad_custom_post_pass=None), {}) == {}

@@ -143,3 +143,20 @@ def attention() -> torch.nn.Module:
 def repeated() -> torch.nn.Module:
     """Two identical layers (one template site met twice), then a third of another size."""
     return torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32))
+
+
+class _BiasedAttention(_Attention):
+    """The same block with a learned bias per head (``[heads, tokens, tokens]``, three dimensions, as relative-position
+    biases are): a mask the CPU's flash kernel takes only as four dimensions, so the dispatcher runs math attention."""
+
+    def __init__(self, dim: int = 64, heads: int = 4, tokens: int = 32):
+        super().__init__(dim, heads)
+        self.bias = torch.nn.Parameter(torch.randn(heads, tokens, tokens) * 0.5)
+
+    def _mask(self, b, n, device):
+        return self.bias[:, :n, :n]
+
+
+def biased_attention() -> torch.nn.Module:
+    """``attention`` with a per-head bias the dispatcher runs as math attention, input ``[batch, tokens <= 32, 64]``."""
+    return _BiasedAttention()
