@@ -288,3 +288,21 @@ def test_a_whole_workload_phase_is_judged_against_the_step_under_cuda_graphs_whe
     p = dataclasses.replace(p, short_launches=int((0.03 - p.gain_ms(FUSION)) / gain.COMBO_MS_PER_LAUNCH))
     assert 0.02 * (2.32 - 0.8 * 1.82) < p.gain_ms(FUSION) < 0.02 * 2.32
     assert not gain.worth_a_trial(p, FUSION, 0.02) and gain.worth_a_trial(p, FUSION, 0.02, graphs_first=True)
+
+
+def test_attention_run_as_math_is_weighed_by_its_batched_gemms():
+    """BERT-base's attention as the dispatcher ran it under a compile (H100, b8 x 512, 12 heads of 64): float32 bmm
+    of the scores and of their product with the values. Their profiled time is the attention study's lever at
+    ``MATH_ATTENTION_RATE``; the FFN's GEMM is no part of it, nor is a site whose backend is fused."""
+    att = _attention(8, 12, 512, 64, causal=False, count=12)
+    site = {**att.signature["space"]["sites"][0], "backend": "math"}
+    sig = {**att.signature, "space": {"device": "cuda", "sites": [site]}}
+    math = TaskSpec("att", Kind("attention"), "graph 0 attention", sig, space_for("attention", sig))
+    library = [{"op": "bmm", "shapes": [[96, 512, 64], [96, 64, 512]], "ms": 1.242},
+               {"op": "bmm", "shapes": [[96, 512, 512], [96, 512, 64]], "ms": 1.043},
+               {"op": "addmm", "shapes": [[3072], [4096, 768]], "ms": 0.4}]
+    capture = dataclasses.replace(_capture(5.4, 5.0, [0.1], []), library=library)
+    p = Profile.of(capture, [math])
+    assert p.math_attention[0] == ATTENTION and abs(p.math_attention[1] - 2.285) < 1e-9
+    assert abs(p.gain_ms(ATTENTION) - (p.lever_ms(ATTENTION) * gain.STUDY_RATE + 2.285 * gain.MATH_ATTENTION_RATE)) < 1e-9
+    assert Profile.of(capture, [att]).math_attention is None

@@ -86,6 +86,12 @@ COMBO_MS_PER_LAUNCH = 0.001
 # values stored once; a Gemma prefill's step 0.097 ms less (H200, bf16, frozen under CUDA graphs;
 # bench/results/h200/levers-compute-once-qwen2-gemma-8l-bf16-b8-s512-2026-12-04.json).
 RECOMPUTE_RATE = 0.25
+# Attention the dispatcher ran as math (``backend/hooks/attention_math``) is weighed by the time of its two batched
+# GEMMs, which a fused kernel replaces along with the softmax between them: on BERT-base (H100, b8 x 512, bf16) its
+# float32 bmm ran 103.5 and 86.9 us a layer, its softmax kernel 72 us and the copies before them ~22 us
+# (bench/results/h100/sweep-hf_bert-base-uncased-bf16-b8-s512-2026-12-06.log), where a fused kernel of that size runs
+# a few tens of us.
+MATH_ATTENTION_RATE = 0.8
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,7 @@ class Profile:
     site_rate: float = RATES[SITES]  # the sites' rate, weighted by their multiply-adds (:func:`site_rate`)
     study_ms: dict[str, float] = field(default_factory=dict)  # {phase: the profiled time of its kinds' library calls}
     site_epilogues_ms: float = 0.0  # the epilogue kernels the sites' library calls leave, rate-weighted (:func:`_site_epilogues_ms`)
+    math_attention: tuple[str, float] | None = None  # (phase, the batched GEMMs' time) of attention run as math (:func:`_math_attention_ms`)
 
     @classmethod
     def of(cls, capture: CaptureResult, tasks: Iterable[TaskSpec]) -> Profile | None:
@@ -128,7 +135,7 @@ class Profile:
         return cls(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies,
                    _s2d_ms(capture), any(g.get("epilogue_convs") for g in capture.graphs), _merge_ms(capture),
                    short_launches(capture), _recompute_ms(capture), weighted / sites if sites else RATES[SITES], study_ms,
-                   _site_epilogues_ms(capture, tasks, counts))
+                   _site_epilogues_ms(capture, tasks, counts), _math_attention_ms(capture, tasks))
 
     def lever_ms(self, phase: str) -> float | None:
         """The time of the step that ``phase`` acts on; None for a graph study whose kinds claim no multiply-adds
@@ -155,7 +162,8 @@ class Profile:
             return None
         if phase == SITES:
             return lever * self.site_rate + self.site_epilogues_ms
-        return lever * RATES.get(phase, STUDY_RATE) + self.front_ms(phase)
+        math = self.math_attention[1] * MATH_ATTENTION_RATE if self.math_attention and self.math_attention[0] == phase else 0.0
+        return lever * RATES.get(phase, STUDY_RATE) + self.front_ms(phase) + math
 
     def front_ms(self, phase: str) -> float:
         """The part of ``phase``'s expected gain that its first trial holds: the fusion study measures the
@@ -170,6 +178,24 @@ class Profile:
 def _library_ms(capture: CaptureResult, ops: tuple[str, ...]) -> float:
     """The profiled time of the step's library calls to ``ops``."""
     return sum(op["ms"] for op in capture.library if op["op"] in ops) if ops else 0.0
+
+
+def _math_attention_ms(capture: CaptureResult, tasks: Iterable[TaskSpec]) -> tuple[str, float] | None:
+    """(the attention study's phase, the profiled time of the batched GEMMs of the sites whose backend is math: the
+    scores, ``[b*h, sq, d] x [b*h, d, sk]``, and their product with the values, ``[b*h, sq, sk] x ...``); None where
+    no site runs as math."""
+    firsts: set[str] = set()  # the first input of each such GEMM
+    phase = None
+    for t in tasks:
+        sites = (t.signature.get("space") or {}).get("sites") or [] if str(t.kind) == "attention" else []
+        for site in sites:
+            if site.get("backend") == "math" and len(site.get("shape") or []) == 5:
+                b, h, sq, d, sk = (int(x) for x in site["shape"])
+                firsts |= {repr([b * h, sq, d]), repr([b * h, sq, sk])}
+                phase = descriptor(t.kind).phase
+    if phase is None:
+        return None
+    return phase, sum(op["ms"] for op in capture.library if op["op"] == "bmm" and op["shapes"] and repr(op["shapes"][0]) in firsts)
 
 
 def _s2d_ms(capture: CaptureResult) -> float:
