@@ -122,3 +122,22 @@ def test_the_cheap_timing_alone_runs_before_the_phase_a_budget_was_raised_to_hol
     assert shared[1].share == 1.0 and shared[0].share < 1.0
     # a study expected to take longer is no cheap one: the held phase goes first
     assert [ph.name for ph in searches_by_gain(_opts(), p, {**cost, ATTENTION: 60.0}, Progress(), held=SITES)][0] == SITES
+
+
+def test_attention_run_as_math_is_measured_end_to_end_and_its_phase_given_a_trials_compiles(db_url):
+    """BERT-base under a compile on torch 2.11 (H100): its mask kept every fused kernel away, so the dispatcher ran
+    math attention, which Inductor compiles into kernels of its own; timed alone, math's eager form would say nothing
+    of them. The task is left to whole-workload trials, and the phase is given at least one trial's compiles."""
+    from tuner.sweep.phases.graphs import TRIAL_COMPILES
+
+    layout = {"dtype": "bool", "shape": [8, 1, 512, 512], "stride": [0, 512, 1, 0]}
+    math = _task([{**_sitedict(A, backend="math", mask=True), "mask_layout": layout}])
+    assert not timed_alone(math, "cuda")
+    sweep, _ = _sweep(db_url, math)
+    n, each = GraphStudyPhase.trials(sweep, [math])
+    assert n == 3 and each == [("attention", 3)], "math, efficient and cudnn: flash takes no mask"
+    phase = GraphStudyPhase(ATTENTION, device_type="cuda")
+    assert phase.plan(sweep) and phase.compiles == TRIAL_COMPILES
+    fused, _ = _sweep(db_url, _task([_sitedict(B)], key="att-b"))
+    phase.plan(fused)
+    assert phase.compiles == 0.0, "sites timed alone need no compile"

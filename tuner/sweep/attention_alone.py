@@ -18,7 +18,7 @@ from typing import Any
 from tuner.core import TaskSpec
 from tuner.db import TaskRecord
 from tuner.measure import AttentionAlone, Measurement, Status
-from tuner.search_spaces.attention import FAMILY, rebuildable
+from tuner.search_spaces.attention import DECOMPOSED, FAMILY, rebuildable
 from tuner.study.context import record
 from tuner.study.settle import UNVERIFIED_GAIN, settle_measured, unverified
 from tuner.sweep.clock import fits
@@ -30,9 +30,12 @@ Pair = tuple[TaskSpec, TaskRecord]
 
 def timed_alone(task: TaskSpec, device_type: str) -> bool:
     """Whether ``task``'s sites are all timed alone (an attention task on CUDA, every site rebuildable: a mask only
-    where its layout is recorded)."""
+    where its layout is recorded, and a fused kernel by default). A site the dispatcher runs as math has no time
+    alone to compare with: Inductor compiles math attention into kernels of its own, which its eager form does not
+    time (BERT-base's sites on the H100: bench/results/h100/sweep-hf_bert-base-uncased-bf16-b8-s512-math-attention-2026-12-06.log)."""
     sites = task.space.context.get("sites") or []
-    return str(task.kind) == FAMILY and device_type == "cuda" and bool(sites) and all(rebuildable(s) for s in sites)
+    return (str(task.kind) == FAMILY and device_type == "cuda" and bool(sites)
+            and all(rebuildable(s) and s.get("backend") != DECOMPOSED for s in sites))
 
 
 def fastest(task: TaskSpec, timings: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, Any], Measurement] | None:

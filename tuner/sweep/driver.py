@@ -23,6 +23,7 @@ from tuner.sweep.phases import (
     study_phases,
 )
 from tuner.sweep.phases.cuda_graphs import REPLAY_S, by_hand, worth_measuring
+from tuner.sweep.phases.graphs import TRIAL_COMPILES
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.sweep.phases.forecast import first_trials, forecast, forecast_line
 from tuner.sweep import gain
@@ -79,10 +80,9 @@ class SweepReport:
 # could take the whole budget. A graph study of a kind's own phase (the attention backends) gets STUDY_SHARE.
 PHASE_SHARE = {SitePhase.name: 0.4, GraphKnobPhase.name: 0.5, FusionPhase.name: 0.7, KernelPhase.name: 0.5}
 STUDY_SHARE = 0.5
-# On CUDA the fusion phase is given at least 2.25 compiles while the sweep can afford them (its first grouping's
-# trial compiles the baseline and the grouping, then times both): on resnet50 (H200) a grouping gave ten percent,
-# the kernels' winners a few (bench/results/h200/resnet50-bf16-b32-2026-11-30.jsonl.gz).
-FUSION_COMPILES = 2.25
+# On CUDA the fusion phase is given at least one trial's compiles while the sweep can afford them: on resnet50
+# (H200) a grouping gave ten percent, the kernels' winners a few (bench/results/h200/resnet50-bf16-b32-2026-11-30.jsonl.gz).
+FUSION_COMPILES = TRIAL_COMPILES
 WHOLE_SHARE = 0.15  # of a time budget, kept for verification and the whole-workload check at the end
 # ... grown up to this share to also hold timing the workload unfrozen (frozen inference): a 240-s efficientnet_b0
 # sweep on a 2-core CPU kept 36 s, its check took one 24.5-s compile, and the unfrozen arm (freezing cost it 19%)
