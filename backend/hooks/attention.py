@@ -211,8 +211,12 @@ class AttentionBackends(Base):  # type: ignore[misc,valid-type]
         from torch._guards import detect_fake_mode
 
         kept = attention_math.op()  # math attention kept whole by the pre-grad pass: lowered here, as math where no answer says otherwise
-        todo = [(n, want) for n in graph.nodes if (d := describe(n)) is not None
-                and ((want := self.backends.get(d["site"]) or self.backends.get(d["class"], d["backend"])) != d["backend"] or n.target is kept)]
+        todo = []
+        for n in graph.nodes:
+            d = describe(n)
+            want = (self.backends.get(d["site"]) or self.backends.get(d["class"], d["backend"])) if d is not None else "math"
+            if n.target is kept or (d is not None and want != d["backend"]):
+                todo.append((n, want))
         if not todo:
             return
         fake_mode = detect_fake_mode([todo[0][0].args[0].meta["val"]])

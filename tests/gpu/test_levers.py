@@ -94,3 +94,17 @@ def test_a_forced_triton_template_takes_in_the_epilogue_a_library_call_leaves():
             torch.testing.assert_close(y, m(x), rtol=0.05, atol=0.05)
     assert "triton_poi_" in codes[site.default], "the library call leaves the GELU to a kernel of its own"
     assert "triton_poi_" not in codes[triton] and "tanh" in codes[triton], "the Triton tile takes the GELU in"
+
+
+@pytest.mark.parametrize("backend", ["efficient", "cudnn"])
+def test_attention_the_dispatcher_runs_as_math_is_forced_to_a_fused_kernel(backend):
+    """A mask broadcast along its key dimension (as Transformers builds BERT's under Dynamo on torch before 2.14): the
+    dispatcher runs math attention; the site is recorded as math and a fused kernel takes it when forced, given the
+    mask in a form it takes (``backend/hooks/attention_math.sdpa``)."""
+    from tests.helpers.models import _BroadcastMaskAttention
+
+    site, decisions, y, ref, code = _forced_attention(_BroadcastMaskAttention, backend)
+    assert site["backend"] == "math" and site["mask"] and site["count"] == 2
+    torch.testing.assert_close(y, ref, rtol=0.05, atol=0.05)
+    assert [d.outcome for d in decisions if d.kind == FAMILY] == [journal.HIT]
+    assert f"aten.{OPS[backend]}.default" in code and "tuner.attention" not in code

@@ -130,6 +130,15 @@ class _MaskedAttention(_Attention):
         return torch.ones(n, n, dtype=torch.bool, device=device).tril()[None, None].expand(b, 1, n, n)
 
 
+class _BroadcastMaskAttention(_Attention):
+    """The same block with a boolean mask broadcast along its key dimension too (strides ``(0, n, 1, 0)``), as
+    Transformers builds BERT's under Dynamo on torch before 2.14: on CUDA no fused kernel takes a mask whose last
+    dimension is not contiguous, so the dispatcher runs math attention."""
+
+    def _mask(self, b, n, device):
+        return torch.ones(1, 1, n, 1, dtype=torch.bool, device=device).expand(b, 1, n, n)
+
+
 def masked_attention() -> torch.nn.Module:
     """``attention`` with an explicit causal mask, input ``[batch, tokens, 64]``."""
     return _MaskedAttention()
