@@ -49,20 +49,22 @@ def op() -> Any:
     return torch.ops.tuner.attention.default
 
 
-def sdpa(backend: str, q: Any, k: Any, v: Any, mask: Any, causal: bool, scale: float | None, gqa: bool) -> Any:
-    """The call through PyTorch's own front end with only ``backend`` enabled, its output contiguous. A fused kernel
-    is given the inputs in a form it takes (a per-head mask as four dimensions, a last dimension of stride 1); math
-    attention gets them as they are."""
+def sdpa(backend: str | None, q: Any, k: Any, v: Any, mask: Any, causal: bool, scale: float | None, gqa: bool) -> Any:
+    """The call through PyTorch's own front end with only ``backend`` enabled (None: the dispatcher's own pick among
+    those the user left enabled), its output contiguous. A fused kernel is given the inputs in a form it takes (a
+    per-head mask as four dimensions, a last dimension of stride 1); math attention gets them as they are."""
+    import contextlib
+
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    if backend != "math":
+    if backend not in (None, "math"):
         q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
         if mask is not None:
             mask = (mask.unsqueeze(0) if mask.dim() == 3 else mask)
             mask = mask if mask.stride(-1) == 1 else mask.contiguous()
     extra = {"enable_gqa": True} if gqa else {}
-    with sdpa_kernel([getattr(SDPBackend, SDP_BACKENDS[backend])]):
+    with sdpa_kernel([getattr(SDPBackend, SDP_BACKENDS[backend])]) if backend else contextlib.nullcontext():
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale, **extra)
     return out.contiguous()
 
@@ -78,7 +80,8 @@ def _sdpa_targets() -> tuple[Any, ...]:
 
 
 def _call(node: Any) -> dict[str, Any] | None:
-    """A Dynamo graph's SDPA call as ``tuner::attention``'s arguments (nodes), where its dropout is 0; else None."""
+    """A Dynamo graph's SDPA call as ``tuner::attention``'s arguments (nodes), where its dropout is 0 and its flags and
+    scale are constants; else None."""
     if node.op != "call_function" or node.target not in _sdpa_targets():
         return None
     names = ("q", "k", "v", "mask", "dropout", "causal", "scale", "gqa")
@@ -87,8 +90,9 @@ def _call(node: Any) -> dict[str, Any] | None:
                      ("is_causal", "causal"), ("scale", "scale"), ("enable_gqa", "gqa")):
         if kw in node.kwargs:
             given[name] = node.kwargs[kw]
-    if given.get("dropout", 0.0) != 0.0 or not all(n in given for n in "qkv"):
-        return None
+    flags = [given.get(n) for n in ("dropout", "causal", "scale", "gqa")]
+    if any(hasattr(f, "meta") for f in flags) or given.get("dropout", 0.0) != 0.0 or not all(n in given for n in "qkv"):
+        return None  # a flag computed in the graph, or dropout: left as it is
     return {"q": given["q"], "k": given["k"], "v": given["v"], "mask": given.get("mask"), "causal": bool(given.get("causal", False)),
             "scale": given.get("scale"), "gqa": bool(given.get("gqa", False))}
 
@@ -97,7 +101,7 @@ def _value(x: Any) -> Any:
     return getattr(x, "meta", {}).get("example_value") if hasattr(x, "meta") else x
 
 
-def traced(backend: str, args: list[Any]) -> Any:
+def traced(backend: str | None, args: list[Any]) -> Any:
     """The ATen graph of :func:`sdpa` with ``backend`` over (fake) ``args``, as Inductor decomposes it."""
     from torch._inductor.pattern_matcher import fwd_only
 
@@ -114,21 +118,8 @@ def traced(backend: str, args: list[Any]) -> Any:
 
 def runs_as_math(args: list[Any]) -> bool:
     """Whether the dispatcher traces this call (fake inputs) as math attention: no fused attention op in its graph."""
-    graph = traced_default(args)
+    graph = traced(None, args)
     return not any("_scaled_dot_product_" in str(n.target) and "math" not in str(n.target) for n in graph.graph.nodes)
-
-
-def traced_default(args: list[Any]) -> Any:
-    """The call traced with every backend the user left enabled: the dispatcher's own pick."""
-    import torch
-    from torch._inductor.pattern_matcher import fwd_only
-
-    q, k, v, mask, causal, scale, gqa = args
-    extra = {"enable_gqa": True} if gqa else {}
-    if mask is None:
-        return fwd_only(lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, **extra), [q, k, v])
-    return fwd_only(lambda q, k, v, m: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal, scale=scale, **extra),
-                    [q, k, v, mask])
 
 
 class KeepMathAttention(Base):  # type: ignore[misc,valid-type]

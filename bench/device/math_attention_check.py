@@ -38,7 +38,7 @@ def main() -> None:
                     seen.append([(tuple(v.shape), tuple(v.stride()), str(v.dtype)) if v is not None else None for v in vals])
                     args = vals + [c["causal"], c["scale"], c["gqa"]]
                     with vals[0].fake_mode:
-                        g = am.traced_default(args)
+                        g = am.traced(None, args)
                     print("call", seen[-1], c["causal"], c["scale"], "->", [str(t.target) for t in g.graph.nodes if "scaled" in str(t.target) or "bmm" in str(t.target)])
             print("grad enabled:", torch.is_grad_enabled())
             _original(self, graph)
