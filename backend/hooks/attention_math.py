@@ -23,7 +23,8 @@ import functools
 import logging
 from typing import Any
 
-from tuner.backend.hooks.custom_pass import Base
+from tuner.backend.errors import HookUnavailable
+from tuner.backend.hooks.custom_pass import IMPORT_ERROR, Base
 from tuner.keys import digest
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
@@ -185,7 +186,18 @@ def pre_grad_patches(config: Any, given: dict[str, Any]) -> dict[str, Any]:
     one of their own, in Inductor's ``config`` or in the compile's options ``given`` (the attention hook's post-grad
     pass must lower what it keeps); else nothing."""
     slots = ("pre_grad_custom_pass", "post_grad_custom_post_pass")
-    if any(given.get(s, getattr(config, s, None)) is not None for s in slots):
+    if not all(hasattr(config, s) for s in slots) or IMPORT_ERROR is not None:
+        _unavailable()
+        return {}
+    if any(given.get(s, getattr(config, s)) is not None for s in slots):
         return {}
     op()
     return {"pre_grad_custom_pass": KeepMathAttention()}
+
+
+@functools.cache
+def _unavailable() -> None:
+    """Said once per process: this torch has no pre-grad pass interface, and attention run as math stays as Inductor
+    traces it (two batched GEMMs and a softmax)."""
+    log.warning("tuner: %s", HookUnavailable("Inductor's pre_grad_custom_pass or custom-pass interface is unavailable: attention the "
+                                             "dispatcher runs as math is compiled as Inductor traces it"))

@@ -217,3 +217,4 @@ def test_math_attention_is_kept_whole_only_in_inference_and_where_the_users_pass
     assert isinstance(attention_math.pre_grad_patches(free, {})["pre_grad_custom_pass"], attention_math.KeepMathAttention)
     assert attention_math.pre_grad_patches(free, {"post_grad_custom_post_pass": object()}) == {}
     assert attention_math.pre_grad_patches(types.SimpleNamespace(pre_grad_custom_pass=object(), post_grad_custom_post_pass=None), {}) == {}
+    assert attention_math.pre_grad_patches(types.SimpleNamespace(post_grad_custom_post_pass=None), {}) == {}, "an Inductor without the slot"
