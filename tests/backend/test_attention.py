@@ -121,8 +121,11 @@ def test_a_site_with_a_mask_is_not_offered_flash_on_cuda():
         space_for(FAMILY, {"space": {"device": "cuda", "sites": [{**site, "backend": "exec('x')"}]}})
 
 
-def test_a_sweep_measures_the_backends_and_stores_its_answer(db_url, cwd_root):
-    args = ["sweep", "--model", "tests.helpers.models:attention", "--input-shape", "2,32,64", "--device", "cpu", "--threads", "2",
+@pytest.mark.parametrize("model, default, other", [("attention", "flash_cpu", "math"), ("biased_attention", "math", "flash_cpu")])
+def test_a_sweep_measures_the_backends_and_stores_its_answer(db_url, cwd_root, model, default, other):
+    """A fused site measured against math attention, and a site the dispatcher runs as math measured against the fused
+    kernel (its per-head bias given as four dimensions)."""
+    args = ["sweep", "--model", f"tests.helpers.models:{model}", "--input-shape", "2,32,64", "--device", "cpu", "--threads", "2",
             "--budget", "quick", "--trials", "2", "--no-fusion", "--no-time-unfrozen", "--db", db_url]  # its frozen graph's sites
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -131,8 +134,8 @@ def test_a_sweep_measures_the_backends_and_stores_its_answer(db_url, cwd_root):
     trials = [(config, status) for config, status, _ in stored]
     (site,) = sites
     name = f"site.{site['site']}"
-    assert site["backend"] == "flash_cpu" and ({name: "math"}, "ok") in trials  # measured against the default
-    assert winner in ({name: "flash_cpu"}, {name: "math"})
+    assert site["backend"] == default and ({name: other}, "ok") in trials  # measured against the default
+    assert winner in ({name: default}, {name: other})
 
 
 def test_a_users_own_post_grad_pass_is_kept_and_the_answer_skipped(caplog):
