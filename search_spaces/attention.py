@@ -5,7 +5,8 @@ forward graph that holds attention whose only used output is the attention itsel
 keeps its log-sum-exp for the backward, which only its own kernel reads). One parameter per site, ``site.<id>``: the
 site's backend. On CUDA: ``flash`` (FlashAttention-2; no mask), ``efficient`` (memory-efficient), ``cudnn`` (cuDNN's
 fused attention) and ``math`` (ATen's composite: two GEMMs and a softmax); on the CPU ``flash_cpu`` and ``math``. The
-default is the dispatcher's pick. The study measures each backend at every site that takes it first
+default is the dispatcher's pick: ``math`` where no fused kernel took the call as it stood (``backend/hooks/attention_math``
+keeps such a call whole, so that it is a site at all). The study measures each backend at every site that takes it first
 (:meth:`AttentionSpace.evidence`), then mixes. At other sizes of the same graph, each site takes the answer of the
 first site of its class (dtype, head size, mask, causality: :func:`site_class`). ``backend/hooks/attention.py``
 rewrites the graph as the answer says.
