@@ -167,20 +167,7 @@ def _fused(node: Any, backend: str, a: dict[str, Any], fake_mode: Any) -> Any:
 def _decomposed(node: Any, a: dict[str, Any], fake_mode: Any) -> Any:
     """ATen's math attention, traced through Inductor's decompositions (two batched GEMMs and a softmax that Inductor
     compiles as its own kernels) and inserted before ``node``; the node of its output."""
-    import torch
-    from torch._inductor.pattern_matcher import fwd_only
-
-    causal, scale, names = a["causal"], a["scale"], [n for n in ("q", "k", "v", "mask") if a[n] is not None]
-
-    def math(*xs: Any) -> Any:  # q, k, v and the mask where there is one
-        q, k, v, mask = (*xs, None)[:4]
-        return torch.ops.aten._scaled_dot_product_attention_math.default(q, k, v, mask, 0.0, causal, None, scale=scale)[0]
-
-    with fake_mode:
-        sub = fwd_only(math, [a[n].meta["val"] for n in names])
-    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
-    with node.graph.inserting_before(node):
-        return node.graph.graph_copy(sub.graph, {p: a[n] for p, n in zip(placeholders, names)})
+    return attention_math.inserted(node, "math", (a["q"], a["k"], a["v"], a["mask"]), a["causal"], a["scale"], False, fake_mode)
 
 
 def _rewrite(node: Any, backend: str, fake_mode: Any) -> None:

@@ -54,8 +54,6 @@ def sdpa(backend: str | None, q: Any, k: Any, v: Any, mask: Any, causal: bool, s
     """The call through PyTorch's own front end with only ``backend`` enabled (None: the dispatcher's own pick among
     those the user left enabled), its output contiguous. A fused kernel is given the inputs in a form it takes (a
     per-head mask as four dimensions, a last dimension of stride 1); math attention gets them as they are."""
-    import contextlib
-
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -172,13 +170,18 @@ def lowered(node: Any, backend: str, fake_mode: Any) -> Any:
     """A ``tuner::attention`` node of a post-grad graph as ``backend``'s attention (``math``: as the dispatcher traced
     it), inserted before it; the node of its output."""
     q, k, v, mask, causal, scale, gqa = node.args
+    return inserted(node, backend, (q, k, v, mask), causal, scale, gqa, fake_mode)
+
+
+def inserted(before: Any, backend: str, nodes: tuple[Any, ...], causal: bool, scale: float | None, gqa: bool, fake_mode: Any) -> Any:
+    """``backend``'s attention over ``nodes`` (query, key, value and the mask or None), traced as Inductor decomposes
+    it and inserted before the node ``before``; the node of its output."""
     val = (lambda n: n.meta["val"] if n is not None else None)
     with fake_mode:
-        sub = traced(backend, [val(q), val(k), val(v), val(mask), causal, scale, gqa])
-    inputs = [n for n in (q, k, v, mask) if n is not None]
+        sub = traced(backend, [*map(val, nodes), causal, scale, gqa])
     placeholders = [p for p in sub.graph.nodes if p.op == "placeholder"]
-    with node.graph.inserting_before(node):
-        return node.graph.graph_copy(sub.graph, dict(zip(placeholders, inputs)))
+    with before.graph.inserting_before(before):
+        return before.graph.graph_copy(sub.graph, dict(zip(placeholders, [n for n in nodes if n is not None])))
 
 
 def pre_grad_patches(config: Any, given: dict[str, Any]) -> dict[str, Any]:
