@@ -45,7 +45,7 @@ def op() -> Any:
     lib = torch.library.Library("tuner", "FRAGMENT")
     lib.define(SCHEMA)
     lib.impl("attention", _math, "CompositeExplicitAutograd")
-    torch.library.register_fake("tuner::attention", lambda q, k, v, mask, causal, scale, gqa: q.new_empty((*q.shape[:-1], v.shape[-1])), lib=lib)
+    torch.library.register_fake("tuner::attention", lambda q, k, v, mask, causal, scale, gqa: _out_like(q, v), lib=lib)
     _LIBS.append(lib)
     return torch.ops.tuner.attention.default
 
@@ -156,13 +156,13 @@ class KeepMathAttention(Base):  # type: ignore[misc,valid-type]
 def _replace(graph: Any, node: Any, a: dict[str, Any], vals: list[Any]) -> None:
     with graph.inserting_before(node):
         new = graph.call_function(op(), (a["q"], a["k"], a["v"], a["mask"], a["causal"], a["scale"], a["gqa"]))
-    new.meta = {**node.meta, "example_value": _fake_out(vals)}
+    new.meta = {**node.meta, "example_value": _out_like(vals[0], vals[2])}
     node.replace_all_uses_with(new)
     graph.erase_node(node)
 
 
-def _fake_out(vals: list[Any]) -> Any:
-    q, v = vals[0], vals[2]
+def _out_like(q: Any, v: Any) -> Any:
+    """An empty tensor of the attention's output size: the query's, with the values' head size."""
     return q.new_empty((*q.shape[:-1], v.shape[-1]))
 
 

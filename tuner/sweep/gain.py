@@ -23,6 +23,7 @@ from typing import Any
 from tuner.core import Kind, TaskSpec
 from tuner.kinds import descriptor
 from tuner.measure.result import CaptureResult
+from tuner.search_spaces.attention import FAMILY as ATTENTION_FAMILY
 from tuner.sweep.epilogues import site_epilogues
 from tuner.sweep.tasks import gemm_rows_cols, gemm_unaligned, site_work, step_share_ms
 
@@ -187,7 +188,7 @@ def _math_attention_ms(capture: CaptureResult, tasks: Iterable[TaskSpec]) -> tup
     firsts: set[str] = set()  # the first input of each such GEMM
     phase = None
     for t in tasks:
-        sites = (t.signature.get("space") or {}).get("sites") or [] if str(t.kind) == "attention" else []
+        sites = (t.signature.get("space") or {}).get("sites") or [] if str(t.kind) == ATTENTION_FAMILY else []
         for site in sites:
             if site.get("backend") == "math" and len(site.get("shape") or []) == 5:
                 b, h, sq, d, sk = (int(x) for x in site["shape"])
