@@ -38,6 +38,25 @@ def test_by_site():
     assert site_epilogues(sites, KERNELS) == {"ffn": Epilogue(0.029, "triton_poi_fused_gelu_view_3")}
 
 
+GPT2_KERNELS = [
+    {"name": "triton_poi_fused_add_mul_pow_tanh_view_3", "default_ms": 0.0265, "launches": 12},
+    {"name": "triton_per_fused_add_native_layer_norm_view_4", "default_ms": 0.012, "launches": 12},
+]
+
+
+def test_a_kernel_is_the_epilogue_of_the_site_naming_most_of_its_ops_and_of_none_where_two_tie():
+    # GPT-2 on the H100: the FFN's first GEMM feeds its GELU (add, mul, pow); the projections after it feed the
+    # residual add, which the layer norm's reduction takes, yet the GELU kernel's name holds "add" too
+    ffn, proj, out = _site("ffn", ["add", "mul", "pow"]), _site("proj", ["add"]), _site("out", ["add"])
+    assert site_epilogue(proj, GPT2_KERNELS) is not None, "alone, the name matches"
+    assert site_epilogues([ffn, proj, out], GPT2_KERNELS) == {"ffn": Epilogue(0.0265, "triton_poi_fused_add_mul_pow_tanh_view_3")}
+    # SwiGLU's gate and up projections each name one op of the kernel both feed: which one a template takes it into
+    # is not known, so neither is credited
+    swiglu = [{"name": "triton_poi_fused_mul_silu_2", "default_ms": 0.02, "launches": 12}]
+    assert site_epilogues([_site("gate", ["silu"]), _site("up", ["mul"])], swiglu) == {}
+    assert site_epilogues([_site("gate", ["silu"])], swiglu) == {"gate": Epilogue(0.02, "triton_poi_fused_mul_silu_2")}
+
+
 def test_an_epilogue_kernel_launched_as_often_with_the_winners_forced_was_kept_apart():
     from tuner.sweep.epilogues import still_apart
 

@@ -29,24 +29,47 @@ def _holds(name: str, op: str) -> bool:
     return f"_{op}_" in f"{name}_"
 
 
-def site_epilogue(site: dict[str, Any], kernels: list[dict[str, Any]]) -> Epilogue | None:
-    """The captured pointwise kernel that runs ``site``'s epilogue (a recorded site: its ``epilogue_ops`` and
-    ``count``), or None where none matches."""
+def _matching(site: dict[str, Any], kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The captured pointwise kernels whose names hold every one of ``site``'s epilogue ops and that the step launches
+    as often as the site is met."""
     ops = [str(op) for op in site.get("epilogue_ops") or []]
     if not ops:
-        return None
+        return []
     count = int(site.get("count") or 1)
-    found = [k for k in kernels if "_poi_" in (name := str(k.get("name", ""))) and int(k.get("launches") or 1) == count
-             and (k.get("default_ms") or 0) > 0 and all(_holds(name, op) for op in ops)]
+    return [k for k in kernels if "_poi_" in (name := str(k.get("name", ""))) and int(k.get("launches") or 1) == count
+            and (k.get("default_ms") or 0) > 0 and all(_holds(name, op) for op in ops)]
+
+
+def _fastest(found: list[dict[str, Any]]) -> Epilogue | None:
     if not found:
         return None
     best = min(found, key=lambda k: float(k["default_ms"]))
     return Epilogue(float(best["default_ms"]), str(best["name"]))
 
 
+def site_epilogue(site: dict[str, Any], kernels: list[dict[str, Any]]) -> Epilogue | None:
+    """The captured pointwise kernel that runs ``site``'s epilogue (a recorded site: its ``epilogue_ops`` and
+    ``count``), or None where none matches."""
+    return _fastest(_matching(site, kernels))
+
+
 def site_epilogues(sites: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> dict[str, Epilogue]:
-    """{site key: its epilogue kernel} for the recorded ``sites`` where one matches."""
-    return {s["key"]: e for s in sites if (e := site_epilogue(s, kernels)) is not None}
+    """{site key: its epilogue kernel} for the recorded ``sites`` where one matches. A kernel runs one site's epilogue:
+    where several sites match it, it is the one whose epilogue names the most of its ops, and no one's where two tie.
+    GPT-2's residual ``add`` after its projections matched its GELU kernel (``…_add_mul_pow_tanh_view``), which only
+    its FFN's first GEMM feeds (H100, b8 x 512: three sites credited, all three reverted once a capture showed it)."""
+    found = {s["key"]: (len(set(s.get("epilogue_ops") or [])), _matching(s, kernels)) for s in sites}
+    claims: dict[str, list[int]] = {}
+    for n, matched in found.values():
+        for k in matched:
+            claims.setdefault(str(k["name"]), []).append(n)
+    return {key: e for key, (n, matched) in found.items()
+            if (e := _fastest([k for k in matched if _owns(n, claims[str(k["name"])])])) is not None}
+
+
+def _owns(n: int, claims: list[int]) -> bool:
+    """Whether a site whose epilogue names ``n`` ops owns a kernel that sites naming ``claims`` ops each match."""
+    return n == max(claims) and claims.count(n) == 1
 
 
 def _launches(kernels: list[dict[str, Any]], name: str) -> int:
