@@ -14,6 +14,7 @@ rewrites the graph as the answer says.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -119,10 +120,12 @@ def space(context: dict[str, Any]) -> Space:
 @dataclass(frozen=True)
 class AttentionSpace(Space):
     def evidence(self) -> list[dict[str, Any]]:
-        """Each other backend at every site that takes it, one config per backend: a transformer's sites are alike."""
-        out = []
-        for backend in BACKENDS[self.context["device"]]:
-            config = {p.name: backend if backend in p.options else self.default[p.name] for p in self.params}  # type: ignore[attr-defined]
+        """Each other backend at every site that takes it, one config per backend: a transformer's sites are alike. In
+        the order of their times alone where the sites were timed (:func:`ranked`), without a backend a site refused."""
+        out, refused = [], self.context.get("refused") or {}
+        for backend in self.context.get("order") or BACKENDS[self.context["device"]]:
+            config = {p.name: backend if backend in p.options and backend not in refused.get(p.name, ()) else self.default[p.name]  # type: ignore[attr-defined]
+                      for p in self.params}
             if config != self.default and config not in out:
                 out.append(config)
         return out
@@ -131,6 +134,28 @@ class AttentionSpace(Space):
         """Only a site moved to or from ``math`` changes the graph's template sites (its two GEMMs are sites); a
         fused backend is one library call, whichever."""
         return any((config.get(k) == DECOMPOSED) != (v == DECOMPOSED) for k, v in self.default.items())
+
+
+def ranked(space: AttentionSpace, timings: dict[str, dict[str, dict[str, Any]]]) -> AttentionSpace:
+    """``space`` given its sites' fused backends timed alone ({site id: {backend: {"ms", ...} or {"error"}}}): its
+    evidence fastest first (by each backend's time over the timed sites, each by its calls), and a backend that got no
+    time at a site (the site's inputs refused, or numerics apart) ruled out there, never compiled into a trial. The
+    options stay: a study's distributions do not change from one sweep to the next."""
+    refused = {f"site.{site}": sorted(b for b, r in t.items() if "ms" not in r) for site, t in timings.items()}
+    counts = {s["site"]: int(s.get("count", 1)) for s in space.context["sites"]}
+
+    def total(backend: str) -> float:
+        times = [counts.get(site, 1) * t[backend]["ms"] for site, t in timings.items() if "ms" in t.get(backend, {})]
+        return sum(times) if times else float("inf")
+
+    order = sorted(BACKENDS[space.context["device"]], key=total)
+
+    def taken(config: dict[str, Any]) -> str | None:
+        bad = [f"{k}={config[k]}" for k, backends in refused.items() if config.get(k) in backends]
+        return f"refused when timed alone: {', '.join(bad)}" if bad else None
+
+    context = {**space.context, "order": order, "refused": refused}
+    return dataclasses.replace(space, constraints=(*space.constraints, taken), context=context)
 
 
 def backends_of(config: dict[str, Any]) -> dict[str, str]:

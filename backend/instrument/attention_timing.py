@@ -66,31 +66,38 @@ def _reference(a: dict[str, Any]) -> Any:
     return torch.ops.aten._scaled_dot_product_attention_math.default(q, k, v, m, 0.0, a["causal"])[0]
 
 
-def _error(backend: str, a: dict[str, Any], ref: Any) -> float:
-    """max |backend - reference| / max |reference|."""
+def runner(backend: str, a: dict[str, Any], front_end: bool = False) -> Any:
+    """A call of ``backend``'s attention on ``a``'s tensors, returning its output: the fused ATen op, as Inductor keeps
+    it at a site the dispatcher gave a fused kernel; with ``front_end``, PyTorch's own SDPA front end under
+    ``sdpa_kernel``, as the rewrite of a site the dispatcher runs as math traces it (``attention_math.sdpa``: a mask
+    whose last dimension has stride 0, which the raw ops refuse, made contiguous first)."""
+    if front_end:
+        from tuner.backend.hooks.attention_math import sdpa
+
+        return functools.partial(sdpa, backend, a["q"], a["k"], a["v"], a["mask"], a["causal"], a["scale"], False)
     op, args, kwargs = call(backend, a)
-    got = op(*args, **kwargs)[0].float()
+    return lambda: op(*args, **kwargs)[0]
+
+
+def _error(backend: str, a: dict[str, Any], ref: Any, front_end: bool) -> float:
+    """max |backend - reference| / max |reference|."""
+    got = runner(backend, a, front_end)().float()
     return float((got - ref).abs().max() / ref.abs().max().clamp_min(1e-6))
 
 
-def _graph(backend: str, a: dict[str, Any]) -> tuple[Any, int]:
+def _graph(backend: str, a: dict[str, Any], front_end: bool) -> tuple[Any, int]:
     """A CUDA graph of the backend's calls over rotated copies of q, k and v, and how many calls it holds."""
     sets = rotated((a["q"], a["k"], a["v"]))
-    op, _, _ = call(backend, a)
-
-    def make(q: Any, k: Any, v: Any) -> Any:
-        _, args, kwargs = call(backend, {**a, "q": q, "k": k, "v": v})
-        return functools.partial(op, *args, **kwargs)
-
-    return _graph_of([functools.partial(make, *each) for each in sets]), len(sets)
+    return _graph_of([functools.partial(runner, backend, {**a, "q": q, "k": k, "v": v}, front_end) for q, k, v in sets]), len(sets)
 
 
 ROUNDS = 5  # each backend's graph replayed in turn, round by round: its time, the median of its rounds
 
 
-def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda", rounds: int = ROUNDS) -> dict[str, dict[str, Any]]:
+def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda", rounds: int = ROUNDS, front_end: bool = False) -> dict[str, dict[str, Any]]:
     """{backend: {"ms": per call (median of ``rounds``), "spread": the rounds' interquartile range, "error": relative
-    error} or {"error": why it has no time} for ``site`` on ``device`` (CUDA): the backends interleaved, round by round."""
+    error} or {"error": why it has no time} for ``site`` on ``device`` (CUDA): the backends interleaved, round by round,
+    each called as :func:`runner` calls it."""
     import statistics
 
     from torch._inductor.runtime.benchmarking import benchmarker
@@ -107,11 +114,11 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
             out[backend] = {"error": "the flash kernel takes no mask"}
             continue
         try:
-            err = _error(backend, a, ref)
+            err = _error(backend, a, ref, front_end)
             if not err <= TOLERANCE[str(site["dtype"])]:
                 out[backend] = {"error": f"differs from math attention by {err:.3g} of its largest value"}
                 continue
-            graphs[backend] = _graph(backend, a)
+            graphs[backend] = _graph(backend, a, front_end)
             out[backend] = {"error": err}
         except Exception as e:  # noqa: BLE001 - a backend this torch, device or site refuses gets no time
             out[backend] = {"error": _said(e)}

@@ -41,3 +41,14 @@ def test_a_masked_site_is_timed_alone_with_its_mask_and_never_with_flash():
     got = time_backends(site, ["flash", "efficient", "cudnn"])
     assert "ms" not in got["flash"] and "mask" in got["flash"]["error"]
     assert "ms" in got["efficient"] and got["efficient"]["error"] <= ALONE_TOLERANCE["bfloat16"], got
+
+
+def test_a_site_run_as_math_has_its_fused_backends_timed_through_the_front_end():
+    """BERT-base's boolean mask as Transformers builds it under a compile on torch 2.11 (strides ``(0, n, 1, 0)``):
+    the raw memory-efficient op refused its last dimension in a sweep; through PyTorch's front end, as the rewrite calls
+    it, the fused kernels take it (the mask made contiguous first), with math's numerics."""
+    layout = {"dtype": "bool", "shape": [8, 1, 512, 512], "stride": [0, 512, 1, 0]}
+    site = {"shape": [8, 12, 512, 64, 512], "dtype": "bfloat16", "causal": False, "mask": True, "mask_layout": layout, "backend": "math"}
+    got = time_backends(site, ["flash", "efficient", "cudnn"], front_end=True)
+    assert "ms" not in got["flash"]
+    assert "ms" in got["efficient"] and 0 < got["efficient"]["ms"] < 1.0 and got["efficient"]["error"] <= ALONE_TOLERANCE["bfloat16"], got

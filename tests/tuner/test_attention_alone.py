@@ -5,11 +5,12 @@ plan, and the profiled attention time its expected gain rests on. The timing its
 
 import dataclasses
 
+from tests.helpers.notes import Notes
 from tests.helpers.replay import _context
 from tests.tuner.test_sweep_gain import ATTENTION, _attention, _capture, _opts, _site
 from tuner.db import Database
 from tuner.search_spaces import space_for
-from tuner.sweep.attention_alone import _settle, fastest, timed_alone
+from tuner.sweep.attention_alone import _settle, fastest, math_sites, ordered, timed_alone
 from tuner.sweep.driver import searches_by_gain, with_shares
 from tuner.sweep.estimate import ALONE
 from tuner.sweep.gain import FUSION, KERNELS, SITES, Profile
@@ -135,9 +136,39 @@ def test_attention_run_as_math_is_measured_end_to_end_and_its_phase_given_a_tria
     assert not timed_alone(math, "cuda")
     sweep, _ = _sweep(db_url, math)
     n, each = GraphStudyPhase.trials(sweep, [math])
-    assert n == 3 and each == [("attention", 3)], "math, efficient and cudnn: flash takes no mask"
+    assert n == 4 and each == [(ALONE, 1), ("attention", 3)], "its fused backends timed, then math, efficient and cudnn: flash takes no mask"
     phase = GraphStudyPhase(ATTENTION, device_type="cuda")
     assert phase.plan(sweep) and phase.compiles == TRIAL_COMPILES
     fused, _ = _sweep(db_url, _task([_sitedict(B)], key="att-b"))
     phase.plan(fused)
     assert phase.compiles == 0.0, "sites timed alone need no compile"
+
+
+BERT_MASK = {"dtype": "bool", "shape": [8, 1, 512, 512], "stride": [0, 512, 1, 0]}
+
+
+def test_a_site_run_as_math_tries_its_fused_backends_fastest_first_and_never_one_it_refused(db_url):
+    """BERT-base's mask, broadcast as Transformers builds it under a compile: the rewrite gives the fused kernels the
+    mask through PyTorch's front end, and their times alone there order the whole-workload trials."""
+    from tuner.search_spaces import InvalidConfig
+
+    math = _task([{**_sitedict(A, backend="math", mask=True), "mask_layout": BERT_MASK},
+                  {**_sitedict(B, backend="math", mask=True, count=2), "mask_layout": BERT_MASK}])
+    assert [s["site"] for s in math_sites(math, "cuda")] == [A, B] and math_sites(math, "cpu") == []
+    assert [c[f"site.{A}"] for c in math.space.evidence()] == ["efficient", "cudnn"], "the fixed order"
+    sweep, rec = _sweep(db_url, math)
+    sweep = dataclasses.replace(sweep, progress=Notes())
+    timings = {A: {**_timed(efficient=0.089, cudnn=0.036), "flash": {"error": "the flash kernel takes no mask"}},
+               B: {**_timed(cudnn=0.030), "efficient": {"error": "RuntimeError: misaligned address"}}}
+    ((task, same),) = ordered(sweep, [(math, rec)], {rec.id: math_sites(math, "cuda")}, timings)
+    assert same is rec and task.key == math.key and task.space.params == math.space.params, "the study's distributions stay"
+    assert task.space.evidence() == [{f"site.{A}": "cudnn", f"site.{B}": "cudnn"}, {f"site.{A}": "efficient", f"site.{B}": "math"}]
+    try:
+        task.space.validate({f"site.{A}": "math", f"site.{B}": "efficient"})
+        raise AssertionError("a backend the site refused alone is ruled out")
+    except InvalidConfig as e:
+        assert "efficient" in str(e)
+    assert task.space.validate({f"site.{A}": "efficient", f"site.{B}": "cudnn"})
+    refused = {A: {"efficient": {"error": "x"}, "cudnn": {"error": "y"}}, B: {"cudnn": {"error": "z"}, "efficient": {"error": "w"}}}
+    assert ordered(sweep, [(math, rec)], {rec.id: math_sites(math, "cuda")}, refused) == [], "nothing left to try: it stays math"
+    assert "no fused backend took" in sweep.progress.notes[-1]

@@ -7,15 +7,7 @@ import time
 
 from tuner.measure import load
 from tuner.sweep.driver import _say_who_measures
-from tuner.sweep.progress import Progress
-
-
-class _Said(Progress):
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def note(self, text: str) -> None:
-        self.lines.append(text)
+from tests.helpers.notes import Notes
 
 
 def test_a_process_spinning_beside_the_sweep_is_seen_and_said(monkeypatch):
@@ -24,11 +16,11 @@ def test_a_process_spinning_beside_the_sweep_is_seen_and_said(monkeypatch):
         time.sleep(0.3)
         assert load.busy_cores() >= 0.7  # one core of the spinning process, whatever else runs
         monkeypatch.setattr(load, "BUSY_SHARE", 0.6 / (load.os.cpu_count() or 1))  # any machine: one busy core is over
-        said = _Said()
+        said = Notes()
         _say_who_measures("cpu", said)
-        assert len(said.lines) == 1 and "cores busy" in said.lines[0] and "quiet machine" in said.lines[0]
-        _say_who_measures("cuda", gpu := _Said())  # a GPU's timings are the device's: no CPU check
-        assert gpu.lines == []
+        assert len(said.notes) == 1 and "cores busy" in said.notes[0] and "quiet machine" in said.notes[0]
+        _say_who_measures("cuda", gpu := Notes())  # a GPU's timings are the device's: no CPU check
+        assert gpu.notes == []
     finally:
         spin.kill()
         spin.wait()

@@ -13,17 +13,9 @@ from tuner.db import Database
 from tuner.measure.result import CaptureResult
 from tuner.sweep.phases import CudaGraphPhase, SweepContext, Workload
 from tuner.sweep.phases.forecast import forecast
-from tuner.sweep.progress import Progress
 from tuner.search_spaces.cuda_graph import CUDA_GRAPHS, on
 from tuner.sweep.tasks import tasks_from_capture
-
-
-class Notes(Progress):
-    def __init__(self):
-        self.notes = []
-
-    def note(self, text):
-        self.notes.append(text)
+from tests.helpers.notes import Notes
 
 
 def _capture(step_ms=None, busy_ms=None):

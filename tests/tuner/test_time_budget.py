@@ -14,7 +14,7 @@ from tuner.cli import app
 from tuner.db import Database
 from tuner.sweep.clock import CAPTURE
 from tuner.sweep.driver import promised_end_s
-from tuner.sweep.progress import Progress
+from tests.helpers.notes import Notes
 
 BUDGET_S = 40
 
@@ -167,16 +167,6 @@ def test_the_last_whole_workload_search_takes_the_ends_time_where_nothing_is_lef
     whole.lend(waiting, "fusion groupings")
     assert waiting.tuning.settle_by - waiting.tuning.deadline > 49 and not waiting.progress.notes
     db.close()
-
-
-class Notes(Progress):
-    """A sweep's progress that keeps what it says."""
-
-    def __init__(self):
-        self.notes = []
-
-    def note(self, text):
-        self.notes.append(text)
 
 
 def test_the_forecast_counts_the_fusion_groupings_of_every_captured_graph(db_url):

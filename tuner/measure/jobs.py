@@ -74,10 +74,12 @@ class SiteBatch:
 @dataclass(frozen=True)
 class AttentionAlone:
     """Each of these attention sites (``backend/hooks/attention.describe``) rebuilt from its sizes, and these fused
-    backends timed there alone, interleaved, each checked against math attention first. No compile."""
+    backends timed there alone, interleaved, each checked against math attention first. No compile. ``front_end``:
+    each called through PyTorch's SDPA front end, as a site the dispatcher runs as math is rewritten, not as its op."""
 
     sites: tuple[dict[str, Any], ...]
     backends: tuple[str, ...]
+    front_end: bool = False
     capture: ClassVar[bool] = False
 
     def run(self, session: Session) -> AttentionTimings:

@@ -362,7 +362,7 @@ class Session:
             return AttentionTimings(Status.RUNTIME_ERROR, error="attention sites are timed alone on CUDA only")
         try:
             with quiet.timing(device=self._lock):
-                return AttentionTimings(Status.OK, {s["site"]: time_backends(s, list(job.backends)) for s in job.sites})
+                return AttentionTimings(Status.OK, {s["site"]: time_backends(s, list(job.backends), front_end=job.front_end) for s in job.sites})
         except Exception as e:  # noqa: BLE001 - classified
             return AttentionTimings(classify(e), error=describe(e))
 

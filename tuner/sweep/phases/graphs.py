@@ -14,7 +14,7 @@ from tuner.kinds import KERNEL_HOOK, where
 from tuner.measure import GraphTrial
 from tuner.search_spaces.attention import KIND as ATTENTION
 from tuner.search_spaces.fusion import REWRITE_KNOBS
-from tuner.sweep.attention_alone import settle_alone, timed_alone
+from tuner.sweep.attention_alone import math_sites, rank_math, settle_alone, timed_alone
 from tuner.sweep.estimate import ALONE
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.scheduler import tune_tasks
@@ -111,13 +111,15 @@ class GraphStudyPhase(GraphKnobPhase):
 
     @staticmethod
     def trials(sweep: SweepContext, graphs: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
-        """One timing of the sites of every task timed alone, then the trials of the others."""
+        """One timing of the sites of every task timed alone, one of the fused backends at the sites run as math, then
+        the trials of the others."""
         alone = [g for g in graphs if timed_alone(g, sweep.device_type)]
         n, each = GraphKnobPhase.trials(sweep, [g for g in graphs if g not in alone])
-        return (n + 1, [(ALONE, 1), *each]) if alone else (n, each)
+        timings = bool(alone) + any(math_sites(g, sweep.device_type) for g in graphs)
+        return (n + timings, [(ALONE, timings), *each]) if timings else (n, each)
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
-        left = settle_alone(sweep, self.graphs, deadline)
+        left = rank_math(sweep, settle_alone(sweep, self.graphs, deadline), deadline)
         if left:
             _tune(sweep, deadline, left, sweep.winners().forcing(sweep.workload.pairs()))
 
