@@ -40,6 +40,8 @@ H200 = [
     _same("vit_b_32-bf16-b32-default-2026-12-04-2"),
     _same("resnext50_32x4d-bf16-b32-default-2026-12-04"),
     _same("convnext_tiny-bf16-b32-default-2026-12-04"),
+    _same("hf_gpt2-decode-bf16-b8-s512-2026-12-06"),
+    _same("hf_bert-base-uncased-bf16-b8-s512-2026-12-06"),
 ]
 H100 = [
     _same("hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05"),
@@ -55,6 +57,9 @@ H100 = [
     _same("hf_gpt2-decode-bf16-b8-s512-2026-12-06"),
     _same("hf_qwen2-8l-bf16-b8-s512-2026-12-06"),
     _same("mobilenet_v3_large-bf16-b32-default-2026-12-06-2"),
+    _same("hf_bert-base-uncased-bf16-b8-s512-fused-attention-2026-12-06"),
+    _same("hf_bert-base-uncased-bf16-b8-s512-math-attention-2026-12-06"),
+    _same("hf_gpt2-bf16-b8-s512-2026-12-06"),
 ]
 RUNS = {"h200": H200, "h100": H100}
 STAMP = re.compile(r"^\[ *[0-9.]+\] ", re.M)
