@@ -169,6 +169,10 @@ def test_a_site_run_as_math_tries_its_fused_backends_fastest_first_and_never_one
     except InvalidConfig as e:
         assert "efficient" in str(e)
     assert task.space.validate({f"site.{A}": "efficient", f"site.{B}": "cudnn"})
+    # memory-efficient ran only site A, faster there than cuDNN ran both: cuDNN, which runs both, is tried first
+    fewer = {A: _timed(efficient=0.010, cudnn=0.036), B: {**_timed(cudnn=0.030), "efficient": {"error": "misaligned address"}}}
+    ((task, _),) = ordered(sweep, [(math, rec)], {rec.id: math_sites(math, "cuda")}, fewer)
+    assert [c[f"site.{A}"] for c in task.space.evidence()] == ["cudnn", "efficient"]
     refused = {A: {"efficient": {"error": "x"}, "cudnn": {"error": "y"}}, B: {"cudnn": {"error": "z"}, "efficient": {"error": "w"}}}
     assert ordered(sweep, [(math, rec)], {rec.id: math_sites(math, "cuda")}, refused) == [], "nothing left to try: it stays math"
     assert "no fused backend took" in sweep.progress.notes[-1]
