@@ -76,13 +76,29 @@ def settle_alone(sweep: Any, pairs: list[Pair], deadline: float | None) -> list[
     sites = {s["site"]: s for t, _ in todo for s in t.space.context["sites"]}
     if not sites or not fits(deadline, per_trial(sweep.tuning.costs, sweep.device_type, ALONE)):
         return _without(pairs, alone)
-    sweep.progress.note(f"timing {len(sites)} attention site(s) alone, each backend ({', '.join(FUSED)}) on inputs of its sizes")
-    with sweep.tuning.costs.timed(ALONE):
-        got = sweep.worker.run(AttentionAlone(tuple(sites.values()), FUSED))
-    if got.status is not Status.OK:
-        sweep.progress.note(f"the attention sites could not be timed alone ({got.error}): the graph study measures them")
+    got = _timed(sweep, sites, False, f"timing {len(sites)} attention site(s) alone, each backend ({', '.join(FUSED)}) on inputs of its sizes",
+                 "the graph study measures them")
+    if got is None:
         return pairs
-    return _without(pairs, {r.id for t, r in todo if _settle(sweep, t, r, got.timings)} | (alone - {r.id for _, r in todo}))
+    return _without(pairs, {r.id for t, r in todo if _settle(sweep, t, r, got)} | (alone - {r.id for _, r in todo}))
+
+
+def _timed(sweep: Any, sites: dict[str, dict[str, Any]], front_end: bool, said: str, otherwise: str) -> dict[str, Any] | None:
+    """``sites``' fused backends timed alone by the worker ({site id: {backend: timing}}; ``front_end``: as
+    :class:`AttentionAlone` calls them), having said ``said``; None where the timing failed, said with why and
+    ``otherwise`` (what follows instead)."""
+    sweep.progress.note(said)
+    with sweep.tuning.costs.timed(ALONE):
+        got = sweep.worker.run(AttentionAlone(tuple(sites.values()), FUSED, front_end=front_end))
+    if got.status is not Status.OK:
+        sweep.progress.note(f"the attention sites could not be timed alone ({got.error}): {otherwise}")
+        return None
+    return got.timings
+
+
+def _note_site(sweep: Any, task: TaskSpec, site: dict[str, Any], how: str, timed: dict[str, Any]) -> None:
+    """Say what ``site`` of ``task`` timed alone (``how``: what was timed there)."""
+    sweep.progress.note(f"{task.name}: attention site {site['site'][:8]} {site['shape']} ({site['count']} call(s)) {how}: " + _said(timed))
 
 
 def _without(pairs: list[Pair], ids: set[int]) -> list[Pair]:
@@ -93,7 +109,7 @@ def _settle(sweep: Any, task: TaskSpec, rec: TaskRecord, timings: dict[str, Any]
     """Store ``task``'s winner from its sites' timings; False where they do not say (a default backend untimed)."""
     found = fastest(task, timings)
     for s in task.space.context["sites"]:
-        sweep.progress.note(f"{task.name}: attention site {s['site'][:8]} {s['shape']} ({s['count']} call(s)) timed alone: " + _said(timings.get(s["site"]) or {}))
+        _note_site(sweep, task, s, "timed alone", timings.get(s["site"]) or {})
     if found is None:
         return False
     config, m = found
@@ -122,13 +138,11 @@ def rank_math(sweep: Any, pairs: list[Pair], deadline: float | None) -> list[Pai
     sites = {s["site"]: s for m in todo.values() for s in m}
     if not sites or not fits(deadline, per_trial(sweep.tuning.costs, sweep.device_type, ALONE)):
         return pairs
-    sweep.progress.note(f"timing the fused backends ({', '.join(FUSED)}) alone at {len(sites)} attention site(s) run as math, to order their trials")
-    with sweep.tuning.costs.timed(ALONE):
-        got = sweep.worker.run(AttentionAlone(tuple(sites.values()), FUSED, front_end=True))
-    if got.status is not Status.OK:
-        sweep.progress.note(f"the sites run as math could not be timed alone ({got.error}): their trials go in the fixed order")
+    got = _timed(sweep, sites, True, f"timing the fused backends ({', '.join(FUSED)}) alone at {len(sites)} attention site(s) run as math, to order their trials",
+                 "their trials go in the fixed order")
+    if got is None:
         return pairs
-    return ordered(sweep, pairs, todo, got.timings)
+    return ordered(sweep, pairs, todo, got)
 
 
 def ordered(sweep: Any, pairs: list[Pair], todo: dict[int, list[dict[str, Any]]], timings: dict[str, Any]) -> list[Pair]:
@@ -141,8 +155,7 @@ def ordered(sweep: Any, pairs: list[Pair], todo: dict[int, list[dict[str, Any]]]
             continue
         mine = {s["site"]: timings.get(s["site"]) or {} for s in todo[rec.id]}
         for s in todo[rec.id]:
-            sweep.progress.note(f"{task.name}: attention site {s['site'][:8]} {s['shape']} ({s['count']} call(s)), run as math, "
-                                f"its fused backends alone: " + _said(mine[s["site"]]))
+            _note_site(sweep, task, s, "run as math, its fused backends alone", mine[s["site"]])
         space = ranked(task.space, mine)
         if space.evidence():
             out.append((dataclasses.replace(task, space=space), rec))
