@@ -33,9 +33,13 @@ def test_no_kernel_stands_where_none_matches():
     assert site_epilogue(_site("x", ["view"]), [{"name": "triton_poi_fused_gelu_view_3", "default_ms": None, "launches": 12}]) is None
 
 
-def test_by_site():
-    sites = [_site("ffn", ["gelu"]), _site("out", ["add"])]
-    assert site_epilogues(sites, KERNELS) == {"ffn": Epilogue(0.029, "triton_poi_fused_gelu_view_3")}
+def test_by_site_a_site_whose_epilogue_a_reduction_kernel_holds_is_credited_nothing():
+    """The residual add after BERT's output projection is fused into the layer norm's kernel: a template taking the
+    add in leaves that kernel to run, so the site saves no kernel. A site whose ops no kernel holds has no entry (the
+    step's median pointwise kernel stands in)."""
+    sites = [_site("ffn", ["gelu"]), _site("out", ["add"]), _site("gone", ["sigmoid"])]
+    assert site_epilogues(sites, KERNELS) == {"ffn": Epilogue(0.029, "triton_poi_fused_gelu_view_3"),
+                                              "out": Epilogue(0.0, "triton_per_fused_add_native_layer_norm_view_4")}
 
 
 GPT2_KERNELS = [
@@ -49,7 +53,9 @@ def test_a_kernel_is_the_epilogue_of_the_site_naming_most_of_its_ops_and_of_none
     # residual add, which the layer norm's reduction takes, yet the GELU kernel's name holds "add" too
     ffn, proj, out = _site("ffn", ["add", "mul", "pow"]), _site("proj", ["add"]), _site("out", ["add"])
     assert site_epilogue(proj, GPT2_KERNELS) is not None, "alone, the name matches"
-    assert site_epilogues([ffn, proj, out], GPT2_KERNELS) == {"ffn": Epilogue(0.0265, "triton_poi_fused_add_mul_pow_tanh_view_3")}
+    nothing = Epilogue(0.0, "triton_per_fused_add_native_layer_norm_view_4")
+    assert site_epilogues([ffn, proj, out], GPT2_KERNELS) == {"ffn": Epilogue(0.0265, "triton_poi_fused_add_mul_pow_tanh_view_3"),
+                                                              "proj": nothing, "out": nothing}
     # SwiGLU's gate and up projections each name one op of the kernel both feed: which one a template takes it into
     # is not known, so neither is credited
     swiglu = [{"name": "triton_poi_fused_mul_silu_2", "default_ms": 0.02, "launches": 12}]

@@ -366,8 +366,12 @@ TRITON = ('triton::mm:{"ACC_TYPE":"tl.float32","BLOCK_K":128,"BLOCK_M":16,"BLOCK
           '"USE_FAST_ACCUM":false,"hint_override":null,"num_stages":6,"num_warps":4}')
 
 
-def _epilogue_sites(db_url, epilogue):
-    """Two addmm sites (the library call Inductor's default, a Triton tile), a pointwise op after each or not."""
+SPLITK = 'tuner::splitk:{"BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"SPLIT_K":16,"num_stages":3,"num_warps":4}'
+
+
+def _epilogue_sites(db_url, epilogue, extra=()):
+    """Two addmm sites (the library call Inductor's default, a Triton tile, the ``extra`` choices), a pointwise op
+    after each or not."""
     from tests.helpers.replay import _context
     from tuner.core import Kind, TaskSpec
     from tuner.db import Database
@@ -376,7 +380,7 @@ def _epilogue_sites(db_url, epilogue):
     db = Database.open(db_url)
     group = []
     for i in range(2):
-        space = {"choices": ["aten::bias_addmm:{}", TRITON], "default": "aten::bias_addmm:{}", **({"epilogue": True} if epilogue else {})}
+        space = {"choices": ["aten::bias_addmm:{}", TRITON, *extra], "default": "aten::bias_addmm:{}", **({"epilogue": True} if epilogue else {})}
         sig = {"op": "addmm", "inputs": [], "space": space}
         t = TaskSpec(f"{i + 200:064x}", Kind.SITE, f"epilogue site {i}", sig, space_for(Kind.SITE, sig))
         group.append((t, db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint())))
@@ -417,6 +421,37 @@ def test_a_template_no_slower_alone_wins_where_it_takes_in_the_epilogue(db_url, 
     assert all(db.winner_config(r.id, tuning.device_id)["choice"] == (TRITON if wins else t.space.default["choice"]) for t, r in group)
     assert len(said) == (2 if wins else 0) and all("takes in" in s for s in said)
     assert all(("its kernel triton_poi_fused_gelu_view_1" if own else "the step's median pointwise kernel") in s for s in said), said
+    db.close()
+
+
+@pytest.mark.parametrize("kernels, wins", [
+    # the add runs in the layer norm's kernel after it: a tile taking it in saves no kernel, and split-K, faster alone, wins
+    ([{"name": "triton_per_fused_add_native_layer_norm_view_4", "default_ms": 0.0012, "launches": 12}], SPLITK),
+    # the add has a kernel of its own: the tile takes it in, a kernel fewer than split-K's call leaves
+    ([{"name": "triton_poi_fused_add_view_2", "default_ms": 0.005, "launches": 12}], TRITON),
+])
+def test_a_site_whose_epilogue_runs_in_a_reduction_kernel_is_won_by_its_fastest_choice_alone(db_url, monkeypatch, kernels, wins):
+    """gpt2's decode step (H200): at the FFN's second GEMM (8 x 3072 x 768) cuBLAS ran 8.06 us, a Triton tile 7.98 and
+    split-K 6.23. The residual add after it is fused into the next layer norm's reduction; credited the step's median
+    pointwise kernel (4.4 us) as if the tile saved a kernel, the tile had won."""
+    import dataclasses
+
+    from tuner.sweep.epilogues import site_epilogues
+    from tuner.sweep.site_batches import EpilogueCredit, tune_sites
+
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    db, tuning, group = _epilogue_sites(db_url, True, extra=(SPLITK,))
+    alone = {"aten::bias_addmm:{}": 8.06, TRITON: 7.98, SPLITK: 6.23}
+
+    def measure(request):
+        clock.t += 0.2 * sum(len(v) for v in request.values())
+        return SiteTimings(Status.OK, {k: {c: alone[c] * 1e-3 for c in v} for k, v in request.items()})
+
+    at = site_epilogues([{"key": t.key, "epilogue_ops": ["add"], "count": 12} for t, _ in group], kernels)
+    tuning = dataclasses.replace(tuning, deadline=clock.t + 2.0, settle_by=clock.t + 2.0)
+    outcomes, _, _, _ = tune_sites(tuning, group, measure, batch=16, credit=EpilogueCredit(0.0044, lambda said: None, at))
+    assert [o.winner["choice"] for o in outcomes] == [wins, wins]
     db.close()
 
 

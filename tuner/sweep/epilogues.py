@@ -4,8 +4,10 @@ A Triton template takes the pointwise ops that read its output into its own stor
 kernel. What the template saves is that kernel, which the site's own timing cannot see. The recording names the
 site's epilogue ops (``hooks/epilogue.pointwise_users``); Inductor names each kernel after the ops fused into it
 (``triton_poi_fused_gelu_view_3``). The kernel is a pointwise one whose name holds every epilogue op and that the step
-launches as often as the site is met. Where several match, the fastest is taken; where none does (an epilogue fused
-into a reduction, say), the step's median pointwise kernel stands in (``gain.epilogue_ms``).
+launches as often as the site is met. Where several match, the fastest is taken. Where none does and a reduction kernel
+holds the ops (a residual add fused into the layer norm after it), a template taking them in saves no kernel: the
+reduction still runs, reading the sum instead of making it, so the site is credited nothing. Where no kernel holds them,
+the step's median pointwise kernel stands in (``gain.epilogue_ms``).
 
 On BERT-base (b8 x 512, H100), the step's median pointwise kernel ran 11.4 us, and the FFN's first GEMM's GELU ran 29 us
 in a kernel of its own, 12 times a step (bench/results/h100/sweep-hf_bert-base-uncased-bf16-b8-s512-2026-12-06.log).
@@ -19,7 +21,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Epilogue:
-    """A site's epilogue kernel: its default time a launch and its name."""
+    """A site's epilogue kernel: its default time a launch and its name; ``ms`` 0 where the epilogue runs inside a
+    reduction kernel, which a template taking the ops in does not remove."""
 
     ms: float
     kernel: str
@@ -40,6 +43,15 @@ def _matching(site: dict[str, Any], kernels: list[dict[str, Any]]) -> list[dict[
             and (k.get("default_ms") or 0) > 0 and all(_holds(name, op) for op in ops)]
 
 
+def _in_reduction(site: dict[str, Any], kernels: list[dict[str, Any]]) -> Epilogue | None:
+    """A credit of nothing, naming the reduction kernel (``triton_per_``, ``triton_red_``) whose name holds every one of
+    ``site``'s epilogue ops, of those the one fused of the fewest ops; None where none does."""
+    ops = [str(op) for op in site.get("epilogue_ops") or []]
+    names = [name for k in kernels if ("_per_" in (name := str(k.get("name", ""))) or "_red_" in name)
+             and ops and all(_holds(name, op) for op in ops)]
+    return Epilogue(0.0, min(names, key=lambda n: (n.count("_"), n))) if names else None
+
+
 def _fastest(found: list[dict[str, Any]]) -> Epilogue | None:
     if not found:
         return None
@@ -57,14 +69,18 @@ def site_epilogues(sites: list[dict[str, Any]], kernels: list[dict[str, Any]]) -
     """{site key: its epilogue kernel} for the recorded ``sites`` where one matches. A kernel runs one site's epilogue:
     where several sites match it, it is the one whose epilogue names the most of its ops, and no one's where two tie.
     GPT-2's residual ``add`` after its projections matched its GELU kernel (``…_add_mul_pow_tanh_view``), which only
-    its FFN's first GEMM feeds (H100, b8 x 512: three sites credited, all three reverted once a capture showed it)."""
+    its FFN's first GEMM feeds (H100, b8 x 512: three sites credited, all three reverted once a capture showed it).
+    A site that owns no pointwise kernel and whose ops a reduction kernel holds is credited nothing (``Epilogue.ms``
+    0): on gpt2's decode step (H200) that residual add, fused into the next layer norm, was credited the step's median
+    pointwise kernel (4.4 us), and a Triton tile that takes the add in won over a split-K kernel 1.7 us faster alone
+    (bench/results/h200/hf_gpt2-decode-bf16-b8-s512-2026-12-06.jsonl.gz)."""
     found = {s["key"]: (len(set(s.get("epilogue_ops") or [])), _matching(s, kernels)) for s in sites}
     claims: dict[str, list[int]] = {}
     for n, matched in found.values():
         for k in matched:
             claims.setdefault(str(k["name"]), []).append(n)
-    return {key: e for key, (n, matched) in found.items()
-            if (e := _fastest([k for k in matched if _owns(n, claims[str(k["name"])])])) is not None}
+    owned = {key: _fastest([k for k in matched if _owns(n, claims[str(k["name"])])]) for key, (n, matched) in found.items()}
+    return {s["key"]: e for s in sites if (e := owned[s["key"]] or _in_reduction(s, kernels)) is not None}
 
 
 def _owns(n: int, claims: list[int]) -> bool:
