@@ -366,6 +366,33 @@ TRITON = ('triton::mm:{"ACC_TYPE":"tl.float32","BLOCK_K":128,"BLOCK_M":16,"BLOCK
           '"USE_FAST_ACCUM":false,"hint_override":null,"num_stages":6,"num_warps":4}')
 
 
+@pytest.mark.parametrize("in_graph, wins", [(False, True), (True, False)])
+def test_inside_a_cuda_graph_an_epilogue_kernel_is_credited_its_device_time_in_the_step(db_url, monkeypatch, in_graph, wins):
+    """A Triton tile runs 1.2x its library default alone (1 us), and takes in the site's own epilogue kernel: 0.5 us
+    timed alone, launch and all, 0.1 us on the device inside the step. Launched, the kernel saved is worth its 0.5:
+    1.2 <= 0.9 x 1.5, the tile wins. Timed as CUDA-graph replays, no launch is left to save: 1.2 > 0.9 x 1.1."""
+    import dataclasses
+
+    from tuner.sweep.epilogues import Epilogue
+    from tuner.sweep.site_batches import EpilogueCredit, tune_sites
+
+    clock = _SimulatedClock()
+    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    db, tuning, group = _epilogue_sites(db_url, True)
+
+    def measure(request):
+        clock.t += 0.2 * sum(len(v) for v in request.values())
+        return SiteTimings(Status.OK, {k: {c: (1.0 if i == 0 else 1.2) for i, c in enumerate(v)} for k, v in request.items()})
+
+    at = {t.key: Epilogue(0.5, "triton_poi_fused_gelu_view_1", device_ms=0.1) for t, _ in group}
+    tuning = dataclasses.replace(tuning, deadline=clock.t + 1.0, settle_by=clock.t + 1.0)
+    credit = EpilogueCredit(0.5, at=at, in_graph=in_graph, device_ms=0.1)
+    outcomes, _, _, _ = tune_sites(tuning, group, measure, batch=16, credit=credit)
+    assert [o.winner["choice"] == TRITON for o in outcomes] == [wins, wins]
+    assert Epilogue(0.0, "triton_per_fused_add_native_layer_norm_view_4", 0.3).cost(True) == 0.0, "a reduction's: nothing"
+    db.close()
+
+
 SPLITK = 'tuner::splitk:{"BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"SPLIT_K":16,"num_stages":3,"num_warps":4}'
 
 

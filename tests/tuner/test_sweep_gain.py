@@ -2,6 +2,7 @@
 acts on, and the searches run in order of expected gain over expected cost."""
 
 import dataclasses
+from types import SimpleNamespace
 
 from tuner.core import Kind, TaskSpec
 from tuner.measure.result import CaptureResult
@@ -209,6 +210,23 @@ def test_a_sites_epilogue_is_credited_with_the_steps_median_pointwise_kernel():
     assert gain.epilogue_ms(capture) == 0.003
     assert gain.epilogue_ms(dataclasses.replace(capture, kernels=kernels[1:])) == 0.004
     assert gain.epilogue_ms(_capture(0.57, 0.3, [], [])) == 0.0
+
+
+def test_inside_a_cuda_graph_the_median_pointwise_kernel_costs_its_device_time_in_the_step():
+    """Profiled in the step, a pointwise kernel costs its device time there (``busy.kernel_ms``), without the launch
+    its timing alone holds; unknown where any pointwise kernel was not profiled."""
+    from tuner.measure.busy import kernel_ms
+
+    events = [SimpleNamespace(name="triton_poi_fused_add_3", device_time_total=1.0), SimpleNamespace(name="triton_poi_fused_add_7", device_time_total=1.4),
+              SimpleNamespace(name="triton_poi_fused_gelu_2", device_time_total=1.5), SimpleNamespace(name="ampere_bf16_gemm", device_time_total=9.0)]
+    in_step = kernel_ms(events)
+    assert set(in_step) == {"triton_poi_fused_add", "triton_poi_fused_gelu"} and abs(in_step["triton_poi_fused_add"] - 0.0012) < 1e-12
+    kernels = [{"name": n, "default_ms": alone, "launches": k, "device_ms": in_step.get(n)}
+               for n, alone, k in (("triton_poi_fused_add", 0.0044, 24), ("triton_poi_fused_gelu", 0.0046, 12))]
+    capture = dataclasses.replace(_capture(0.57, 0.3, [], []), kernels=kernels)
+    assert gain.epilogue_ms(capture) == 0.0044 and abs(gain.epilogue_device_ms(capture) - 0.0012) < 1e-12
+    unprofiled = dataclasses.replace(capture, kernels=[{**kernels[0], "device_ms": None}, kernels[1]])
+    assert gain.epilogue_device_ms(unprofiled) is None
 
 
 def _with_epilogue(site: TaskSpec, default: str = "aten::mm") -> TaskSpec:

@@ -207,13 +207,13 @@ class Session:
         self.default_error = done.error
         self.tolerance = widened_by_default(self.tolerance, done.errors)
         breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
-        step_ms, busy_ms, library = self._busy(done.fn) if self.spec.device == "cuda" else (None, None, [])
+        step_ms, busy_ms, library, in_step = self._busy(done.fn) if self.spec.device == "cuda" else (None, None, [], {})
         clock.done("step profile")
         eager_ms = self.eager_ms()
         clock.done("eager timing")
         instances = self._instances(done.compile_s) if self.spec.device == "cpu" and self.instance_spread_ms is None else None
         clock.done("instances")
-        kernels = self.kernels.register(sink) if sink is not None else []
+        kernels = [{**k, "device_ms": in_step.get(k["name"])} for k in self.kernels.register(sink)] if sink is not None else []
         clock.done("kernel timings")
         return CaptureResult(
             graphs=[asdict(g) for g in recorder.graphs.values()],
@@ -257,13 +257,15 @@ class Session:
         self.instance_spread_ms = max(medians) - min(medians)
         return Instances(self.instance_spread_ms, t["capture"].median_ms, statistics.median(seconds))
 
-    def _busy(self, fn: Any) -> tuple[float, float | None, list[dict[str, Any]]]:
-        """The compiled step's wall time, the device's busy time in it (ms) and its library calls' device times."""
+    def _busy(self, fn: Any) -> tuple[float, float | None, list[dict[str, Any]], dict[str, float]]:
+        """The compiled step's wall time, the device's busy time in it (ms), its library calls' device times and its
+        Triton kernels' device times a launch (``busy.kernel_ms``)."""
         from tuner.measure.busy import device_ms, library_ops
 
         step = self._step(fn)
         wall = interleaved({"step": step}, rounds=5, min_sample_ms=20.0, sync=self._sync)["step"].median_ms
-        return wall, device_ms(step, self._sync), library_ops(step, self._sync)
+        busy, per_kernel = device_ms(step, self._sync)
+        return wall, busy, library_ops(step, self._sync), per_kernel
 
     def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
         """Compile under ``forcing`` (the template winners), run once, and register every Triton kernel

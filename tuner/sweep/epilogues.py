@@ -21,11 +21,18 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Epilogue:
-    """A site's epilogue kernel: its default time a launch and its name; ``ms`` 0 where the epilogue runs inside a
-    reduction kernel, which a template taking the ops in does not remove."""
+    """A site's epilogue kernel: its default time a launch timed alone and its name; ``ms`` 0 where the epilogue runs
+    inside a reduction kernel, which a template taking the ops in does not remove. ``device_ms``: its device time a
+    launch inside the step, as profiled (None: not profiled)."""
 
     ms: float
     kernel: str
+    device_ms: float | None = None
+
+    def cost(self, in_graph: bool) -> float:
+        """What taking it in saves: inside a CUDA graph, where no launch is left to save, its device time in the step
+        (where profiled); else its time alone."""
+        return self.device_ms if in_graph and self.device_ms is not None and self.ms > 0 else self.ms
 
 
 def _holds(name: str, op: str) -> bool:
@@ -56,7 +63,7 @@ def _fastest(found: list[dict[str, Any]]) -> Epilogue | None:
     if not found:
         return None
     best = min(found, key=lambda k: float(k["default_ms"]))
-    return Epilogue(float(best["default_ms"]), str(best["name"]))
+    return Epilogue(float(best["default_ms"]), str(best["name"]), float(d) if (d := best.get("device_ms")) else None)
 
 
 def site_epilogue(site: dict[str, Any], kernels: list[dict[str, Any]]) -> Epilogue | None:

@@ -231,9 +231,10 @@ def _site_epilogues_ms(capture: CaptureResult, tasks: Iterable[TaskSpec], counts
     return total
 
 
-def _median_launch(kernels: list[dict[str, Any]]) -> float | None:
-    """The launch-weighted median of ``kernels``' default times (None: no kernel)."""
-    runs = sorted((k.get("default_ms") or 0.0, int(k.get("launches") or 1)) for k in kernels)
+def _median_launch(kernels: list[dict[str, Any]], field: str = "default_ms") -> float | None:
+    """The launch-weighted median of ``kernels``' default times (``field``: their device times in the step instead)
+    (None: no kernel)."""
+    runs = sorted((k.get(field) or 0.0, int(k.get("launches") or 1)) for k in kernels)
     total, seen = sum(n for _, n in runs), 0
     for ms, n in runs:
         seen += n
@@ -255,6 +256,15 @@ def epilogue_ms(capture: CaptureResult) -> float:
     site's epilogue costs where a library call leaves it to a kernel of its own and a template takes it in (0: none
     captured, as on the CPU)."""
     return _median_launch([k for k in capture.kernels if "_poi_" in str(k.get("name", ""))]) or 0.0
+
+
+def epilogue_device_ms(capture: CaptureResult) -> float | None:
+    """:func:`epilogue_ms` by the kernels' device times in the step as profiled (``busy.kernel_ms``): what taking an
+    epilogue in saves inside a CUDA graph; None where a captured pointwise kernel was not profiled."""
+    pointwise = [k for k in capture.kernels if "_poi_" in str(k.get("name", ""))]
+    if not pointwise or any(not k.get("device_ms") for k in pointwise):
+        return None
+    return _median_launch(pointwise, "device_ms")
 
 
 def _merge_ms(capture: CaptureResult) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from tuner.core import Forcing, TaskOutcome, TaskSpec
@@ -16,7 +16,6 @@ from tuner.sweep.progress import Progress
 from tuner.study.context import StudyContext
 from tuner.study.settle import choose_winner
 from tuner.study.study import run_study
-from tuner.sweep.epilogues import Epilogue
 from tuner.sweep.site_batches import EpilogueCredit, MeasureSites, sites_that_fit, tune_sites
 from tuner.sweep.winners import Winners, stored_outcome
 
@@ -49,12 +48,11 @@ def tune_site_groups(
     batch: int,
     workers: int,
     progress: Progress,
-    credit_ms: float = 0.0,
-    credit_at: Mapping[str, Epilogue] | None = None,
+    credit: EpilogueCredit = EpilogueCredit(),
 ) -> tuple[dict[int, TaskOutcome], int]:
-    """Claim sites a group at a time (a share of them per worker) and tune each group in rounds; ``credit_ms``: what a
-    site's epilogue costs where a library call leaves it to a kernel of its own, ``credit_at`` by site where the capture
-    found that kernel (``site_batches.EpilogueCredit``). A
+    """Claim sites a group at a time (a share of them per worker) and tune each group in rounds; ``credit``: what a
+    site's epilogue costs where a library call leaves it to a kernel of its own (``site_batches.EpilogueCredit``;
+    its ``note`` is ``progress``'s, once a message). A
     group the deadline cut short before it measured anything ends the phase, and a site's win is said once: the
     time a smaller group was sized to had gone on opening its studies, so mobilenet_v3_large's 46 sites on the H100
     were claimed again in ever smaller groups and verified eight times over in 10 s, measuring nothing
@@ -67,7 +65,7 @@ def tune_site_groups(
     outcomes: dict[int, TaskOutcome] = {}
     measured_total = 0
     dropped: set[int] = set()
-    credit = EpilogueCredit(credit_ms, _once(progress.note), credit_at or {})
+    credit = dataclasses.replace(credit, note=_once(progress.note))
     while (fit := sites_that_fit(tuning, batch, size)) > 0:  # as many sites as a batch holds by the deadline
         group = []
         while len(group) < fit:

@@ -16,7 +16,7 @@ from tuner.db import Database, TaskRecord
 from tuner.keys import digest
 from tuner.sweep.estimate import expected_s
 from tuner.sweep.epilogues import Epilogue, site_epilogues
-from tuner.sweep.gain import epilogue_ms, short_launches
+from tuner.sweep.gain import epilogue_device_ms, epilogue_ms, short_launches
 from tuner.measure import CaptureGraphs, Recording, Worker
 from tuner.sweep.progress import Progress
 from tuner.study.context import StudyContext
@@ -66,6 +66,7 @@ class SweepContext:
     recorded: list[dict[str, Any]] = field(default_factory=list)  # the graphs as the capture recorded them (Inductor's defaults)
     short_kernels: int = 0  # the step's Triton launches, where it is a run of short kernels (``gain.short_launches``)
     epilogue_ms: float = 0.0  # what a pointwise kernel of the step costs (``gain.epilogue_ms``): a site's epilogue credit
+    epilogue_device_ms: float | None = None  # ... inside the step, on the device (``gain.epilogue_device_ms``)
     kernels: list[dict[str, Any]] = field(default_factory=list)  # the capture's Triton kernels (names, launches, default times)
     epilogues: dict[str, Epilogue] = field(default_factory=dict)  # {site key: the kernel that runs its epilogue} (``epilogues``)
     fused_epilogues: set[str] = field(default_factory=set)  # the sites whose epilogue a capture with the winners forced showed taken in
@@ -111,7 +112,7 @@ class SweepContext:
     def captured(self, capture: Any) -> SweepContext:
         """What the phases read of ``capture`` (a ``CaptureResult``): its graphs, kernels, epilogues and cost."""
         self.recorded, self.short_kernels, self.capture_s = capture.graphs, short_launches(capture), sum(capture.costs.values())
-        self.epilogue_ms = epilogue_ms(capture)
+        self.epilogue_ms, self.epilogue_device_ms = epilogue_ms(capture), epilogue_device_ms(capture)
         self.kernels, self.epilogues = capture.kernels, site_epilogues(capture.sites, capture.kernels)
         return self
 

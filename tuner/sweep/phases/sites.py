@@ -21,7 +21,7 @@ from tuner.sweep.phases.graphs import lowering
 from tuner.sweep.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
 from tuner.sweep.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL, expected_s
-from tuner.sweep.site_batches import Request, choices_that_fit, site_target
+from tuner.sweep.site_batches import EpilogueCredit, Request, choices_that_fit, site_target
 from tuner.sweep.site_batches import expected_s as batched_s
 from tuner.sweep.tasks import site_tasks, site_work
 from tuner.sweep.winners import Winners
@@ -138,7 +138,8 @@ class SitePhase(Phase):
         # Where the sites are those the winners' lowering makes, every winner is forced, so the batch compiles that lowering
         base = sweep.winners().forcing(sweep.workload.pairs() if self.lowered else self.sites)
         measure = _Batches(sweep, base.to_json(), timing, record=self.to_record)
-        got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress, sweep.epilogue_ms, sweep.epilogues)
+        credit = EpilogueCredit(sweep.epilogue_ms, at=sweep.epilogues, in_graph=timing == "cudagraph", device_ms=sweep.epilogue_device_ms)
+        got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress, credit)
         if measure.recording is not None:  # the first batch's compile recorded the sites of the graphs as lowered
             sweep.keep_recording(base, measure.recording)
             sweep.epilogues.update(site_epilogues(measure.recording.sites, sweep.kernels))
@@ -147,8 +148,7 @@ class SitePhase(Phase):
             new = [(t, r) for t, r in lowered if t.key not in captured]
             self.sites = lowered
             if new:
-                more, _ = tune_site_groups(sweep.until(deadline), new, measure, batch, sweep.workers, sweep.progress, sweep.epilogue_ms,
-                                           sweep.epilogues)
+                more, _ = tune_site_groups(sweep.until(deadline), new, measure, batch, sweep.workers, sweep.progress, credit)
                 got.update(more)
         sweep.add(list(got.values()))
         wait_for_others(sweep.db, sweep.tuning, [r.id for _, r in self.sites], sweep.progress)
