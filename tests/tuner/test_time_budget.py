@@ -391,11 +391,6 @@ def test_kernels_are_not_tuned_from_a_compile_the_winners_replaced_and_are_captu
     assert not after_check.when(sweep), "the kernels captured are the kept winners' own"
     revert_to_defaults(db, tuning.device_id, workload.pairs())  # the check dropped the winner
     assert after_check.when(sweep)
-    # time for the capture compile (60 s) but not for a batch of kernel configs after it (8 x 0.3 s): not made
-    sweep.tuning = dataclasses.replace(tuning, deadline=None, settle_by=now() + 61.0)
-    assert not after_check.when(sweep), "a capture whose kernels no time is left to tune"
-    sweep.tuning = dataclasses.replace(tuning, deadline=None, settle_by=now() + 64.0)
-    assert after_check.when(sweep)
     db.close()
 
 

@@ -23,7 +23,6 @@ from tuner.sweep.phases import (
     study_phases,
 )
 from tuner.sweep.phases.cuda_graphs import REPLAY_S, by_hand, worth_measuring
-from tuner.sweep.phases.kernels import room_to_tune
 from tuner.sweep.phases.graphs import TRIAL_COMPILES
 from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES
 from tuner.sweep.phases.forecast import first_trials, forecast, forecast_line
@@ -112,7 +111,7 @@ def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPh
     searched = next((p for p in middle if isinstance(p, KernelPhase)), None)
 
     def kernels_not_captured(sweep: SweepContext) -> bool:
-        return (searched.stale(sweep) if searched is not None else bool(whole.reverted)) and room_to_tune(sweep)
+        return (searched.stale(sweep) if searched is not None else bool(whole.reverted)) and sweep.can_capture()
 
     yield KernelPhase("of the set the whole-workload check kept", when=kernels_not_captured, after_check=True)
 
