@@ -42,6 +42,7 @@ H200 = [
     _same("convnext_tiny-bf16-b32-default-2026-12-04"),
     _same("hf_gpt2-decode-bf16-b8-s512-2026-12-06"),
     _same("hf_bert-base-uncased-bf16-b8-s512-2026-12-06"),
+    _same("hf_gpt2-decode-bf16-b8-s512-credit-2026-12-06"),
 ]
 H100 = [
     _same("hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05"),
