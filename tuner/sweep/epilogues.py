@@ -55,8 +55,8 @@ def _in_reduction(site: dict[str, Any], kernels: list[dict[str, Any]]) -> Epilog
     ``site``'s epilogue ops, of those the one fused of the fewest ops; None where none does."""
     ops = [str(op) for op in site.get("epilogue_ops") or []]
     names = [name for k in kernels if ("_per_" in (name := str(k.get("name", ""))) or "_red_" in name)
-             and ops and all(_holds(name, op) for op in ops)]
-    return Epilogue(0.0, min(names, key=lambda n: (n.count("_"), n))) if names else None
+             and all(_holds(name, op) for op in ops)]
+    return Epilogue(0.0, min(names, key=lambda n: (n.count("_"), n))) if ops and names else None
 
 
 def _fastest(found: list[dict[str, Any]]) -> Epilogue | None:

@@ -255,13 +255,17 @@ def epilogue_ms(capture: CaptureResult) -> float:
     """What a pointwise kernel of the step costs, launch-weighted median of the captured ones (``triton_poi_``): what a
     site's epilogue costs where a library call leaves it to a kernel of its own and a template takes it in (0: none
     captured, as on the CPU)."""
-    return _median_launch([k for k in capture.kernels if "_poi_" in str(k.get("name", ""))]) or 0.0
+    return _median_launch(_pointwise(capture)) or 0.0
+
+
+def _pointwise(capture: CaptureResult) -> list[dict[str, Any]]:
+    return [k for k in capture.kernels if "_poi_" in str(k.get("name", ""))]
 
 
 def epilogue_device_ms(capture: CaptureResult) -> float | None:
     """:func:`epilogue_ms` by the kernels' device times in the step as profiled (``busy.kernel_ms``): what taking an
     epilogue in saves inside a CUDA graph; None where a captured pointwise kernel was not profiled."""
-    pointwise = [k for k in capture.kernels if "_poi_" in str(k.get("name", ""))]
+    pointwise = _pointwise(capture)
     if not pointwise or any(not k.get("device_ms") for k in pointwise):
         return None
     return _median_launch(pointwise, "device_ms")
