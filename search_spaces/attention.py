@@ -139,9 +139,8 @@ class AttentionSpace(Space):
 def ranked(space: AttentionSpace, timings: dict[str, dict[str, dict[str, Any]]]) -> AttentionSpace:
     """``space`` given its sites' fused backends timed alone ({site id: {backend: {"ms", ...} or {"error"}}}): its
     evidence fastest first (by each backend's time over the timed sites, each by its calls, after those that run more
-    of them), and a backend that got no
-    time at a site (the site's inputs refused, or numerics apart) ruled out there, never compiled into a trial. The
-    options stay: a study's distributions do not change from one sweep to the next."""
+    of them), and a backend that got no time at a site (the site's inputs refused, or numerics apart) ruled out there,
+    never compiled into a trial. The options stay: a study's distributions do not change from one sweep to the next."""
     refused = {f"site.{site}": sorted(b for b, r in t.items() if "ms" not in r) for site, t in timings.items()}
     counts = {s["site"]: int(s.get("count", 1)) for s in space.context["sites"]}
 
