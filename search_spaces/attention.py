@@ -4,7 +4,9 @@ PyTorch's dispatcher picks one at trace time by heuristics and Inductor keeps it
 forward graph that holds attention whose only used output is the attention itself (inference; a training forward
 keeps its log-sum-exp for the backward, which only its own kernel reads). One parameter per site, ``site.<id>``: the
 site's backend. On CUDA: ``flash`` (FlashAttention-2; no mask), ``efficient`` (memory-efficient), ``cudnn`` (cuDNN's
-fused attention) and ``math`` (ATen's composite: two GEMMs and a softmax); on the CPU ``flash_cpu`` and ``math``. The
+fused attention), ``math`` (ATen's composite: two GEMMs and a softmax) and, at a site of a few queries over many keys
+(a decode step's; the capture marks it ``decode``), ``decode``: tuner's own kernel, its keys split among programs
+(``backend/decode_attention.py``); on the CPU ``flash_cpu`` and ``math``. The
 default is the dispatcher's pick: ``math`` where no fused kernel took the call as it stood (``backend/hooks/attention_math``
 keeps such a call whole, so that it is a site at all). The study measures each backend at every site that takes it first
 (:meth:`AttentionSpace.evidence`), then mixes. At other sizes of the same graph, each site takes the answer of the
@@ -25,7 +27,8 @@ from tuner.search_spaces.base import Space, choice
 
 FAMILY = "attention"
 ANSWER_KNOB = "tuner.attention_backends"  # not an Inductor flag: the backend turns it into a post-grad pass
-BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math"), "cpu": ("flash_cpu", "math")}
+BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math", "decode"), "cpu": ("flash_cpu", "math")}
+DECODE = "decode"  # offered only at a site the capture marked as one its kernel takes (older records never are)
 DECOMPOSED = "math"  # the backend Inductor lowers itself, into batched GEMMs (template sites) and a softmax
 MAX_SITES = 16
 # Timed alone (``tuner.sweep.attention_alone``): a backend's output may differ from math attention's (float32) by this
@@ -42,8 +45,9 @@ def site_class(dtype: str, head_dim: int, mask: bool, causal: bool) -> str:
 
 
 def _options(device: str, site: dict[str, Any]) -> list[str]:
-    """The backends a site may take on ``device``: its own first; flash only without a mask."""
-    allowed = [b for b in BACKENDS[device] if not (b == "flash" and site.get("mask"))]
+    """The backends a site may take on ``device``: its own first; flash only without a mask; tuner's decode kernel only
+    where the site is marked as one it takes."""
+    allowed = [b for b in BACKENDS[device] if not (b == "flash" and site.get("mask")) and (b != DECODE or site.get(DECODE) is True)]
     return [site["backend"], *(b for b in allowed if b != site["backend"])]
 
 
@@ -78,7 +82,7 @@ def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             raise ValueError("an attention site's dtype is a short name")
         out.append({"site": s["site"], "backend": s["backend"], "mask": bool(s.get("mask")), "count": count,
                     "shape": [int(d) for d in (s.get("shape") or [])][:5], "causal": bool(s.get("causal")), "dtype": dtype,
-                    **_strides(s.get("strides")), **_mask_layout(s.get("mask_layout"))})
+                    **_strides(s.get("strides")), **_mask_layout(s.get("mask_layout")), **({DECODE: True} if s.get(DECODE) is True else {})})
     return device, out
 
 

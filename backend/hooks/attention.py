@@ -19,7 +19,7 @@ from typing import Any
 from tuner.backend.hooks import attention_math
 from tuner.backend.hooks.custom_pass import Base, placed
 from tuner.keys import digest
-from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS, site_class
+from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS, DECODE, site_class
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 log = logging.getLogger(__name__)
@@ -88,7 +88,16 @@ def describe(node: Any) -> dict[str, Any] | None:
     site = {"q": q, "k": k, "v": v, "mask": mask, "causal": a["causal"], "scale": None if a["scale"] is None else float(a["scale"])}
     layout = {"mask_layout": dict(zip(("dtype", "shape", "stride"), mask))} if mask is not None else {}
     return {"site": digest(site)[:16], "backend": backend, "shape": [*q[1], k[1][2]], "dtype": q[0], "mask": mask is not None,
-            "causal": a["causal"], "class": site_class(q[0], q[1][3], mask is not None, a["causal"]), "strides": [q[2], k[2], v[2]], **layout}
+            "causal": a["causal"], "class": site_class(q[0], q[1][3], mask is not None, a["causal"]), "strides": [q[2], k[2], v[2]], **layout,
+            **({DECODE: True} if _decodes(a, q, k, v) else {})}
+
+
+def _decodes(a: dict[str, Any], q: list[Any], k: list[Any], v: list[Any]) -> bool:
+    """Whether tuner's decode kernel takes the call (a few queries over many keys, on CUDA), its values' sizes the keys'."""
+    from tuner.backend.decode_attention import takes
+
+    device = getattr(a["q"].meta.get("val"), "device", None)
+    return getattr(device, "type", None) == "cuda" and k[1] == v[1] and takes(q[1], k[1], q[0], a["causal"])
 
 
 def found(gm: Any) -> list[dict[str, Any]]:
@@ -112,11 +121,15 @@ def full_mask(backend: str, q: list[int], k: list[int], mask: list[int] | None) 
 
 def call(backend: str, a: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     """(op, args, kwargs) of ``backend``'s fused attention for the call's arguments (tensors, or nodes whose mask
-    already has the sizes :func:`full_mask` asks)."""
+    already has the sizes :func:`full_mask` asks). The op's output is a tuple, the attention first (:func:`attention_of`)."""
     import torch
 
     aten = torch.ops.aten
     q, k, v, mask, causal, scale = a["q"], a["k"], a["v"], a["mask"], a["causal"], a["scale"]
+    if backend == DECODE:
+        from tuner.backend.decode_attention import op
+
+        return op(), (q, k, v, mask, scale), {}
     if isinstance(mask, torch.Tensor) and (full := full_mask(backend, list(q.shape), list(k.shape), list(mask.shape))):
         mask = mask.expand(full)
     if backend == "flash":
@@ -128,6 +141,11 @@ def call(backend: str, a: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict[st
     if backend == "flash_cpu":
         return aten._scaled_dot_product_flash_attention_for_cpu.default, (q, k, v, 0.0, causal), {"attn_mask": mask, "scale": scale}
     raise ValueError(f"unknown attention backend {backend!r}")
+
+
+def attention_of(backend: str) -> bool:
+    """Whether ``backend``'s op (:func:`call`) gives the attention itself, not a tuple that holds it first."""
+    return backend == DECODE
 
 
 def _expanded(g: Any, node: Any, backend: str, a: dict[str, Any]) -> Any:
@@ -159,6 +177,8 @@ def _fused(node: Any, backend: str, a: dict[str, Any], fake_mode: Any) -> Any:
         new = g.call_function(op, args, kwargs)
         with fake_mode:
             new.meta["val"] = op(*torch.fx.node.map_arg(args, lambda x: x.meta["val"]), **torch.fx.node.map_arg(kwargs, lambda x: x.meta["val"]))
+        if attention_of(backend):
+            return new
         out = g.call_function(operator.getitem, (new, 0))
     out.meta["val"] = new.meta["val"][0]
     return out
@@ -227,6 +247,10 @@ def patches(knobs: dict[str, Any], config: Any) -> dict[str, Any]:
     answer is dropped with a warning and the sites keep the kernels the dispatcher chose."""
     out = dict(knobs)
     backends = {str(k): str(v) for k, v in (out.pop(ANSWER_KNOB, None) or {}).items() if any(v in names for names in BACKENDS.values())}
+    if DECODE in backends.values():  # defined before a compile, whose cached code may call it without this pass running
+        from tuner.backend.decode_attention import op
+
+        op()
     slot = "post_grad_custom_post_pass"
     if not backends and getattr(config, slot) is not None:
         return out

@@ -62,6 +62,10 @@ def sdpa(backend: str | None, q: Any, k: Any, v: Any, mask: Any, causal: bool, s
         if mask is not None:
             mask = (mask.unsqueeze(0) if mask.dim() == 3 else mask)
             mask = mask if mask.stride(-1) == 1 else mask.contiguous()
+    if backend == "decode":  # tuner's own kernel (``backend/decode_attention.py``), grouped heads read as they are
+        from tuner.backend.decode_attention import op
+
+        return op()(q, k, v, mask, scale).contiguous()
     extra = {"enable_gqa": True} if gqa else {}
     with sdpa_kernel([getattr(SDPBackend, SDP_BACKENDS[backend])]) if backend else contextlib.nullcontext():
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale, **extra)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from tuner.backend.hooks.attention import call
+from tuner.backend.hooks.attention import attention_of, call
 from tuner.backend.instrument.capture import storage_span
 from tuner.backend.instrument.site_timing import _graph_of, rotated
-from tuner.search_spaces.attention import ALONE_TOLERANCE as TOLERANCE
+from tuner.search_spaces.attention import ALONE_TOLERANCE as TOLERANCE, DECODE
 
 
 def inputs(site: dict[str, Any], device: str, seed: int = 0) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def runner(backend: str, a: dict[str, Any], front_end: bool = False) -> Any:
 
         return functools.partial(sdpa, backend, a["q"], a["k"], a["v"], a["mask"], a["causal"], a["scale"], False)
     op, args, kwargs = call(backend, a)
-    return lambda: op(*args, **kwargs)[0]
+    return (lambda: op(*args, **kwargs)) if attention_of(backend) else (lambda: op(*args, **kwargs)[0])
 
 
 def _error(backend: str, a: dict[str, Any], ref: Any, front_end: bool) -> float:
@@ -112,6 +112,9 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
     for backend in backends:
         if backend == "flash" and a["mask"] is not None:
             out[backend] = {"error": "the flash kernel takes no mask"}
+            continue
+        if backend == DECODE and not site.get(DECODE):
+            out[backend] = {"error": "tuner's decode kernel takes at most 16 queries a head, half precision, no causal mask"}
             continue
         try:
             err = _error(backend, a, ref, front_end)

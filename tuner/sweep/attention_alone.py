@@ -29,7 +29,7 @@ from tuner.study.settle import UNVERIFIED_GAIN, settle_measured, unverified
 from tuner.sweep.clock import fits
 from tuner.sweep.estimate import ALONE, per_trial
 
-FUSED = ("flash", "efficient", "cudnn")  # the backends timed alone: fused kernels the site calls as they are
+FUSED = ("flash", "efficient", "cudnn", "decode")  # the backends timed alone: fused kernels the site calls as they are
 Pair = tuple[TaskSpec, TaskRecord]
 
 

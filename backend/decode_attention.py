@@ -1,0 +1,180 @@
+"""Attention for a few queries over a long key/value cache (a decode step's): one kernel, the keys split among programs.
+
+A decode step attends each sequence's one new query to hundreds or thousands of cached keys and values, per head: the
+work is reading the cache. cuDNN's and FlashAttention's kernels give each (batch, head) one program that walks all
+the keys (gpt2's decode step, 8 sequences x 12 heads: 96 programs on 132 SMs, cuDNN 7.3 us a call where the cache
+reads in ~3). Here each (batch, head, block of 16 queries) cuts its keys into ``SPLIT`` slices, one program each.
+Every program keeps a running softmax over its slice (its maximum, its sum and its weighted values, in fp32), writes
+them to a buffer of the call's and counts itself in; the last to count in merges the slices in split order (the same
+sum every call), sets the count back to zero and writes the output, in the layout FlashAttention's and cuDNN's take
+(``(batch, queries, heads, head size)`` memory, seen as ``(batch, heads, queries, head size)``). The counts are the
+split-K kernel's (``tuner.backend.splitk_mm``): calls must not overlap on two streams.
+
+A mask (boolean, or added to the scores) of any shape that broadcasts to ``(batch, heads, queries, keys)`` is read
+where it lies; grouped-query attention (fewer key/value heads than query heads) reads each key/value head once per
+query head of its group. No causal mask: with fewer queries than keys, SDPA's causal mask is aligned to the first key,
+not a decode step's. :func:`takes` says which calls it runs; ``tuner::decode_attention`` is the op a graph calls.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from tuner.backend.splitk_mm import COUNTS, COUNTS_BY_DEVICE, INTERPRETED
+
+BLOCK_Q = 16  # the queries of a program (tl.dot's least rows): a call takes at most this many per (batch, head) ...
+MAX_QUERIES = BLOCK_Q  # ... so that one block holds them
+BLOCK_N = 64  # keys a loop step reads
+MAX_SPLIT = 16
+PROGRAMS_PER_SM = 4
+DTYPES = ("bfloat16", "float16")
+SCHEMA = "decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float? scale) -> Tensor"
+
+
+@triton.jit
+def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
+            smb, smh, smm, smn, sob, soh, som, sod, H, G, SQ, SK, D, scale, KEYS_PER_SPLIT,
+            HAS_MASK: tl.constexpr, MASK_BOOL: tl.constexpr, SPLIT: tl.constexpr, FENCE: tl.constexpr,
+            THREADS: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    bh, qb, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    b, h = bh // H, bh % H
+    hk = h // G
+    rq = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    rd = tl.arange(0, BLOCK_D)
+    q_ok = rq < SQ
+    qt = tl.load(q + b * sqb + h * sqh + rq[:, None] * sqm + rd[None, :] * sqd, mask=q_ok[:, None] & (rd[None, :] < D), other=0.0)
+    m_i = tl.full((BLOCK_Q,), float("-inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_Q,), tl.float32)
+    acc = tl.zeros((BLOCK_Q, BLOCK_D), tl.float32)
+    start = s * KEYS_PER_SPLIT
+    end = tl.minimum(start + KEYS_PER_SPLIT, SK)
+    for n in range(start, end, BLOCK_N):
+        rn = n + tl.arange(0, BLOCK_N)
+        n_ok = rn < end
+        kt = tl.load(k + b * skb + hk * skh + rn[None, :] * skn + rd[:, None] * skd, mask=n_ok[None, :] & (rd[:, None] < D), other=0.0)
+        sc = tl.dot(qt, kt) * scale
+        ok = q_ok[:, None] & n_ok[None, :]
+        if HAS_MASK:
+            mv = tl.load(mask + b * smb + h * smh + rq[:, None] * smm + rn[None, :] * smn, mask=ok, other=0)
+            if MASK_BOOL:
+                ok = ok & (mv != 0)
+            else:
+                sc = sc + mv.to(tl.float32)
+        sc = tl.where(ok, sc, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(sc, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: nothing to scale
+        p = tl.exp(sc - m_safe[:, None])
+        alpha = tl.exp(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        vt = tl.load(v + b * svb + hk * svh + rn[:, None] * svn + rd[None, :] * svd, mask=n_ok[:, None] & (rd[None, :] < D), other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
+        m_i = m_new
+    o_ok = q_ok[:, None] & (rd[None, :] < D)
+    if SPLIT > 1:
+        tile = bh * tl.num_programs(1) + qb
+        tiles = tl.num_programs(0) * tl.num_programs(1)
+        at = (s * tiles + tile) * BLOCK_Q
+        tl.store(ws + (at + tl.arange(0, BLOCK_Q))[:, None] * BLOCK_D + rd[None, :], acc)
+        tl.store(stats + at + tl.arange(0, BLOCK_Q), m_i)
+        tl.store(stats + SPLIT * tiles * BLOCK_Q + at + tl.arange(0, BLOCK_Q), l_i)
+        if FENCE:  # each thread's partials are in L2 before its tile's count goes up
+            tl.inline_asm_elementwise("fence.acq_rel.gpu; mov.b32 $0, $1;", "=r,r", [tl.arange(0, THREADS)], dtype=tl.int32, is_pure=False, pack=1)
+        tl.debug_barrier()
+        last = tl.atomic_add(counts + tile, 1, sem="acq_rel") == SPLIT - 1
+        row_last = tl.zeros((BLOCK_Q,), dtype=tl.int1) | last
+        m_i = tl.full((BLOCK_Q,), float("-inf"), tl.float32)
+        for j in tl.static_range(SPLIT):  # the slices' maximum ...
+            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+            m_i = tl.maximum(m_i, tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg"))
+        m_safe = tl.where(m_i == float("-inf"), 0.0, m_i)
+        l_i = tl.zeros((BLOCK_Q,), tl.float32)
+        acc = tl.zeros((BLOCK_Q, BLOCK_D), tl.float32)
+        for j in tl.static_range(SPLIT):  # ... then their sums and values, scaled to it, in split order
+            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+            w = tl.exp(tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg") - m_safe)
+            l_i += w * tl.load(stats + SPLIT * tiles * BLOCK_Q + at_j, mask=row_last, other=0.0, cache_modifier=".cg")
+            acc += w[:, None] * tl.load(ws + at_j[:, None] * BLOCK_D + rd[None, :], mask=row_last[:, None], other=0.0, cache_modifier=".cg")
+        tl.store(counts + tile, 0, mask=last)
+        o_ok = o_ok & row_last[:, None]
+    o = acc / l_i[:, None]
+    tl.store(out + b * sob + h * soh + rq[:, None] * som + rd[None, :] * sod, o.to(out.dtype.element_ty), mask=o_ok)
+
+
+def takes(q: list[int], k: list[int], dtype: str, causal: bool) -> bool:
+    """Whether a call with query sizes ``q`` ``(b, h, sq, d)`` and key sizes ``k`` ``(b, hk, sk, d)`` runs here: at most
+    :data:`MAX_QUERIES` queries, a head size of 16 to 256, half precision, no causal mask, and query heads a multiple
+    of the key heads."""
+    if len(q) != 4 or len(k) != 4 or causal or str(dtype).removeprefix("torch.") not in DTYPES:
+        return False
+    b, h, sq, d = q
+    return 1 <= sq <= MAX_QUERIES and 16 <= d <= 256 and k[3] == d and k[0] == b and k[1] >= 1 and h % k[1] == 0 and k[2] >= 1
+
+
+def split_for(tiles: int, keys: int, sms: int) -> int:
+    """Slices of the keys per (batch, head, query block): enough programs for :data:`PROGRAMS_PER_SM` an SM, each slice
+    at least :data:`BLOCK_N` keys, at most :data:`MAX_SPLIT`."""
+    want = max(1, PROGRAMS_PER_SM * sms // max(1, tiles))
+    split = 1 << (want.bit_length() - 1)
+    return max(1, min(split, MAX_SPLIT, 1 << (max(1, keys // BLOCK_N).bit_length() - 1)))
+
+
+@functools.cache
+def _sms(device: Any) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count if torch.device(device).type == "cuda" else 8
+
+
+def output_like(q: Any, v: Any) -> Any:
+    """The output: the query's sizes with the values' head size, laid out ``(batch, queries, heads, head size)``."""
+    b, h, sq, _ = q.shape
+    return q.new_empty((b, sq, h, v.shape[-1])).transpose(1, 2)
+
+
+def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | None = None) -> Any:
+    """``softmax(q k^T * scale + mask) v`` for a call :func:`takes`; ``scale`` None: 1/sqrt(head size)."""
+    import torch
+
+    b, h, sq, d = q.shape
+    out = output_like(q, v)
+    tiles = b * h * triton.cdiv(sq, BLOCK_Q)
+    split = split_for(tiles, k.shape[2], _sms(q.device))
+    if split > 1 and tiles > COUNTS:
+        split = 1
+    block_d = max(16, triton.next_power_of_2(d))
+    ws = torch.empty(split * tiles * BLOCK_Q * block_d if split > 1 else 1, device=q.device, dtype=torch.float32)
+    stats = torch.empty(2 * split * tiles * BLOCK_Q if split > 1 else 1, device=q.device, dtype=torch.float32)
+    counts = COUNTS_BY_DEVICE.get(q.device) if split > 1 else stats
+    m = mask.expand(b, h, sq, k.shape[2]) if mask is not None else q
+    sm = tuple(m.stride()) if mask is not None else (0, 0, 0, 0)
+    keys_per_split = triton.cdiv(triton.cdiv(k.shape[2], split), BLOCK_N) * BLOCK_N
+    warps = 4
+    tuner_decode_attention[(b * h, triton.cdiv(sq, BLOCK_Q), split)](
+        q, k, v, m, out, ws, stats, counts, *q.stride(), *k.stride(), *v.stride(), *sm, *out.stride(),
+        h, h // k.shape[1], sq, k.shape[2], d, 1.0 / math.sqrt(d) if scale is None else float(scale), keys_per_split,
+        HAS_MASK=mask is not None, MASK_BOOL=mask is not None and mask.dtype == torch.bool, SPLIT=split,
+        FENCE=not INTERPRETED, THREADS=32 * warps, BLOCK_Q=BLOCK_Q, BLOCK_N=BLOCK_N, BLOCK_D=block_d,
+        num_warps=warps, num_stages=2)
+    return out
+
+
+_LIBS: list[Any] = []
+
+
+@functools.cache
+def op() -> Any:
+    """``tuner::decode_attention``, defined once per process (cached code that calls it needs it too); its fake
+    kernel gives the output's size and layout."""
+    import torch
+
+    lib = torch.library.Library("tuner", "FRAGMENT")
+    lib.define(SCHEMA)
+    lib.impl("decode_attention", decode_attention, "CompositeExplicitAutograd")
+    torch.library.register_fake("tuner::decode_attention", lambda q, k, v, mask, scale: output_like(q, v), lib=lib)
+    _LIBS.append(lib)
+    return torch.ops.tuner.decode_attention.default

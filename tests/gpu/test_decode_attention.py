@@ -1,0 +1,57 @@
+"""Tuner's decode attention kernel on the GPU for real (``pytest -m gpu``): its numerics against math attention over
+splits, grouped heads and masks, the tile counts it leaves, a CUDA graph of its calls, and the site timed alone beside
+the fused backends."""
+
+import pytest
+import torch
+
+from tuner.backend.decode_attention import op
+from tuner.backend.instrument.attention_timing import time_backends
+from tuner.backend.splitk_mm import COUNTS_BY_DEVICE
+from tuner.search_spaces.attention import ALONE_TOLERANCE
+
+pytestmark = pytest.mark.gpu
+
+
+def _reference(q, k, v, mask, scale):
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    mask = mask if mask is None or mask.dtype == torch.bool else mask.float()
+    return torch.ops.aten._scaled_dot_product_attention_math(q.float(), k.float(), v.float(), mask, scale=scale)[0]
+
+
+@pytest.mark.parametrize("b, h, hk, sq, sk, d, mask", [(8, 12, 12, 1, 512, 64, None), (2, 16, 4, 4, 2048, 128, "bool"),
+                                                        (3, 8, 8, 16, 100, 80, "bias"), (1, 2, 1, 1, 64, 16, None)])
+def test_the_kernel_matches_math_attention_and_leaves_its_counts_zero(b, h, hk, sq, sk, d, mask):
+    torch.manual_seed(0)
+    q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(b, hk, sk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    m = {"bool": lambda: torch.rand(b, 1, sq, sk, device="cuda") > 0.2, "bias": lambda: torch.randn(1, sk, device="cuda", dtype=torch.bfloat16),
+         None: lambda: None}[mask]()
+    ref = _reference(q, k, v, m, None)
+    for _ in range(3):
+        got = op()(q, k, v, m, None)
+        assert ((got.float() - ref).abs().max() / ref.abs().max()) < ALONE_TOLERANCE["bfloat16"]
+    assert int(COUNTS_BY_DEVICE.get("cuda").abs().sum()) == 0
+
+
+def test_a_cuda_graph_of_its_calls_replays_them():
+    q = torch.randn(8, 12, 1, 64, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(8, 12, 512, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    op()(q, k, v, None, None)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = op()(q, k, v, None, None)
+    for _ in range(3):
+        q.normal_()
+        graph.replay()
+        torch.testing.assert_close(out.float(), _reference(q, k, v, None, None), rtol=0.03, atol=0.03)
+
+
+def test_a_decode_site_is_timed_alone_beside_the_fused_backends():
+    site = {"shape": [8, 12, 1, 64, 512], "dtype": "bfloat16", "causal": False, "mask": False, "decode": True}
+    got = time_backends(site, ["cudnn", "decode"])
+    assert "ms" in got["decode"] and 0 < got["decode"]["ms"] < 1.0, got
+    print({b: t.get("ms") for b, t in got.items()})
+    unmarked = time_backends({**site, "decode": False}, ["decode"])
+    assert "ms" not in unmarked["decode"]
