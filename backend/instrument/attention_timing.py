@@ -58,11 +58,14 @@ def mask(site: dict[str, Any], device: str) -> Any:
 
 
 def _reference(a: dict[str, Any]) -> Any:
-    """Math attention over the inputs in float32: what each backend's output is checked against."""
+    """Math attention over the inputs in float32: what each backend's output is checked against. A boolean mask as
+    SDPA's front end reads it (false: a key not attended to); ATen's math op called with it directly adds it as 0 and 1."""
     import torch
 
     q, k, v = (a[n].float() for n in "qkv")
-    m = a["mask"] if a["mask"] is None or a["mask"].dtype == torch.bool else a["mask"].float()
+    m = a["mask"]
+    if m is not None:
+        m = torch.zeros(m.shape, device=m.device).masked_fill(~m, float("-inf")) if m.dtype == torch.bool else m.float()
     return torch.ops.aten._scaled_dot_product_attention_math.default(q, k, v, m, 0.0, a["causal"])[0]
 
 

@@ -221,3 +221,12 @@ def test_math_attention_is_kept_whole_only_in_inference_and_where_the_users_pass
     assert attention_math.pre_grad_patches(free, {"post_grad_custom_post_pass": object()}) == {}
     assert attention_math.pre_grad_patches(types.SimpleNamespace(pre_grad_custom_pass=object(), post_grad_custom_post_pass=None), {}) == {}
     assert attention_math.pre_grad_patches(types.SimpleNamespace(post_grad_custom_post_pass=None), {}) == {}, "an Inductor without the slot"
+
+
+def test_the_reference_reads_a_boolean_mask_as_which_keys_to_attend_to():
+    """As SDPA's front end does: ATen's math op called with a boolean mask adds it to the scores as 0 and 1."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 2, 3, 16), torch.randn(1, 2, 40, 16), torch.randn(1, 2, 40, 16)
+    mask = torch.rand(1, 1, 3, 40) > 0.5
+    got = _reference({"q": q, "k": k, "v": v, "mask": mask, "causal": False})
+    torch.testing.assert_close(got, torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask))

@@ -14,10 +14,12 @@ pytestmark = pytest.mark.gpu
 
 
 def _reference(q, k, v, mask, scale):
+    """Through SDPA's front end, which reads a boolean mask as which keys to attend to (ATen's math op called directly
+    adds it to the scores as 0 and 1)."""
     g = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
     mask = mask if mask is None or mask.dtype == torch.bool else mask.float()
-    return torch.ops.aten._scaled_dot_product_attention_math(q.float(), k.float(), v.float(), mask, scale=scale)[0]
+    return torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, scale=scale)
 
 
 @pytest.mark.parametrize("b, h, hk, sq, sk, d, mask", [(8, 12, 12, 1, 512, 64, None), (2, 16, 4, 4, 2048, 128, "bool"),
