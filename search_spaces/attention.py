@@ -27,8 +27,8 @@ from tuner.search_spaces.base import Space, choice
 
 FAMILY = "attention"
 ANSWER_KNOB = "tuner.attention_backends"  # not an Inductor flag: the backend turns it into a post-grad pass
-BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math", "decode"), "cpu": ("flash_cpu", "math")}
-DECODE = "decode"  # offered only at a site the capture marked as one its kernel takes (older records never are)
+DECODE = "decode"  # tuner's own kernel: offered only at a site the capture marked as one it takes (older records never are)
+BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math", DECODE), "cpu": ("flash_cpu", "math")}
 DECOMPOSED = "math"  # the backend Inductor lowers itself, into batched GEMMs (template sites) and a softmax
 MAX_SITES = 16
 # Timed alone (``tuner.sweep.attention_alone``): a backend's output may differ from math attention's (float32) by this

@@ -26,6 +26,7 @@ from typing import Any
 from tuner.backend.errors import HookUnavailable
 from tuner.backend.hooks.custom_pass import IMPORT_ERROR, Base
 from tuner.keys import digest
+from tuner.search_spaces.attention import DECODE
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 SCHEMA = "attention(Tensor q, Tensor k, Tensor v, Tensor? mask, bool causal, float? scale, bool gqa) -> Tensor"
@@ -62,7 +63,7 @@ def sdpa(backend: str | None, q: Any, k: Any, v: Any, mask: Any, causal: bool, s
         if mask is not None:
             mask = (mask.unsqueeze(0) if mask.dim() == 3 else mask)
             mask = mask if mask.stride(-1) == 1 else mask.contiguous()
-    if backend == "decode":  # tuner's own kernel (``backend/decode_attention.py``), grouped heads read as they are
+    if backend == DECODE:  # tuner's own kernel (``backend/decode_attention.py``), grouped heads read as they are
         from tuner.backend.decode_attention import op
 
         return op()(q, k, v, mask, scale).contiguous()

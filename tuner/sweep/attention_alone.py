@@ -23,13 +23,14 @@ from typing import Any
 from tuner.core import TaskSpec
 from tuner.db import TaskRecord
 from tuner.measure import AttentionAlone, Measurement, Status
-from tuner.search_spaces.attention import DECOMPOSED, FAMILY, ranked, rebuildable
+from tuner.search_spaces.attention import DECODE, DECOMPOSED, FAMILY, ranked, rebuildable
 from tuner.study.context import record
 from tuner.study.settle import UNVERIFIED_GAIN, settle_measured, unverified
 from tuner.sweep.clock import fits
 from tuner.sweep.estimate import ALONE, per_trial
 
-FUSED = ("flash", "efficient", "cudnn", "decode")  # the backends timed alone: fused kernels the site calls as they are
+# The backends timed alone: fused kernels the site calls as they are (tuner's decode kernel where the site is marked for it)
+FUSED = ("flash", "efficient", "cudnn", DECODE)
 Pair = tuple[TaskSpec, TaskRecord]
 
 
