@@ -115,12 +115,12 @@ def takes(q: list[int], k: list[int], dtype: str, causal: bool) -> bool:
     return 1 <= sq <= MAX_QUERIES and 16 <= d <= 256 and k[3] == d and k[0] == b and k[1] >= 1 and h % k[1] == 0 and k[2] >= 1
 
 
-def split_for(tiles: int, keys: int, sms: int) -> int:
+def split_for(tiles: int, keys: int, sms: int, block_n: int = BLOCK_N) -> int:
     """Slices of the keys per (batch, head, query block): enough programs for :data:`PROGRAMS_PER_SM` an SM, each slice
-    at least :data:`BLOCK_N` keys, at most :data:`MAX_SPLIT`."""
+    at least ``block_n`` keys, at most :data:`MAX_SPLIT`."""
     want = max(1, PROGRAMS_PER_SM * sms // max(1, tiles))
     split = 1 << (want.bit_length() - 1)
-    return max(1, min(split, MAX_SPLIT, 1 << (max(1, keys // BLOCK_N).bit_length() - 1)))
+    return max(1, min(split, MAX_SPLIT, 1 << (max(1, keys // block_n).bit_length() - 1)))
 
 
 @functools.cache
@@ -136,14 +136,17 @@ def output_like(q: Any, v: Any) -> Any:
     return q.new_empty((b, sq, h, v.shape[-1])).transpose(1, 2)
 
 
-def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | None = None) -> Any:
-    """``softmax(q k^T * scale + mask) v`` for a call :func:`takes`; ``scale`` None: 1/sqrt(head size)."""
+def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | None = None, *, split: int | None = None,
+                     block_n: int = BLOCK_N, warps: int = 4, stages: int = 2) -> Any:
+    """``softmax(q k^T * scale + mask) v`` for a call :func:`takes`; ``scale`` None: 1/sqrt(head size). ``split``
+    (None: :func:`split_for`'s), ``block_n``, ``warps`` and ``stages`` are for timing other configs
+    (``bench/device/decode_attention_sites.py``); a graph's call takes the defaults."""
     import torch
 
     b, h, sq, d = q.shape
     out = output_like(q, v)
     tiles = b * h * triton.cdiv(sq, BLOCK_Q)
-    split = split_for(tiles, k.shape[2], _sms(q.device))
+    split = min(split or split_for(tiles, k.shape[2], _sms(q.device), block_n), MAX_SPLIT)
     if split > 1 and tiles > COUNTS:
         split = 1
     block_d = max(16, triton.next_power_of_2(d))
@@ -152,14 +155,13 @@ def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | No
     counts = COUNTS_BY_DEVICE.get(q.device) if split > 1 else stats
     m = mask.expand(b, h, sq, k.shape[2]) if mask is not None else q
     sm = tuple(m.stride()) if mask is not None else (0, 0, 0, 0)
-    keys_per_split = triton.cdiv(triton.cdiv(k.shape[2], split), BLOCK_N) * BLOCK_N
-    warps = 4
+    keys_per_split = triton.cdiv(triton.cdiv(k.shape[2], split), block_n) * block_n
     tuner_decode_attention[(b * h, triton.cdiv(sq, BLOCK_Q), split)](
         q, k, v, m, out, ws, stats, counts, *q.stride(), *k.stride(), *v.stride(), *sm, *out.stride(),
         h, h // k.shape[1], sq, k.shape[2], d, 1.0 / math.sqrt(d) if scale is None else float(scale), keys_per_split,
         HAS_MASK=mask is not None, MASK_BOOL=mask is not None and mask.dtype == torch.bool, SPLIT=split,
-        FENCE=not INTERPRETED, THREADS=32 * warps, BLOCK_Q=BLOCK_Q, BLOCK_N=BLOCK_N, BLOCK_D=block_d,
-        num_warps=warps, num_stages=2)
+        FENCE=not INTERPRETED, THREADS=32 * warps, BLOCK_Q=BLOCK_Q, BLOCK_N=block_n, BLOCK_D=block_d,
+        num_warps=warps, num_stages=stages)
     return out
 
 

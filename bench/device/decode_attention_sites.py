@@ -1,0 +1,111 @@
+"""Which configs of tuner's decode attention kernel beat cuDNN's and flash's at decode-step attention sites? One short
+device call, no compile of a model.
+
+Each site (batch, query heads, key heads, queries, head size, keys; bf16, no mask) is rebuilt as
+``backend/instrument/attention_timing`` rebuilds a sweep's sites; cuDNN's and flash's fused ops and the decode kernel
+(``tuner.backend.decode_attention``) over a grid of splits, key steps and warps are timed there as CUDA graphs of calls
+over copies past the L2, each checked against math attention in float32 first. The row says the kernel's own pick
+(``split_for``) beside the best config, so the heuristic can be set from what the card measured. Writes
+``$OUT/decode-attention-sites.json`` with provenance. CUDA only.
+
+    python bench/device/decode_attention_sites.py [--site NAME=B,H,HK,SQ,D,SK] ... [--out decode-attention-sites.json]
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import statistics
+from typing import Any
+
+import sites_alone
+
+# gpt2's decode step (8 sequences, 512 cached positions); an OPT-350m-sized one (16 heads, 1024); a Llama-style one
+# with grouped heads and a long cache (32 query heads over 8, head 128, 4096 positions); one sequence over 8192.
+SITES = ["gpt2=8,12,12,1,64,512", "opt-350m=8,16,16,1,64,1024", "llama-gqa=8,32,8,1,128,4096", "long=1,32,8,1,128,8192"]
+GRID = {"split": (1, 2, 4, 8, 16), "block_n": (32, 64, 128), "warps": (2, 4, 8)}
+ROUNDS = 5
+TOLERANCE = 4e-2  # bf16 against a float32 reference, relative to its largest value (``ALONE_TOLERANCE``)
+
+
+def _inputs(b: int, h: int, hk: int, sq: int, d: int, sk: int) -> dict[str, Any]:
+    import torch
+
+    gen = torch.Generator("cuda").manual_seed(0)
+    q = torch.randn(b, sq, h, d, generator=gen, device="cuda").to(torch.bfloat16).transpose(1, 2)
+    k, v = (torch.randn(b, hk, sk, d, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(2))
+    return {"q": q, "k": k, "v": v, "mask": None, "causal": False, "scale": None}
+
+
+def _reference(a: dict[str, Any]) -> Any:
+    import torch
+
+    g = a["q"].shape[1] // a["k"].shape[1]
+    k, v = (a[n].float().repeat_interleave(g, 1) for n in "kv")
+    return torch.nn.functional.scaled_dot_product_attention(a["q"].float(), k, v)
+
+
+def _runs(a: dict[str, Any]) -> dict[str, Any]:
+    """{name: make(q, k, v) -> call}: the fused ops (with the keys' heads repeated where they group, as the dispatcher's
+    callers do) and each config of the decode kernel."""
+    from tuner.backend.decode_attention import decode_attention
+    from tuner.backend.hooks.attention import call
+
+    def fused(backend: str, q: Any, k: Any, v: Any) -> Any:
+        g = q.shape[1] // k.shape[1]
+        k, v = (t.repeat_interleave(g, 1) if g > 1 else t for t in (k, v))
+        op, args, kwargs = call(backend, {**a, "q": q, "k": k, "v": v})
+        return lambda: op(*args, **kwargs)[0]
+
+    out = {b: functools.partial(fused, b) for b in ("cudnn", "flash")}
+    out["decode (its own pick)"] = lambda q, k, v: (lambda: decode_attention(q, k, v))
+    for split, block_n, warps in itertools.product(*GRID.values()):
+        out[f"decode split={split} block_n={block_n} warps={warps}"] = (
+            lambda q, k, v, c=(split, block_n, warps): (lambda: decode_attention(q, k, v, split=c[0], block_n=c[1], warps=c[2])))
+    return out
+
+
+def time_site(spec: str) -> dict[str, Any]:
+    """One site's row: each run's time (µs, median of rounds) or why it has none, the fastest, and the kernel's pick."""
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    from tuner.backend.decode_attention import BLOCK_N, BLOCK_Q, split_for, _sms
+    from tuner.backend.instrument.site_timing import _graph_of, rotated
+
+    name, _, sizes = spec.partition("=")
+    b, h, hk, sq, d, sk = (int(x) for x in sizes.split(","))
+    a = _inputs(b, h, hk, sq, d, sk)
+    ref, row, graphs = _reference(a), {"site": name, "sizes": [b, h, hk, sq, d, sk]}, {}
+    for run, make in _runs(a).items():
+        try:
+            err = float((make(a["q"], a["k"], a["v"])().float() - ref).abs().max() / ref.abs().max())
+            if not err <= TOLERANCE:
+                row[run] = {"error": f"differs from math attention by {err:.3g}"}
+                continue
+            sets = rotated((a["q"], a["k"], a["v"]))
+            graphs[run] = (_graph_of([functools.partial(make, *s) for s in sets]), len(sets))
+        except Exception as e:  # noqa: BLE001 - a run this device or torch refuses gets no time
+            row[run] = {"error": f"{type(e).__name__}: {str(e)[:160]}"}
+    times: dict[str, list[float]] = {r: [] for r in graphs}
+    for _ in range(ROUNDS):
+        for run, (graph, calls) in graphs.items():
+            times[run].append(float(benchmarker.benchmark_gpu(graph.replay)) / calls * 1e3)
+    for run, us in times.items():
+        row[run] = {"us": round(statistics.median(us), 3)}
+    timed = {r: t["us"] for r, t in row.items() if isinstance(t, dict) and "us" in t}
+    row["fastest"] = min(timed, key=timed.get) if timed else None
+    row["pick"] = {"split": split_for(b * h * -(-sq // BLOCK_Q), sk, _sms("cuda")), "block_n": BLOCK_N}
+    print(name, {r: timed[r] for r in sorted(timed, key=timed.get)[:6]}, "pick:", timed.get("decode (its own pick)"), flush=True)
+    return row
+
+
+def main() -> None:
+    args = sites_alone.parse_args(__doc__, "--site", "NAME=B,H,HK,SQ,D,SK (repeatable; default: SITES)", "decode-attention-sites.json")
+    rows: list[dict[str, Any]] = []
+    for spec in args.site or SITES:
+        rows.append(time_site(spec))
+        sites_alone.write(args.out, rows)
+
+
+if __name__ == "__main__":
+    main()
