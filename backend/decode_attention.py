@@ -14,6 +14,12 @@ A mask (boolean, or added to the scores) of any shape that broadcasts to ``(batc
 where it lies; grouped-query attention (fewer key/value heads than query heads) reads each key/value head once per
 query head of its group. No causal mask: with fewer queries than keys, SDPA's causal mask is aligned to the first key,
 not a decode step's. :func:`takes` says which calls it runs; ``tuner::decode_attention`` is the op a graph calls.
+
+It is an option, never a default: a sweep times it at each site beside the fused kernels and keeps the fastest. At
+gpt2's site on an H100 its own config ran 11.3 us against cuDNN's 9.1 (4 slices of 128 keys, each program waiting on
+its keys, its values and then the merge), so cuDNN stayed
+(bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-decode-attention-2026-12-07.log);
+``bench/device/decode_attention_sites.py`` times its other configs.
 """
 
 from __future__ import annotations
