@@ -101,10 +101,6 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
     """{backend: {"ms": per call (median of ``rounds``), "spread": the rounds' interquartile range, "error": relative
     error} or {"error": why it has no time} for ``site`` on ``device`` (CUDA): the backends interleaved, round by round,
     each called as :func:`runner` calls it."""
-    import statistics
-
-    from torch._inductor.runtime.benchmarking import benchmarker
-
     try:
         a = inputs(site, device)
         ref = _reference(a)
@@ -128,13 +124,26 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
             out[backend] = {"error": err}
         except Exception as e:  # noqa: BLE001 - a backend this torch, device or site refuses gets no time
             out[backend] = {"error": _said(e)}
-    runs: dict[str, list[float]] = {b: [] for b in graphs}
+    for backend, timed in interleaved_graphs(graphs, rounds).items():
+        out[backend].update(timed)
+    return out
+
+
+def interleaved_graphs(graphs: dict[str, tuple[Any, int]], rounds: int = ROUNDS) -> dict[str, dict[str, float]]:
+    """{name: {"ms": per call (median of ``rounds``), "spread": the rounds' interquartile range}} of ``graphs``
+    ({name: (a CUDA graph, the calls it holds)}), replayed in turn, round by round."""
+    import statistics
+
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    runs: dict[str, list[float]] = {name: [] for name in graphs}
     for _ in range(rounds):
-        for backend, (graph, calls) in graphs.items():
-            runs[backend].append(float(benchmarker.benchmark_gpu(graph.replay)) / calls)
-    for backend, ms in runs.items():
+        for name, (graph, calls) in graphs.items():
+            runs[name].append(float(benchmarker.benchmark_gpu(graph.replay)) / calls)
+    out = {}
+    for name, ms in runs.items():
         q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
-        out[backend].update(ms=statistics.median(ms), spread=q[2] - q[0])
+        out[name] = {"ms": statistics.median(ms), "spread": q[2] - q[0]}
     return out
 
 

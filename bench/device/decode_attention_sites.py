@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import statistics
 from typing import Any
 
 import sites_alone
@@ -24,7 +23,6 @@ import sites_alone
 # with grouped heads and a long cache (32 query heads over 8, head 128, 4096 positions); one sequence over 8192.
 SITES = ["gpt2=8,12,12,1,64,512", "opt-350m=8,16,16,1,64,1024", "llama-gqa=8,32,8,1,128,4096", "long=1,32,8,1,128,8192"]
 GRID = {"split": (1, 2, 4, 8, 16), "block_n": (32, 64, 128), "warps": (2, 4, 8)}
-ROUNDS = 5
 TOLERANCE = 4e-2  # bf16 against a float32 reference, relative to its largest value (``ALONE_TOLERANCE``)
 
 
@@ -67,9 +65,8 @@ def _runs(a: dict[str, Any]) -> dict[str, Any]:
 
 def time_site(spec: str) -> dict[str, Any]:
     """One site's row: each run's time (µs, median of rounds) or why it has none, the fastest, and the kernel's pick."""
-    from torch._inductor.runtime.benchmarking import benchmarker
-
     from tuner.backend.decode_attention import BLOCK_N, BLOCK_Q, split_for, _sms
+    from tuner.backend.instrument.attention_timing import interleaved_graphs
     from tuner.backend.instrument.site_timing import _graph_of, rotated
 
     name, _, sizes = spec.partition("=")
@@ -86,12 +83,8 @@ def time_site(spec: str) -> dict[str, Any]:
             graphs[run] = (_graph_of([functools.partial(make, *s) for s in sets]), len(sets))
         except Exception as e:  # noqa: BLE001 - a run this device or torch refuses gets no time
             row[run] = {"error": f"{type(e).__name__}: {str(e)[:160]}"}
-    times: dict[str, list[float]] = {r: [] for r in graphs}
-    for _ in range(ROUNDS):
-        for run, (graph, calls) in graphs.items():
-            times[run].append(float(benchmarker.benchmark_gpu(graph.replay)) / calls * 1e3)
-    for run, us in times.items():
-        row[run] = {"us": round(statistics.median(us), 3)}
+    for run, t in interleaved_graphs(graphs).items():
+        row[run] = {"us": round(t["ms"] * 1e3, 3), "spread_us": round(t["spread"] * 1e3, 3)}
     timed = {r: t["us"] for r, t in row.items() if isinstance(t, dict) and "us" in t}
     row["fastest"] = min(timed, key=timed.get) if timed else None
     row["pick"] = {"split": split_for(b * h * -(-sq // BLOCK_Q), sk, _sms("cuda")), "block_n": BLOCK_N}
