@@ -47,7 +47,10 @@ def _graph_of(makes: list[Callable[[], Callable[[], Any]]]) -> Any:
     """The run functions ``makes`` build, captured back to back in one CUDA graph after a run on a side stream (what
     capture needs first). They are built on that stream: a Triton choice's run function on torch 2.11 takes the stream
     current when it is made, and one made on the default stream launches outside the capture (an empty graph that
-    times ~8 µs whatever the choice: a Qwen2 prefill's 4096x1024x32000 GEMM "ran" 46x faster than cuBLAS)."""
+    times ~8 µs whatever the choice: a Qwen2 prefill's 4096x1024x32000 GEMM "ran" 46x faster than cuBLAS). The graph
+    holds them, and so the inputs they read: each capture empties the allocator's cache first, so a graph replayed
+    after the next one's capture read memory handed back to the driver once its inputs were freed (an illegal memory
+    access timing 48 graphs of attention calls on an H100)."""
     import torch
 
     torch.cuda.synchronize()
@@ -64,6 +67,7 @@ def _graph_of(makes: list[Callable[[], Callable[[], Any]]]) -> Any:
             fn()
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
+    graph.held = (makes, fns)
     return graph
 
 

@@ -38,3 +38,23 @@ def test_a_triton_choice_timed_as_graph_replays_takes_its_kernels_time():
     # a 4096^3 bf16 GEMM takes ~0.2 ms on an H200; an empty graph replays in ~0.01 ms
     for c in bench[site.key]:
         assert timed["cudagraph"][c] >= 0.5 * timed["pipelined"][c] and timed["cudagraph"][c] > 0.05, (c, timed)
+
+
+def test_a_graph_holds_the_inputs_its_calls_read():
+    """A graph replayed after the next one's capture (each empties the allocator's cache) must still find its inputs:
+    they live as long as the graph, not as the caller's copies."""
+    import functools
+    import weakref
+
+    from tuner.backend.instrument.site_timing import _graph_of, rotated
+
+    x = torch.ones(1 << 22, device="cuda")
+    sets = rotated((x,))
+    copies = [weakref.ref(s[0]) for s in sets[1:]]
+    graph = _graph_of([functools.partial(lambda t: (lambda: t.mul_(1.0)), *s) for s in sets])
+    del sets
+    assert copies and all(c() is not None for c in copies)
+    _graph_of([lambda: (lambda: x.add_(0.0))])  # another capture: the cache emptied
+    graph.replay()
+    torch.cuda.synchronize()
+    assert float(x[0]) == 1.0
