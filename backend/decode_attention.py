@@ -15,11 +15,15 @@ where it lies; grouped-query attention (fewer key/value heads than query heads) 
 query head of its group. No causal mask: with fewer queries than keys, SDPA's causal mask is aligned to the first key,
 not a decode step's. :func:`takes` says which calls it runs; ``tuner::decode_attention`` is the op a graph calls.
 
-It is an option, never a default: a sweep times it at each site beside the fused kernels and keeps the fastest. At
-gpt2's site on an H100 its own config ran 11.3 us against cuDNN's 9.1 (4 slices of 128 keys, each program waiting on
-its keys, its values and then the merge), so cuDNN stayed
-(bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-decode-attention-2026-12-07.log);
-``bench/device/decode_attention_sites.py`` times its other configs.
+It is an option, never a default: a sweep times it at each site beside the fused kernels and keeps the fastest. On
+an H100 (``bench/device/decode_attention_sites.py``, bench/results/h100/decode-attention-sites-2026-12-07.json) it
+lost where each query head has its own keys and the cache is short: gpt2's site (8 sequences, 12 heads, 512 keys)
+10.5 us at its best config against cuDNN's 8.9, an OPT-350m-sized one (16 heads, 1024 keys) 19.1 against 17.5, each
+program waiting on its keys, its values and then the merge. Where query heads group over fewer key/value heads
+over a long cache, it won against cuDNN and flash handed the keys repeated for each query head (as a model that
+repeats them before SDPA does): 32 heads over 8 (head 128, 4096 keys, 8 sequences) 74.8 us against cuDNN's 178.0
+and flash's 202.3; one sequence over 8192 keys 26.8 against 51.7. Flash reading the grouped heads as they are
+(SDPA's ``enable_gqa``) was not timed there; a sweep times each backend on the site's own tensors.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ from tuner.backend.splitk_mm import COUNTS, COUNTS_BY_DEVICE, INTERPRETED
 BLOCK_Q = 16  # the queries of a program (tl.dot's least rows): a call takes at most this many per (batch, head) ...
 MAX_QUERIES = BLOCK_Q  # ... so that one block holds them
 BLOCK_N = 64  # keys a loop step reads
+# Warps a program: 2 was the fastest at each of four decode sites at the split :func:`split_for` picks, 3-6% ahead
+# of 4 (H100: gpt2's 10.5 us against 11.2, a grouped 32-over-8-head site over 4096 keys 74.8 against 77.4;
+# bench/results/h100/decode-attention-sites-2026-12-07.json).
+WARPS = 2
 MAX_SPLIT = 16
 PROGRAMS_PER_SM = 4
 DTYPES = ("bfloat16", "float16")
@@ -143,7 +151,7 @@ def output_like(q: Any, v: Any) -> Any:
 
 
 def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | None = None, *, split: int | None = None,
-                     block_n: int = BLOCK_N, warps: int = 4, stages: int = 2) -> Any:
+                     block_n: int = BLOCK_N, warps: int = WARPS, stages: int = 2) -> Any:
     """``softmax(q k^T * scale + mask) v`` for a call :func:`takes`; ``scale`` None: 1/sqrt(head size). ``split``
     (None: :func:`split_for`'s), ``block_n``, ``warps`` and ``stages`` are for timing other configs
     (``bench/device/decode_attention_sites.py``); a graph's call takes the defaults."""

@@ -44,18 +44,21 @@ def _reference(a: dict[str, Any]) -> Any:
 
 
 def _runs(a: dict[str, Any]) -> dict[str, Any]:
-    """{name: make(q, k, v) -> call}: the fused ops (with the keys' heads repeated where they group, as the dispatcher's
-    callers do) and each config of the decode kernel."""
+    """{name: make(q, k, v) -> call}: the fused ops, handed the grouped heads as they are (SDPA's ``enable_gqa``,
+    where the op reads them so) and, where heads group, the keys repeated for each query head too (as a model that
+    repeats them before SDPA hands them over; the repeat itself untimed), and each config of the decode kernel."""
     from tuner.backend.decode_attention import decode_attention
     from tuner.backend.hooks.attention import call
 
-    def fused(backend: str, q: Any, k: Any, v: Any) -> Any:
+    def fused(backend: str, repeat: bool, q: Any, k: Any, v: Any) -> Any:
         g = q.shape[1] // k.shape[1]
-        k, v = (t.repeat_interleave(g, 1) if g > 1 else t for t in (k, v))
+        k, v = (t.repeat_interleave(g, 1) if repeat else t for t in (k, v))
         op, args, kwargs = call(backend, {**a, "q": q, "k": k, "v": v})
         return lambda: op(*args, **kwargs)[0]
 
-    out = {b: functools.partial(fused, b) for b in ("cudnn", "flash")}
+    grouped = a["q"].shape[1] > a["k"].shape[1]
+    out = {b: functools.partial(fused, b, False) for b in ("cudnn", "flash")}
+    out.update({f"{b}, keys repeated": functools.partial(fused, b, True) for b in ("cudnn", "flash") if grouped})
     out["decode (its own pick)"] = lambda q, k, v: (lambda: decode_attention(q, k, v))
     for split, block_n, warps in itertools.product(*GRID.values()):
         out[f"decode split={split} block_n={block_n} warps={warps}"] = (

@@ -85,3 +85,28 @@ def test_a_decode_sweep_stores_winners_that_a_tuned_compile_forces(db_url, cwd_r
     assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
     s = tb.stats()
     assert s["benchmarks"] == 0 and s["hits"] >= 1, s
+
+
+def test_a_config_with_fewer_key_value_heads_decodes_with_grouped_heads():
+    """Llama's and Qwen2's ``num_key_value_heads``: the cache holds those heads, and attention groups the query heads
+    over them, as attention over the cache repeated for each query head of a group gives."""
+    spec = WorkloadSpec(model="hf:llama,num_hidden_layers=1,hidden_size=64,intermediate_size=128,num_attention_heads=4,"
+                        "num_key_value_heads=2,vocab_size=512", device="cpu", mode="decode", batch=2, seq_len=16, threads=2)
+    model = build_model(spec)
+    block = model.blocks[0]
+    assert block.k.shape == (2, 2, 16, 16) and block.qkv.out_features == 64 + 2 * 2 * 16
+    x = make_inputs(spec)[0]
+    with torch.no_grad():
+        got = model(x)
+        repeated = torch.nn.functional.scaled_dot_product_attention
+        torch.nn.functional.scaled_dot_product_attention = lambda q, k, v, enable_gqa=False: repeated(
+            q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1))
+        try:
+            want = model(x)
+        finally:
+            torch.nn.functional.scaled_dot_product_attention = repeated
+    assert got.shape == (2, 1, 512) and torch.allclose(got, want, atol=1e-5)
+    with pytest.raises(WorkloadError, match="group"):
+        from tuner.workloads.decoder import DecodeStep
+
+        DecodeStep(vocab=8, width=48, layers=1, heads=6, batch=1, cache_len=4, kv_heads=4)

@@ -339,16 +339,9 @@ def _sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: f
     progress.note(f"--budget {budget.name}: max-autotune would take ~{expected:.0f} s to compile this workload (an estimate, from "
                   f"its {len(listed)} template choices, rendered {renders} times at its sites, and {len(capture.kernels)} Triton kernels), so this sweep takes a time budget of {budget.time_budget_s:.0f} s from the "
                   "command's start (--time-budget S: another)"
-                  + (_held_note(first, sum(capture.costs.values()), sites and floor == expected) if held else ""))
+                  + (f"; more than that share of it, so that its first trials, {first} fit after the "
+                     f"capture's {sum(capture.costs.values()):.0f} s" if held else ""))
     return dataclasses.replace(opts, budget=budget), held, held and sites
-
-
-def _held_note(first: str, capture_s: float, short: bool) -> str:
-    """What a budget raised for the first trials says; ``short``: cut to max-autotune's expected compile (:func:`_floor_s`)."""
-    if short:
-        return (f"; all of it, for its first trials: {first} sized to what the capture's {capture_s:.0f} s leaves, as a "
-                "sweep never plans past max-autotune's compile")
-    return f"; more than that share of it, so that its first trials, {first} fit after the capture's {capture_s:.0f} s"
 
 
 def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_autotune_s: float | None,
@@ -358,11 +351,9 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
     hand of an inference step, else a compile) and the closing. CUDA graphs alone give what Inductor's reduce-overhead
     mode gives, and max-autotune also tunes the template sites: where the ``profile`` expects the sites to gain what a
     winner must win by of the step under CUDA graphs (unknown: they may), the floor holds one site batch too (a compile
-    and :data:`FLOOR_CHOICES` candidates at every site), where that does not fit within max-autotune's expected compile anyway,
-    but never past that compile (the batch, sized to its deadline, then offers fewer): a floor past it made gpt2's
-    and an OPT-350m-sized decode step's sweeps outlast max-autotune's compile on an H100 (49 s against 47.3, 76
-    against 61.9; bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-2026-12-07.log). Only the capture and the
-    CUDA-graph trial may take the floor past it.
+    and :data:`FLOOR_CHOICES` candidates at every site), where that does not fit within max-autotune's expected compile anyway.
+    Capped at that compile, gpt2's batch timed no choice (H100: tuned 1.013x max-autotune's step, 0.902x uncapped;
+    bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-floor-capped-2026-12-07.log).
     gpt2's decode step on the H200: max-autotune compiled it in 46 s, the capture alone took 29-35 s, and cuBLAS ran
     its vocabulary projection (50257 columns) in 103 us where a Triton template took 26 (bench/results/h200/
     profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
@@ -376,7 +367,7 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
     with_sites = first_trials_s(spent_s, graphs + capture.compile_s + probe + _alone_s(opts, profile))
     if with_sites <= MAX_AUTOTUNE_SHARE * (max_autotune_s or 0.0):
         return one, False
-    return min(with_sites, max(one, max_autotune_s or with_sites)), True
+    return with_sites, True
 
 
 def _alone_s(opts: SweepOptions, profile: Profile | None) -> float:
