@@ -352,9 +352,8 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
     mode gives, and max-autotune also tunes the template sites: where the ``profile`` expects the sites to gain what a
     winner must win by of the step under CUDA graphs (unknown: they may), the floor holds one site batch too (a compile
     and :data:`FLOOR_CHOICES` candidates at every site), where that does not fit within max-autotune's expected compile anyway.
-    Capped at that compile, gpt2's batch timed no choice (H100: tuned 1.013x max-autotune's step, 0.902x uncapped;
-    bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-floor-capped-2026-12-07.log).
-    gpt2's decode step on the H200: max-autotune compiled it in 46 s, the capture alone took 29-35 s, and cuBLAS ran
+    Capped at that compile, gpt2's batch timed no choice (bench/results/h100/*-floor-capped-2026-12-07.*: tuned
+    1.013x max-autotune's step, against 0.902x uncapped). gpt2's decode step on the H200: max-autotune compiled it in 46 s, the capture alone took 29-35 s, and cuBLAS ran
     its vocabulary projection (50257 columns) in 103 us where a Triton template took 26 (bench/results/h200/
     profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
     if not _graphs_first(opts, capture):
