@@ -62,6 +62,10 @@ H100 = [
     _same("hf_bert-base-uncased-bf16-b8-s512-math-attention-2026-12-06"),
     _same("hf_gpt2-bf16-b8-s512-2026-12-06"),
     _same("hf_gpt2-decode-bf16-b8-s512-decode-attention-2026-12-07"),
+    _same("hf_gpt2-decode-bf16-b8-s512-2026-12-07"),
+    _same("hf_gpt2-decode-bf16-b8-s512-floor-capped-2026-12-07"),
+    _same("hf_qwen2-8l-bf16-b8-s512-2026-12-07"),
+    _same("hf_opt-24l-h1024-decode-bf16-b8-s1024-2026-12-07"),
 ]
 RUNS = {"h200": H200, "h100": H100}
 STAMP = re.compile(r"^\[ *[0-9.]+\] ", re.M)

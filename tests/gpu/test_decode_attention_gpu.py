@@ -57,3 +57,27 @@ def test_a_decode_site_is_timed_alone_beside_the_fused_backends():
     print({b: t.get("ms") for b, t in got.items()})
     unmarked = time_backends({**site, "decode": False}, ["decode"])
     assert "ms" not in unmarked["decode"]
+
+
+def test_a_decode_step_with_grouped_heads_forced_to_the_kernel_matches_eager():
+    """A Llama-style decode step (8 query heads over 2 key/value heads, SDPA's ``enable_gqa``): each layer's attention
+    site, forced to ``decode``, calls the kernel in the compiled graph, with eager's numerics."""
+    from torch._inductor.utils import run_and_get_code
+
+    from tuner.backend.hooks.attention import AttentionBackends
+    from tuner.backend.hooks.attention_math import KeepMathAttention
+    from tuner.search_spaces.attention import site_class
+    from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
+
+    spec = WorkloadSpec(model="hf:llama,num_hidden_layers=2,hidden_size=512,num_attention_heads=8,num_key_value_heads=2,vocab_size=1000",
+                        device="cuda", mode="decode", dtype="bf16", batch=4, seq_len=1024)
+    model, ids = build_model(spec), make_inputs(spec)[0]
+    assert model.blocks[0].k.shape == (4, 2, 1024, 64)
+    forced = AttentionBackends({site_class("bfloat16", 64, False, False): "decode"})
+    torch._dynamo.reset()
+    with torch.no_grad():
+        want = model(ids).float()
+        f = torch.compile(model, options={"pre_grad_custom_pass": KeepMathAttention(), "post_grad_custom_post_pass": forced})
+        got, codes = run_and_get_code(f, ids)
+    assert sum(c.count("torch.ops.tuner.decode_attention.default(") for c in codes) == 2, codes
+    assert float((got.float() - want).abs().max() / want.abs().max()) < 0.05

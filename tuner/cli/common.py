@@ -92,7 +92,7 @@ def friendly(fn: F) -> F:
 # --- workload options, shared by every command that builds a workload -----------------------------
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="A torchvision model name (resnet50, vit_b_16, …), timm:NAME, hf:NAME[,key=value…] (a Transformers config, no download) or pkg.module:factory returning an nn.Module.")]
 DeviceOpt = Annotated[str | None, typer.Option("--device", help="cpu or cuda. Default: cuda when available.", show_default=False)]
-ModeOpt = Annotated[str, typer.Option("--mode", help="infer (no_grad, with freezing), train (forward + backward + optimizer step) or decode (hf: language models: one token per sequence against a static KV cache of --seq-len positions; tuner's GPT-2-style decoder at the config's sizes).")]
+ModeOpt = Annotated[str, typer.Option("--mode", help="infer (no_grad, with freezing), train (forward + backward + optimizer step) or decode (hf: language models: one token per sequence against a static KV cache of --seq-len positions; tuner's GPT-2-style decoder at the config's sizes, its query heads grouped over the config's num_key_value_heads where it has fewer).")]
 BatchOpt = Annotated[int, typer.Option("--batch", help="Batch size.")]
 DtypeOpt = Annotated[str, typer.Option("--dtype", help="fp32, bf16 or fp16 (weights and inputs in it), or amp-bf16 / amp-fp16: mixed precision, fp32 weights and the step under torch.autocast (as training usually runs).")]
 ImageSizeOpt = Annotated[int, typer.Option("--image-size", help="Square image size for vision models.")]
