@@ -110,6 +110,23 @@ def warm_compile_workers() -> None:
     maybe_warm_pool()
 
 
+def release_compile_workers(wait_s: float = 0.1) -> None:
+    """Ask Inductor's compile-worker pools to shut down, waiting at most ``wait_s`` for them (a process about to end
+    at once: each pool is asked first, then waited on, so a pool asked leaves cleanly by itself). Where this torch
+    lacks the helper, nothing is asked: the workers then leave when they find this process gone."""
+    import logging
+    import threading
+
+    try:
+        from torch._inductor.async_compile import shutdown_compile_workers
+    except ImportError:
+        logging.getLogger("tuner.backend").info("torch._inductor.async_compile.shutdown_compile_workers is missing")
+        return
+    asked = threading.Thread(target=shutdown_compile_workers, daemon=True)
+    asked.start()
+    asked.join(wait_s)
+
+
 def share_triton_cache() -> None:
     """Have this process's Triton build with the ptxas Inductor's compile workers use (torch's own, where the build
     ships one), so that a kernel the workers compiled is found in Triton's cache here. Inductor points its workers at

@@ -55,7 +55,9 @@ def test_compile_errors_are_stored_and_never_retried(db_url, tmp_path, cwd_root)
     assert measure({"cpp.gemm_thread_factors": None}, 3).ok
     candidate = baseline.merged(Forcing({"cpp_graph": {graph: {"cpp.gemm_thread_factors": None}}}))
     assert worker.holds(baseline) and worker.holds(candidate) and not worker.holds(Forcing())
+    proc = worker._proc
     worker.close()
+    assert proc.exitcode == 0, "a stopped worker leaves by itself (tuner.measure.worker._leave), not killed"
     assert not worker.holds(baseline), "a worker that starts again holds nothing"
 
 
