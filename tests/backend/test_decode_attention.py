@@ -50,18 +50,21 @@ _REWRITE = textwrap.dedent("""
     from tuner.search_spaces.attention import site_class
 
     class Cached(torch.nn.Module):
-        def __init__(self, biased):
+        def __init__(self, biased, kv_heads=4):
             super().__init__()
-            self.register_buffer("k", torch.randn(2, 4, 200, 32).half())
-            self.register_buffer("v", torch.randn(2, 4, 200, 32).half())
+            self.register_buffer("k", torch.randn(2, kv_heads, 200, 32).half())
+            self.register_buffer("v", torch.randn(2, kv_heads, 200, 32).half())
             self.bias = torch.nn.Parameter(torch.randn(4, 1, 200).half()) if biased else None
+            self.gqa = kv_heads < 4
 
         def forward(self, q):
-            return F.scaled_dot_product_attention(q, self.k, self.v, attn_mask=self.bias) * 2
+            grouped = {"enable_gqa": True} if self.gqa else {}
+            return F.scaled_dot_product_attention(q, self.k, self.v, attn_mask=self.bias, **grouped) * 2
 
     got = []
-    for biased in (False, True):  # a fused site; a three-dimensional bias, which the CPU's dispatcher runs as math
-        m, q = Cached(biased), torch.randn(2, 4, 1, 32).half()
+    # a fused site; a three-dimensional bias, which the CPU's dispatcher runs as math; 4 query heads over 2 (enable_gqa)
+    for biased, kv_heads in ((False, 4), (True, 4), (False, 2)):
+        m, q = Cached(biased, kv_heads), torch.randn(2, 4, 1, 32).half()
         forced = AttentionBackends({site_class("float16", 32, biased, False): "decode"})
         with torch.no_grad():
             f = torch.compile(m, options={"pre_grad_custom_pass": KeepMathAttention(), "post_grad_custom_post_pass": forced})
@@ -86,7 +89,7 @@ def test_the_kernel_matches_math_attention_over_splits_groups_and_masks():
 
 def test_a_site_forced_to_decode_calls_the_kernel_in_the_compiled_graph():
     got = _interpreted(_REWRITE)
-    assert [g["calls"] for g in got] == [1, 1] and max(g["error"] for g in got) < 1e-2, got
+    assert [g["calls"] for g in got] == [1, 1, 1] and max(g["error"] for g in got) < 1e-2, got
 
 
 @pytest.mark.parametrize("q, k, dtype, causal, taken", [
