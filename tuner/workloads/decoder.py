@@ -83,12 +83,12 @@ def _size(config: Any, *names: str) -> int:
 def from_config(config: Any, batch: int, cache_len: int, seed: int = 0) -> DecodeStep:
     """A decode step at the sizes of a Transformers config (GPT-2's names, or the common ``hidden_size`` ones), its
     key/value heads ``num_key_value_heads`` where the config sets them."""
-    heads = _size(config, "n_head", "num_attention_heads", "num_heads")
     kv_heads = getattr(config, "num_key_value_heads", None)
     return DecodeStep(
         vocab=_size(config, "vocab_size"),
         width=_size(config, "n_embd", "hidden_size", "d_model"),
         layers=_size(config, "n_layer", "num_hidden_layers", "num_layers"),
-        heads=heads, batch=batch, cache_len=cache_len, seed=seed,
-        kv_heads=kv_heads if isinstance(kv_heads, int) and kv_heads > 0 else heads,
+        heads=_size(config, "n_head", "num_attention_heads", "num_heads"),
+        batch=batch, cache_len=cache_len, seed=seed,
+        kv_heads=kv_heads if isinstance(kv_heads, int) and kv_heads > 0 else None,
     )
