@@ -29,6 +29,7 @@ FAMILY = "attention"
 ANSWER_KNOB = "tuner.attention_backends"  # not an Inductor flag: the backend turns it into a post-grad pass
 DECODE = "decode"  # tuner's own kernel: offered only at a site the capture marked as one it takes (older records never are)
 BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math", DECODE), "cpu": ("flash_cpu", "math")}
+KV_HEADS = "kv_heads"  # a site's key/value heads, where fewer than its query heads (grouped; older records never say)
 DECOMPOSED = "math"  # the backend Inductor lowers itself, into batched GEMMs (template sites) and a softmax
 MAX_SITES = 16
 # Timed alone (``tuner.sweep.attention_alone``): a backend's output may differ from math attention's (float32) by this
@@ -82,8 +83,20 @@ def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             raise ValueError("an attention site's dtype is a short name")
         out.append({"site": s["site"], "backend": s["backend"], "mask": bool(s.get("mask")), "count": count,
                     "shape": [int(d) for d in (s.get("shape") or [])][:5], "causal": bool(s.get("causal")), "dtype": dtype,
-                    **_strides(s.get("strides")), **_mask_layout(s.get("mask_layout")), **({DECODE: True} if s.get(DECODE) is True else {})})
+                    **_strides(s.get("strides")), **_mask_layout(s.get("mask_layout")), **({DECODE: True} if s.get(DECODE) is True else {}),
+                    **_kv_heads(s)})
     return device, out
+
+
+def _kv_heads(site: dict[str, Any]) -> dict[str, Any]:
+    """``{"kv_heads": n}`` where a site records key/value heads that its query heads group over, else nothing."""
+    n, shape = site.get(KV_HEADS), site.get("shape") or []
+    if n is None:
+        return {}
+    heads = shape[1] if len(shape) == 5 and isinstance(shape[1], int) else None
+    if not isinstance(n, int) or isinstance(n, bool) or heads is None or not 1 <= n < heads or heads % n:
+        raise ValueError("an attention site's key/value heads are fewer than its query heads and divide them")
+    return {KV_HEADS: n}
 
 
 def _mask_layout(layout: Any) -> dict[str, Any]:

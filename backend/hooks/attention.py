@@ -19,7 +19,7 @@ from typing import Any
 from tuner.backend.hooks import attention_math
 from tuner.backend.hooks.custom_pass import Base, placed
 from tuner.keys import digest
-from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS, DECODE, site_class
+from tuner.search_spaces.attention import ANSWER_KNOB, BACKENDS, DECODE, KV_HEADS, site_class
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def describe(node: Any) -> dict[str, Any] | None:
     layout = {"mask_layout": dict(zip(("dtype", "shape", "stride"), mask))} if mask is not None else {}
     return {"site": digest(site)[:16], "backend": backend, "shape": [*q[1], k[1][2]], "dtype": q[0], "mask": mask is not None,
             "causal": a["causal"], "class": site_class(q[0], q[1][3], mask is not None, a["causal"]), "strides": [q[2], k[2], v[2]], **layout,
-            **({DECODE: True} if _decodes(a, q, k, v) else {})}
+            **({DECODE: True} if _decodes(a, q, k, v) else {}), **({KV_HEADS: k[1][1]} if k[1][1] != q[1][1] else {})}
 
 
 def _decodes(a: dict[str, Any], q: list[Any], k: list[Any], v: list[Any]) -> bool:

@@ -17,19 +17,20 @@ from typing import Any
 from tuner.backend.hooks.attention import attention_of, call
 from tuner.backend.instrument.capture import storage_span
 from tuner.backend.instrument.site_timing import _graph_of, rotated
-from tuner.search_spaces.attention import ALONE_TOLERANCE as TOLERANCE, DECODE
+from tuner.search_spaces.attention import ALONE_TOLERANCE as TOLERANCE, DECODE, KV_HEADS
 
 
 def inputs(site: dict[str, Any], device: str, seed: int = 0) -> dict[str, Any]:
-    """The call's arguments (``call``'s form): query ``(b, h, sq, d)``, key and value ``(b, h, sk, d)``, normal values,
-    laid out with the strides the site records (the model's query is often a view of a fused projection), else
-    contiguous."""
+    """The call's arguments (``call``'s form): query ``(b, h, sq, d)``, key and value ``(b, hk, sk, d)`` (``hk`` the
+    site's key/value heads where its query heads group over them, else ``h``), normal values, laid out with the
+    strides the site records (the model's query is often a view of a fused projection), else contiguous."""
     import torch
 
     b, h, sq, d, sk = (int(x) for x in site["shape"])
+    hk = int(site.get(KV_HEADS) or h)
     dtype = getattr(torch, str(site["dtype"]))
     gen = torch.Generator(device).manual_seed(seed)
-    shapes = [(b, h, sq, d), (b, h, sk, d), (b, h, sk, d)]
+    shapes = [(b, h, sq, d), (b, hk, sk, d), (b, hk, sk, d)]
     strides = site.get("strides") or [None] * 3
 
     def normal(shape: tuple[int, ...], stride: list[int] | None) -> Any:
@@ -63,6 +64,7 @@ def _reference(a: dict[str, Any]) -> Any:
     import torch
 
     q, k, v = (a[n].float() for n in "qkv")
+    k, v = (t.repeat_interleave(q.shape[1] // k.shape[1], 1) for t in (k, v))  # grouped heads, each query head's own
     m = a["mask"]
     if m is not None:
         m = torch.zeros(m.shape, device=m.device).masked_fill(~m, float("-inf")) if m.dtype == torch.bool else m.float()
@@ -77,7 +79,8 @@ def runner(backend: str, a: dict[str, Any], front_end: bool = False) -> Any:
     if front_end:
         from tuner.backend.hooks.attention_math import sdpa
 
-        return functools.partial(sdpa, backend, a["q"], a["k"], a["v"], a["mask"], a["causal"], a["scale"], False)
+        grouped = a["k"].shape[1] != a["q"].shape[1]
+        return functools.partial(sdpa, backend, a["q"], a["k"], a["v"], a["mask"], a["causal"], a["scale"], grouped)
     op, args, kwargs = call(backend, a)
     return (lambda: op(*args, **kwargs)) if attention_of(backend) else (lambda: op(*args, **kwargs)[0])
 

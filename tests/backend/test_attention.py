@@ -230,3 +230,42 @@ def test_the_reference_reads_a_boolean_mask_as_which_keys_to_attend_to():
     mask = torch.rand(1, 1, 3, 40) > 0.5
     got = _reference({"q": q, "k": k, "v": v, "mask": mask, "causal": False})
     torch.testing.assert_close(got, torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+
+
+class _Grouped(torch.nn.Module):
+    """Attention of 4 query heads over 2 key/value heads (SDPA's ``enable_gqa``), as Llama's and Qwen2's."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.kv = torch.nn.Linear(64, 64), torch.nn.Linear(64, 64)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q = self.q(x).view(b, t, 4, 16).transpose(1, 2)
+        k, v = (y.view(b, t, 2, 16).transpose(1, 2) for y in self.kv(x).split(32, dim=-1))
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True).transpose(1, 2).reshape(b, t, 64)
+
+
+def test_a_site_whose_heads_group_records_its_key_heads_and_is_rebuilt_with_them():
+    """Timed alone, a grouped site's keys and values keep their own heads, as its call reads them (rebuilt with the
+    query's heads, every backend would read four times what the decode kernel reads at a 32-over-8 site); its
+    reference repeats them for each query head, and SDPA's front end is told they group."""
+    from tuner.backend.instrument.attention_timing import runner
+
+    with torch.no_grad():
+        (g,) = _recorded(_Grouped().eval(), torch.randn(2, 32, 64))
+    (site,) = g.found[FAMILY]
+    assert site["shape"] == [2, 4, 32, 16, 32] and site["kv_heads"] == 2
+    (checked,) = _task_space(g).context["sites"]
+    assert checked["kv_heads"] == 2
+    a = inputs(checked, "cpu")
+    assert a["q"].shape[1] == 4 and a["k"].shape[1] == a["v"].shape[1] == 2
+    ref = _reference(a)
+    want = torch.nn.functional.scaled_dot_product_attention(a["q"], a["k"], a["v"], enable_gqa=True)
+    torch.testing.assert_close(ref, want, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(runner("math", a, front_end=True)(), want, rtol=1e-4, atol=1e-4)
+    for bad in (3, 4, 0, True, "2"):  # must divide the query heads, and be fewer
+        with pytest.raises(InvalidConfig):
+            space_for(FAMILY, {"space": {"device": "cpu", "sites": [{**checked, "kv_heads": bad}]}})
+    (mha,) = space_for(FAMILY, {"space": {"device": "cpu", "sites": [{k: v for k, v in checked.items() if k != "kv_heads"}]}}).context["sites"]
+    assert "kv_heads" not in mha and inputs(mha, "cpu")["k"].shape[1] == 4  # an older record: the query's heads
