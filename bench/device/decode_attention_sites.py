@@ -35,14 +35,6 @@ def _inputs(b: int, h: int, hk: int, sq: int, d: int, sk: int) -> dict[str, Any]
     return {"q": q, "k": k, "v": v, "mask": None, "causal": False, "scale": None}
 
 
-def _reference(a: dict[str, Any]) -> Any:
-    import torch
-
-    g = a["q"].shape[1] // a["k"].shape[1]
-    k, v = (a[n].float().repeat_interleave(g, 1) for n in "kv")
-    return torch.nn.functional.scaled_dot_product_attention(a["q"].float(), k, v)
-
-
 def _runs(a: dict[str, Any]) -> dict[str, Any]:
     """{name: make(q, k, v) -> call}: the fused ops, handed the grouped heads as they are (SDPA's ``enable_gqa``,
     where the op reads them so) and, where heads group, the keys repeated for each query head too (as a model that
@@ -69,7 +61,7 @@ def _runs(a: dict[str, Any]) -> dict[str, Any]:
 def time_site(spec: str) -> dict[str, Any]:
     """One site's row: each run's time (µs, median of rounds) or why it has none, the fastest, and the kernel's pick."""
     from tuner.backend.decode_attention import BLOCK_N, BLOCK_Q, split_for, _sms
-    from tuner.backend.instrument.attention_timing import interleaved_graphs
+    from tuner.backend.instrument.attention_timing import _reference, interleaved_graphs
     from tuner.backend.instrument.site_timing import _graph_of, rotated
 
     name, _, sizes = spec.partition("=")

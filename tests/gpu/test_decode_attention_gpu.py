@@ -6,20 +6,17 @@ import pytest
 import torch
 
 from tuner.backend.decode_attention import op
-from tuner.backend.instrument.attention_timing import time_backends
+from tuner.backend.instrument.attention_timing import _reference as timing_reference, time_backends
 from tuner.backend.splitk_mm import COUNTS_BY_DEVICE
 from tuner.search_spaces.attention import ALONE_TOLERANCE
 
 pytestmark = pytest.mark.gpu
 
 
-def _reference(q, k, v, mask, scale):
-    """Through SDPA's front end, which reads a boolean mask as which keys to attend to (ATen's math op called directly
-    adds it to the scores as 0 and 1)."""
-    g = q.shape[1] // k.shape[1]
-    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
-    mask = mask if mask is None or mask.dtype == torch.bool else mask.float()
-    return torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, scale=scale)
+def _reference(q, k, v, mask=None):
+    """Float32 attention, the key/value heads repeated for each query head of a group and a boolean mask read as which
+    keys to attend to (``attention_timing._reference``, what a site timed alone is checked against)."""
+    return timing_reference({"q": q, "k": k, "v": v, "mask": mask, "causal": False})
 
 
 @pytest.mark.parametrize("b, h, hk, sq, sk, d, mask", [(8, 12, 12, 1, 512, 64, None), (2, 16, 4, 4, 2048, 128, "bool"),
@@ -30,7 +27,7 @@ def test_the_kernel_matches_math_attention_and_leaves_its_counts_zero(b, h, hk, 
     k, v = (torch.randn(b, hk, sk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     m = {"bool": lambda: torch.rand(b, 1, sq, sk, device="cuda") > 0.2, "bias": lambda: torch.randn(1, sk, device="cuda", dtype=torch.bfloat16),
          None: lambda: None}[mask]()
-    ref = _reference(q, k, v, m, None)
+    ref = _reference(q, k, v, m)
     for _ in range(3):
         got = op()(q, k, v, m, None)
         assert ((got.float() - ref).abs().max() / ref.abs().max()) < ALONE_TOLERANCE["bfloat16"]
@@ -47,7 +44,7 @@ def test_a_cuda_graph_of_its_calls_replays_them():
     for _ in range(3):
         q.normal_()
         graph.replay()
-        torch.testing.assert_close(out.float(), _reference(q, k, v, None, None), rtol=0.03, atol=0.03)
+        torch.testing.assert_close(out.float(), _reference(q, k, v), rtol=0.03, atol=0.03)
 
 
 def test_a_decode_site_is_timed_alone_beside_the_fused_backends():
