@@ -44,6 +44,9 @@ BLOCK_N = 64  # keys a loop step reads
 # of 4 (H100: gpt2's 10.5 us against 11.2, a grouped 32-over-8-head site over 4096 keys 74.8 against 77.4;
 # bench/results/h100/decode-attention-sites-2026-12-07.json).
 WARPS = 2
+# Whether a loop step asks for its values with its keys, before the scores that weigh them (one wait on memory a step,
+# not two): the device script times both.
+EAGER = False
 MAX_SPLIT = 16
 PROGRAMS_PER_SM = 4
 DTYPES = ("bfloat16", "float16")
@@ -54,7 +57,7 @@ SCHEMA = "decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float? sc
 def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
             smb, smh, smm, smn, sob, soh, som, sod, H, G, SQ, SK, D, scale, KEYS_PER_SPLIT,
             HAS_MASK: tl.constexpr, MASK_BOOL: tl.constexpr, SPLIT: tl.constexpr, FENCE: tl.constexpr,
-            THREADS: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+            EAGER: tl.constexpr, THREADS: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     bh, qb, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     b, h = bh // H, bh % H
     hk = h // G
@@ -71,6 +74,10 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         rn = n + tl.arange(0, BLOCK_N)
         n_ok = rn < end
         kt = tl.load(k + b * skb + hk * skh + rn[None, :] * skn + rd[:, None] * skd, mask=n_ok[None, :] & (rd[:, None] < D), other=0.0)
+        v_at = v + b * svb + hk * svh + rn[:, None] * svn + rd[None, :] * svd
+        v_ok = n_ok[:, None] & (rd[None, :] < D)
+        if EAGER:  # the values asked for with the keys: one wait on memory a step, not two
+            vt = tl.load(v_at, mask=v_ok, other=0.0)
         sc = tl.dot(qt, kt) * scale
         ok = q_ok[:, None] & n_ok[None, :]
         if HAS_MASK:
@@ -85,7 +92,8 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         p = tl.exp(sc - m_safe[:, None])
         alpha = tl.exp(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
-        vt = tl.load(v + b * svb + hk * svh + rn[:, None] * svn + rd[None, :] * svd, mask=n_ok[:, None] & (rd[None, :] < D), other=0.0)
+        if not EAGER:
+            vt = tl.load(v_at, mask=v_ok, other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
         m_i = m_new
     o_ok = q_ok[:, None] & (rd[None, :] < D)
@@ -151,9 +159,9 @@ def output_like(q: Any, v: Any) -> Any:
 
 
 def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | None = None, *, split: int | None = None,
-                     block_n: int = BLOCK_N, warps: int = WARPS, stages: int = 2) -> Any:
+                     block_n: int = BLOCK_N, warps: int = WARPS, stages: int = 2, eager: bool = EAGER) -> Any:
     """``softmax(q k^T * scale + mask) v`` for a call :func:`takes`; ``scale`` None: 1/sqrt(head size). ``split``
-    (None: :func:`split_for`'s), ``block_n``, ``warps`` and ``stages`` are for timing other configs
+    (None: :func:`split_for`'s), ``block_n``, ``warps``, ``stages`` and ``eager`` are for timing other configs
     (``bench/device/decode_attention_sites.py``); a graph's call takes the defaults."""
     import torch
 
@@ -174,7 +182,7 @@ def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | No
         q, k, v, m, out, ws, stats, counts, *q.stride(), *k.stride(), *v.stride(), *sm, *out.stride(),
         h, h // k.shape[1], sq, k.shape[2], d, 1.0 / math.sqrt(d) if scale is None else float(scale), keys_per_split,
         HAS_MASK=mask is not None, MASK_BOOL=mask is not None and mask.dtype == torch.bool, SPLIT=split,
-        FENCE=not INTERPRETED, THREADS=32 * warps, BLOCK_Q=BLOCK_Q, BLOCK_N=block_n, BLOCK_D=block_d,
+        FENCE=not INTERPRETED, EAGER=eager, THREADS=32 * warps, BLOCK_Q=BLOCK_Q, BLOCK_N=block_n, BLOCK_D=block_d,
         num_warps=warps, num_stages=stages)
     return out
 

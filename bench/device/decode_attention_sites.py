@@ -3,7 +3,7 @@ device call, no compile of a model.
 
 Each site (batch, query heads, key heads, queries, head size, keys; bf16, no mask) is rebuilt as
 ``backend/instrument/attention_timing`` rebuilds a sweep's sites; cuDNN's and flash's fused ops and the decode kernel
-(``tuner.backend.decode_attention``) over a grid of splits, key steps and warps are timed there as CUDA graphs of calls
+(``tuner.backend.decode_attention``) over a grid of splits, key steps, warps and load orders are timed there as CUDA graphs of calls
 over copies past the L2, each checked against math attention in float32 first. The row says the kernel's own pick
 (``split_for``) beside the best config, so the heuristic can be set from what the card measured. Writes
 ``$OUT/decode-attention-sites.json`` with provenance. CUDA only.
@@ -22,7 +22,7 @@ import sites_alone
 # gpt2's decode step (8 sequences, 512 cached positions); an OPT-350m-sized one (16 heads, 1024); a Llama-style one
 # with grouped heads and a long cache (32 query heads over 8, head 128, 4096 positions); one sequence over 8192.
 SITES = ["gpt2=8,12,12,1,64,512", "opt-350m=8,16,16,1,64,1024", "llama-gqa=8,32,8,1,128,4096", "long=1,32,8,1,128,8192"]
-GRID = {"split": (1, 2, 4, 8, 16), "block_n": (32, 64, 128), "warps": (2, 4, 8)}
+GRID = {"split": (1, 2, 4, 8, 16), "block_n": (32, 64, 128), "warps": (2, 4), "eager": (False, True)}
 TOLERANCE = 4e-2  # bf16 against a float32 reference, relative to its largest value (``ALONE_TOLERANCE``)
 
 
@@ -39,7 +39,7 @@ def _runs(a: dict[str, Any]) -> dict[str, Any]:
     """{name: make(q, k, v) -> call}: the fused ops, handed the grouped heads as they are (SDPA's ``enable_gqa``,
     where the op reads them so) and, where heads group, the keys repeated for each query head too (as a model that
     repeats them before SDPA hands them over; the repeat itself untimed), and each config of the decode kernel."""
-    from tuner.backend.decode_attention import decode_attention
+    from tuner.backend.decode_attention import EAGER, decode_attention
     from tuner.backend.hooks.attention import call
 
     def fused(backend: str, repeat: bool, q: Any, k: Any, v: Any) -> Any:
@@ -52,15 +52,16 @@ def _runs(a: dict[str, Any]) -> dict[str, Any]:
     out = {b: functools.partial(fused, b, False) for b in ("cudnn", "flash")}
     out.update({f"{b}, keys repeated": functools.partial(fused, b, True) for b in ("cudnn", "flash") if grouped})
     out["decode (its own pick)"] = lambda q, k, v: (lambda: decode_attention(q, k, v))
-    for split, block_n, warps in itertools.product(*GRID.values()):
-        out[f"decode split={split} block_n={block_n} warps={warps}"] = (
-            lambda q, k, v, c=(split, block_n, warps): (lambda: decode_attention(q, k, v, split=c[0], block_n=c[1], warps=c[2])))
+    out["decode (its own pick, the other load order)"] = lambda q, k, v: (lambda: decode_attention(q, k, v, eager=not EAGER))
+    for c in itertools.product(*GRID.values()):
+        out["decode " + " ".join(f"{n}={x}" for n, x in zip(GRID, c))] = (
+            lambda q, k, v, c=dict(zip(GRID, c)): (lambda: decode_attention(q, k, v, **c)))
     return out
 
 
 def time_site(spec: str) -> dict[str, Any]:
     """One site's row: each run's time (µs, median of rounds) or why it has none, the fastest, and the kernel's pick."""
-    from tuner.backend.decode_attention import BLOCK_N, BLOCK_Q, split_for, _sms
+    from tuner.backend.decode_attention import BLOCK_N, BLOCK_Q, EAGER, WARPS, split_for, _sms
     from tuner.backend.instrument.attention_timing import _reference, interleaved_graphs
     from tuner.backend.instrument.site_timing import _graph_of, rotated
 
@@ -82,7 +83,7 @@ def time_site(spec: str) -> dict[str, Any]:
         row[run] = {"us": round(t["ms"] * 1e3, 3), "spread_us": round(t["spread"] * 1e3, 3)}
     timed = {r: t["us"] for r, t in row.items() if isinstance(t, dict) and "us" in t}
     row["fastest"] = min(timed, key=timed.get) if timed else None
-    row["pick"] = {"split": split_for(b * h * -(-sq // BLOCK_Q), sk, _sms("cuda")), "block_n": BLOCK_N}
+    row["pick"] = {"split": split_for(b * h * -(-sq // BLOCK_Q), sk, _sms("cuda")), "block_n": BLOCK_N, "warps": WARPS, "eager": EAGER}
     print(name, {r: timed[r] for r in sorted(timed, key=timed.get)[:6]}, "pick:", timed.get("decode (its own pick)"), flush=True)
     return row
 
