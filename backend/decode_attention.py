@@ -44,8 +44,8 @@ BLOCK_N = 64  # keys a loop step reads
 # of 4 (H100: gpt2's 10.5 us against 11.2, a grouped 32-over-8-head site over 4096 keys 74.8 against 77.4;
 # bench/results/h100/decode-attention-sites-2026-12-07.json).
 WARPS = 2
-# Whether a loop step asks for its values with its keys, before the scores that weigh them (one wait on memory a step,
-# not two): the device script times both.
+# Whether loads are asked for before they are needed: a loop step's values with its keys, before the scores that
+# weigh them, and the merge's slices all at once (one wait on memory each, not two): the device script times both.
 EAGER = False
 MAX_SPLIT = 16
 PROGRAMS_PER_SM = 4
@@ -109,22 +109,46 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         tl.debug_barrier()
         last = tl.atomic_add(counts + tile, 1, sem="acq_rel") == SPLIT - 1
         row_last = tl.zeros((BLOCK_Q,), dtype=tl.int1) | last
-        m_i = tl.full((BLOCK_Q,), float("-inf"), tl.float32)
-        for j in tl.static_range(SPLIT):  # the slices' maximum ...
-            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
-            m_i = tl.maximum(m_i, tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg"))
-        m_safe = tl.where(m_i == float("-inf"), 0.0, m_i)
-        l_i = tl.zeros((BLOCK_Q,), tl.float32)
-        acc = tl.zeros((BLOCK_Q, BLOCK_D), tl.float32)
-        for j in tl.static_range(SPLIT):  # ... then their sums and values, scaled to it, in split order
-            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
-            w = tl.exp(tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg") - m_safe)
-            l_i += w * tl.load(stats + SPLIT * tiles * BLOCK_Q + at_j, mask=row_last, other=0.0, cache_modifier=".cg")
-            acc += w[:, None] * tl.load(ws + at_j[:, None] * BLOCK_D + rd[None, :], mask=row_last[:, None], other=0.0, cache_modifier=".cg")
+        acc, l_i = _merge(stats, ws, tile, tiles, row_last, rd, SPLIT, EAGER, BLOCK_Q, BLOCK_D)
         tl.store(counts + tile, 0, mask=last)
         o_ok = o_ok & row_last[:, None]
     o = acc / l_i[:, None]
     tl.store(out + b * sob + h * soh + rq[:, None] * som + rd[None, :] * sod, o.to(out.dtype.element_ty), mask=o_ok)
+
+
+@triton.jit
+def _merge(stats, ws, tile, tiles, row_last, rd, SPLIT: tl.constexpr, EAGER: tl.constexpr, BLOCK_Q: tl.constexpr,
+           BLOCK_D: tl.constexpr):
+    """A tile's slices merged in split order, by the last program to finish one: their weighted values and sums,
+    scaled to the largest maximum. EAGER: one pass that rescales as it goes, every load asked for at once (one wait
+    on L2); else the maximum first, then the slices scaled to it (two)."""
+    l_at = SPLIT * tiles * BLOCK_Q
+    m_i = tl.full((BLOCK_Q,), float("-inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_Q,), tl.float32)
+    acc = tl.zeros((BLOCK_Q, BLOCK_D), tl.float32)
+    if EAGER:
+        for j in tl.static_range(SPLIT):
+            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+            m_j = tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg")
+            l_j = tl.load(stats + l_at + at_j, mask=row_last, other=0.0, cache_modifier=".cg")
+            a_j = tl.load(ws + at_j[:, None] * BLOCK_D + rd[None, :], mask=row_last[:, None], other=0.0, cache_modifier=".cg")
+            m_new = tl.maximum(m_i, m_j)
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha, w = tl.exp(m_i - m_safe), tl.exp(m_j - m_safe)
+            l_i = l_i * alpha + w * l_j
+            acc = acc * alpha[:, None] + w[:, None] * a_j
+            m_i = m_new
+    else:
+        for j in tl.static_range(SPLIT):  # the slices' maximum ...
+            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+            m_i = tl.maximum(m_i, tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg"))
+        m_safe = tl.where(m_i == float("-inf"), 0.0, m_i)
+        for j in tl.static_range(SPLIT):  # ... then their sums and values, scaled to it
+            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+            w = tl.exp(tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg") - m_safe)
+            l_i += w * tl.load(stats + l_at + at_j, mask=row_last, other=0.0, cache_modifier=".cg")
+            acc += w[:, None] * tl.load(ws + at_j[:, None] * BLOCK_D + rd[None, :], mask=row_last[:, None], other=0.0, cache_modifier=".cg")
+    return acc, l_i
 
 
 def takes(q: list[int], k: list[int], dtype: str, causal: bool) -> bool:
