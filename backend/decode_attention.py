@@ -47,6 +47,9 @@ WARPS = 2
 # Whether loads are asked for before they are needed: a loop step's values with its keys, before the scores that
 # weigh them, and the merge's slices all at once (one wait on memory each, not two): the device script times both.
 EAGER = False
+# Whether a program with one row (one query of one head: a decode step where each query head has its own keys) runs
+# it as products summed on the CUDA cores instead of a 16-row tensor-core tile: the device script times both.
+VECTOR = False
 MAX_SPLIT = 16
 PROGRAMS_PER_SM = 4
 DTYPES = ("bfloat16", "float16")
@@ -55,16 +58,17 @@ SCHEMA = "decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float? sc
 
 @triton.jit
 def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
-            smb, smh, smm, smn, sob, soh, som, sod, H, G, SQ, SK, D, scale, KEYS_PER_SPLIT,
+            smb, smh, smm, smn, sob, soh, som, sod, H, G, R, SQ, SK, D, scale, KEYS_PER_SPLIT,
             HAS_MASK: tl.constexpr, MASK_BOOL: tl.constexpr, SPLIT: tl.constexpr, FENCE: tl.constexpr,
-            EAGER: tl.constexpr, THREADS: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+            EAGER: tl.constexpr, VECTOR: tl.constexpr, THREADS: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     bh, qb, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    b, h = bh // H, bh % H
-    hk = h // G
-    rq = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    b, hp = bh // (H // R), bh % (H // R)  # a sequence and its hp-th run of R query heads, whose keys are one head's
+    hk = hp * R // G
+    row = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)  # a row: one query of one of those heads
+    h, rq = (hp * R + row // SQ)[:, None], (row % SQ)[:, None]
     rd = tl.arange(0, BLOCK_D)
-    q_ok = rq < SQ
-    qt = tl.load(q + b * sqb + h * sqh + rq[:, None] * sqm + rd[None, :] * sqd, mask=q_ok[:, None] & (rd[None, :] < D), other=0.0)
+    q_ok = row < R * SQ
+    qt = tl.load(q + b * sqb + h * sqh + rq * sqm + rd[None, :] * sqd, mask=q_ok[:, None] & (rd[None, :] < D), other=0.0)
     m_i = tl.full((BLOCK_Q,), float("-inf"), tl.float32)
     l_i = tl.zeros((BLOCK_Q,), tl.float32)
     acc = tl.zeros((BLOCK_Q, BLOCK_D), tl.float32)
@@ -78,10 +82,10 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         v_ok = n_ok[:, None] & (rd[None, :] < D)
         if EAGER:  # the values asked for with the keys: one wait on memory a step, not two
             vt = tl.load(v_at, mask=v_ok, other=0.0)
-        sc = tl.dot(qt, kt) * scale
+        sc = _dot(qt, kt, VECTOR) * scale
         ok = q_ok[:, None] & n_ok[None, :]
         if HAS_MASK:
-            mv = tl.load(mask + b * smb + h * smh + rq[:, None] * smm + rn[None, :] * smn, mask=ok, other=0)
+            mv = tl.load(mask + b * smb + h * smh + rq * smm + rn[None, :] * smn, mask=ok, other=0)
             if MASK_BOOL:
                 ok = ok & (mv != 0)
             else:
@@ -94,7 +98,7 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         l_i = l_i * alpha + tl.sum(p, 1)
         if not EAGER:
             vt = tl.load(v_at, mask=v_ok, other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
+        acc = acc * alpha[:, None] + _dot(p.to(vt.dtype), vt, VECTOR)
         m_i = m_new
     o_ok = q_ok[:, None] & (rd[None, :] < D)
     if SPLIT > 1:
@@ -113,7 +117,16 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         tl.store(counts + tile, 0, mask=last)
         o_ok = o_ok & row_last[:, None]
     o = acc / l_i[:, None]
-    tl.store(out + b * sob + h * soh + rq[:, None] * som + rd[None, :] * sod, o.to(out.dtype.element_ty), mask=o_ok)
+    tl.store(out + b * sob + h * soh + rq * som + rd[None, :] * sod, o.to(out.dtype.element_ty), mask=o_ok)
+
+
+@triton.jit
+def _dot(a, b, VECTOR: tl.constexpr):
+    """``a @ b`` in float32; VECTOR (``a`` one row): as products summed on the CUDA cores, without the tensor cores'
+    16 rows and their trip through shared memory."""
+    if VECTOR:
+        return tl.sum(tl.trans(a).to(tl.float32) * b.to(tl.float32), 0)[None, :]
+    return tl.dot(a, b)
 
 
 @triton.jit
@@ -169,6 +182,11 @@ def split_for(tiles: int, keys: int, sms: int, block_n: int = BLOCK_N) -> int:
     return max(1, min(split, MAX_SPLIT, 1 << (max(1, keys // block_n).bit_length() - 1)))
 
 
+def vector_for(rows: int) -> bool:
+    """Whether a program takes its one row (query, head) without tensor cores: not yet measured to pay, so never."""
+    return VECTOR and rows == 1
+
+
 @functools.cache
 def _sms(device: Any) -> int:
     import torch
@@ -183,31 +201,37 @@ def output_like(q: Any, v: Any) -> Any:
 
 
 def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | None = None, *, split: int | None = None,
-                     block_n: int = BLOCK_N, warps: int = WARPS, stages: int = 2, eager: bool = EAGER) -> Any:
+                     block_n: int = BLOCK_N, warps: int = WARPS, stages: int = 2, eager: bool = EAGER,
+                     grouped: bool = True, vector: bool | None = None) -> Any:
     """``softmax(q k^T * scale + mask) v`` for a call :func:`takes`; ``scale`` None: 1/sqrt(head size). ``split``
-    (None: :func:`split_for`'s), ``block_n``, ``warps``, ``stages`` and ``eager`` are for timing other configs
+    (None: :func:`split_for`'s), ``block_n``, ``warps``, ``stages``, ``eager``, ``grouped`` (a program's rows take
+    the query heads of a key/value head together, which then reads once; else one query head each) and ``vector``
+    (a program takes one row, without tensor cores; None: :func:`vector_for`'s) are for timing other configs
     (``bench/device/decode_attention_sites.py``); a graph's call takes the defaults."""
     import torch
 
     b, h, sq, d = q.shape
     out = output_like(q, v)
-    tiles = b * h * triton.cdiv(sq, BLOCK_Q)
+    r = h // k.shape[1] if grouped else 1
+    vector = vector_for(r * sq) if vector is None else vector
+    block_q = 1 if vector else BLOCK_Q
+    tiles = b * (h // r) * triton.cdiv(r * sq, block_q)
     split = min(split or split_for(tiles, k.shape[2], _sms(q.device), block_n), MAX_SPLIT)
     if split > 1 and tiles > COUNTS:
         split = 1
     block_d = max(16, triton.next_power_of_2(d))
-    ws = torch.empty(split * tiles * BLOCK_Q * block_d if split > 1 else 1, device=q.device, dtype=torch.float32)
-    stats = torch.empty(2 * split * tiles * BLOCK_Q if split > 1 else 1, device=q.device, dtype=torch.float32)
+    ws = torch.empty(split * tiles * block_q * block_d if split > 1 else 1, device=q.device, dtype=torch.float32)
+    stats = torch.empty(2 * split * tiles * block_q if split > 1 else 1, device=q.device, dtype=torch.float32)
     counts = COUNTS_BY_DEVICE.get(q.device) if split > 1 else stats
     m = mask.expand(b, h, sq, k.shape[2]) if mask is not None else q
     sm = tuple(m.stride()) if mask is not None else (0, 0, 0, 0)
     keys_per_split = triton.cdiv(triton.cdiv(k.shape[2], split), block_n) * block_n
-    tuner_decode_attention[(b * h, triton.cdiv(sq, BLOCK_Q), split)](
+    tuner_decode_attention[(b * (h // r), triton.cdiv(r * sq, block_q), split)](
         q, k, v, m, out, ws, stats, counts, *q.stride(), *k.stride(), *v.stride(), *sm, *out.stride(),
-        h, h // k.shape[1], sq, k.shape[2], d, 1.0 / math.sqrt(d) if scale is None else float(scale), keys_per_split,
+        h, h // k.shape[1], r, sq, k.shape[2], d, 1.0 / math.sqrt(d) if scale is None else float(scale), keys_per_split,
         HAS_MASK=mask is not None, MASK_BOOL=mask is not None and mask.dtype == torch.bool, SPLIT=split,
-        FENCE=not INTERPRETED, EAGER=eager, THREADS=32 * warps, BLOCK_Q=BLOCK_Q, BLOCK_N=block_n, BLOCK_D=block_d,
-        num_warps=warps, num_stages=stages)
+        FENCE=not INTERPRETED, EAGER=eager, VECTOR=vector, THREADS=32 * warps, BLOCK_Q=block_q, BLOCK_N=block_n,
+        BLOCK_D=block_d, num_warps=warps, num_stages=stages)
     return out
 
 
