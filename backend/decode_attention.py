@@ -3,16 +3,16 @@
 A decode step attends each sequence's one new query to hundreds or thousands of cached keys and values, per head: the
 work is reading the cache. cuDNN's and FlashAttention's kernels give each (batch, head) one program that walks all
 the keys (gpt2's decode step, 8 sequences x 12 heads: 96 programs on 132 SMs, cuDNN 7.3 us a call where the cache
-reads in ~3). Here each (batch, head, block of 16 queries) cuts its keys into ``SPLIT`` slices, one program each.
-Every program keeps a running softmax over its slice (its maximum, its sum and its weighted values, in fp32), writes
+reads in ~3). Here a program's rows are the queries of the query heads that share one key/value head (one head,
+without grouped heads), 16 rows at most; each such block cuts its keys into ``SPLIT`` slices, one program each, so a
+key/value head is read once however many query heads group over it. Every program keeps a running softmax over its slice (its maximum, its sum and its weighted values, in fp32), writes
 them to a buffer of the call's and counts itself in; the last to count in merges the slices in split order (the same
 sum every call), sets the count back to zero and writes the output, in the layout FlashAttention's and cuDNN's take
 (``(batch, queries, heads, head size)`` memory, seen as ``(batch, heads, queries, head size)``). The counts are the
 split-K kernel's (``tuner.backend.splitk_mm``): calls must not overlap on two streams.
 
 A mask (boolean, or added to the scores) of any shape that broadcasts to ``(batch, heads, queries, keys)`` is read
-where it lies; grouped-query attention (fewer key/value heads than query heads) reads each key/value head once per
-query head of its group. No causal mask: with fewer queries than keys, SDPA's causal mask is aligned to the first key,
+where it lies. No causal mask: with fewer queries than keys, SDPA's causal mask is aligned to the first key,
 not a decode step's. :func:`takes` says which calls it runs; ``tuner::decode_attention`` is the op a graph calls.
 
 It is an option, never a default: a sweep times it at each site beside the fused kernels and keeps the fastest. On
@@ -21,9 +21,9 @@ lost where each query head has its own keys and the cache is short: gpt2's site 
 10.5 us at its best config against cuDNN's 8.9, an OPT-350m-sized one (16 heads, 1024 keys) 19.1 against 17.5, each
 program waiting on its keys, its values and then the merge. Where query heads group over fewer key/value heads
 over a long cache, it won against cuDNN and flash handed the keys repeated for each query head (as a model that
-repeats them before SDPA does): 32 heads over 8 (head 128, 4096 keys, 8 sequences) 74.8 us against cuDNN's 178.0
-and flash's 202.3; one sequence over 8192 keys 26.8 against 51.7. Flash reading the grouped heads as they are
-(SDPA's ``enable_gqa``) was not timed there; a sweep times each backend on the site's own tensors.
+repeats them before SDPA does), even while each query head read its keys by itself: 32 heads over 8 (head 128, 4096
+keys, 8 sequences) 74.8 us against cuDNN's 178.0 and flash's 202.3; one sequence over 8192 keys 26.8 against 51.7.
+A sweep times each backend on the site's own tensors.
 """
 
 from __future__ import annotations
