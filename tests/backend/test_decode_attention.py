@@ -26,7 +26,7 @@ _KERNEL = textwrap.dedent("""
                                              (2, 2, 1, 16, 64, 16, "bias", None), (1, 2, 2, 5, 1000, 80, None, None)]:
         q = torch.randn(b, h, sq, d).half()
         k, v = (torch.randn(b, hk, sk, d).half() for _ in range(2))
-        m = {"bool": lambda: torch.rand(b, 1, sq, sk) > 0.3, "bias": lambda: torch.randn(1, sk).half(), None: lambda: None}[mask]()
+        m = {"bool": lambda: torch.rand(b, h, sq, sk) > 0.3, "bias": lambda: torch.randn(1, sk).half(), None: lambda: None}[mask]()
         g = h // hk
         ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1),
                                                                attn_mask=m if m is None or m.dtype == torch.bool else m.float(), scale=scale)
