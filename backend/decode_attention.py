@@ -16,14 +16,15 @@ where it lies. No causal mask: with fewer queries than keys, SDPA's causal mask 
 not a decode step's. :func:`takes` says which calls it runs; ``tuner::decode_attention`` is the op a graph calls.
 
 It is an option, never a default: a sweep times it at each site beside the fused kernels and keeps the fastest. On
-an H100 (``bench/device/decode_attention_sites.py``, bench/results/h100/decode-attention-sites-2026-12-07.json) it
-lost where each query head has its own keys and the cache is short: gpt2's site (8 sequences, 12 heads, 512 keys)
-10.5 us at its best config against cuDNN's 8.9, an OPT-350m-sized one (16 heads, 1024 keys) 19.1 against 17.5, each
-program waiting on its keys, its values and then the merge. Where query heads group over fewer key/value heads
-over a long cache, it won against cuDNN and flash handed the keys repeated for each query head (as a model that
-repeats them before SDPA does), even while each query head read its keys by itself: 32 heads over 8 (head 128, 4096
-keys, 8 sequences) 74.8 us against cuDNN's 178.0 and flash's 202.3; one sequence over 8192 keys 26.8 against 51.7.
-A sweep times each backend on the site's own tensors.
+an H100 (``bench/device/decode_attention_sites.py``; bench/results/h100/decode-attention-sites-*-2026-12-07.json) it
+has not beaten cuDNN handed the same tensors. Where each query head has its own keys over a short cache it lost:
+gpt2's site (8 sequences, 12 heads, 512 keys) 10.4-10.7 us at its best configs against cuDNN's 8.9-9.1, each
+program waiting on its keys and values, then the merge. Where query heads group over fewer key/value heads, a
+program taking a group's heads together read its keys once, 59.0 us against 76.0 one query head a program (32 heads
+over 8, head 128, 4096 keys, 8 sequences); cuDNN and flash reading the grouped heads as they are (SDPA's
+``enable_gqa``) took 56.8 and 58.8, and 182.8 and 202.1 handed the keys repeated for each query head, as a model that
+repeats them before SDPA does. Asking for a step's values with its keys, and for the merge's slices all at once, was
+7% faster at gpt2's site (the median over 27 configs) and level at the grouped one.
 """
 
 from __future__ import annotations
@@ -41,15 +42,10 @@ BLOCK_Q = 16  # the queries of a program (tl.dot's least rows): a call takes at 
 MAX_QUERIES = BLOCK_Q  # ... so that one block holds them
 BLOCK_N = 64  # keys a loop step reads
 # Warps a program: 2 was the fastest at each of four decode sites at the split :func:`split_for` picks, 3-6% ahead
-# of 4 (H100: gpt2's 10.5 us against 11.2, a grouped 32-over-8-head site over 4096 keys 74.8 against 77.4;
-# bench/results/h100/decode-attention-sites-2026-12-07.json).
+# of 4 (H100: gpt2's 10.5 us against 11.2, a grouped 32-over-8-head site over 4096 keys 74.8 against 77.4, one query
+# head a program; bench/results/h100/decode-attention-sites-2026-12-07.json). With a group's heads in one program,
+# 4 warps led 2 there by 1-2% (58.0 us against 58.7), and 2 still led at gpt2's.
 WARPS = 2
-# Whether loads are asked for before they are needed: a loop step's values with its keys, before the scores that
-# weigh them, and the merge's slices all at once (one wait on memory each, not two): the device script times both.
-EAGER = False
-# Whether a program with one row (one query of one head: a decode step where each query head has its own keys) runs
-# it as products summed on the CUDA cores instead of a 16-row tensor-core tile: the device script times both.
-VECTOR = False
 MAX_SPLIT = 16
 PROGRAMS_PER_SM = 4
 DTYPES = ("bfloat16", "float16")
@@ -60,7 +56,7 @@ SCHEMA = "decode_attention(Tensor q, Tensor k, Tensor v, Tensor? mask, float? sc
 def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
             smb, smh, smm, smn, sob, soh, som, sod, H, G, R, SQ, SK, D, scale, KEYS_PER_SPLIT,
             HAS_MASK: tl.constexpr, MASK_BOOL: tl.constexpr, SPLIT: tl.constexpr, FENCE: tl.constexpr,
-            EAGER: tl.constexpr, VECTOR: tl.constexpr, THREADS: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+            THREADS: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     bh, qb, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     b, hp = bh // (H // R), bh % (H // R)  # a sequence and its hp-th run of R query heads, whose keys are one head's
     hk = hp * R // G
@@ -80,9 +76,8 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         kt = tl.load(k + b * skb + hk * skh + rn[None, :] * skn + rd[:, None] * skd, mask=n_ok[None, :] & (rd[:, None] < D), other=0.0)
         v_at = v + b * svb + hk * svh + rn[:, None] * svn + rd[None, :] * svd
         v_ok = n_ok[:, None] & (rd[None, :] < D)
-        if EAGER:  # the values asked for with the keys: one wait on memory a step, not two
-            vt = tl.load(v_at, mask=v_ok, other=0.0)
-        sc = _dot(qt, kt, VECTOR) * scale
+        vt = tl.load(v_at, mask=v_ok, other=0.0)  # asked for with the keys: one wait on memory a step, not two
+        sc = tl.dot(qt, kt) * scale
         ok = q_ok[:, None] & n_ok[None, :]
         if HAS_MASK:
             mv = tl.load(mask + b * smb + h * smh + rq * smm + rn[None, :] * smn, mask=ok, other=0)
@@ -96,9 +91,7 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         p = tl.exp(sc - m_safe[:, None])
         alpha = tl.exp(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
-        if not EAGER:
-            vt = tl.load(v_at, mask=v_ok, other=0.0)
-        acc = acc * alpha[:, None] + _dot(p.to(vt.dtype), vt, VECTOR)
+        acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
         m_i = m_new
     o_ok = q_ok[:, None] & (rd[None, :] < D)
     if SPLIT > 1:
@@ -113,7 +106,7 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         tl.debug_barrier()
         last = tl.atomic_add(counts + tile, 1, sem="acq_rel") == SPLIT - 1
         row_last = tl.zeros((BLOCK_Q,), dtype=tl.int1) | last
-        acc, l_i = _merge(stats, ws, tile, tiles, row_last, rd, SPLIT, EAGER, BLOCK_Q, BLOCK_D)
+        acc, l_i = _merge(stats, ws, tile, tiles, row_last, rd, SPLIT, BLOCK_Q, BLOCK_D)
         tl.store(counts + tile, 0, mask=last)
         o_ok = o_ok & row_last[:, None]
     o = acc / l_i[:, None]
@@ -121,46 +114,24 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
 
 
 @triton.jit
-def _dot(a, b, VECTOR: tl.constexpr):
-    """``a @ b`` in float32; VECTOR (``a`` one row): as products summed on the CUDA cores, without the tensor cores'
-    16 rows and their trip through shared memory."""
-    if VECTOR:
-        return tl.sum(tl.trans(a).to(tl.float32) * b.to(tl.float32), 0)[None, :]
-    return tl.dot(a, b)
-
-
-@triton.jit
-def _merge(stats, ws, tile, tiles, row_last, rd, SPLIT: tl.constexpr, EAGER: tl.constexpr, BLOCK_Q: tl.constexpr,
-           BLOCK_D: tl.constexpr):
-    """A tile's slices merged in split order, by the last program to finish one: their weighted values and sums,
-    scaled to the largest maximum. EAGER: one pass that rescales as it goes, every load asked for at once (one wait
-    on L2); else the maximum first, then the slices scaled to it (two)."""
+def _merge(stats, ws, tile, tiles, row_last, rd, SPLIT: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_D: tl.constexpr):
+    """A tile's slices merged in split order by the last program to finish one: their weighted values and sums,
+    rescaled as each slice's maximum comes in, so that every load can be asked for at once (one wait on L2)."""
     l_at = SPLIT * tiles * BLOCK_Q
     m_i = tl.full((BLOCK_Q,), float("-inf"), tl.float32)
     l_i = tl.zeros((BLOCK_Q,), tl.float32)
     acc = tl.zeros((BLOCK_Q, BLOCK_D), tl.float32)
-    if EAGER:
-        for j in tl.static_range(SPLIT):
-            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
-            m_j = tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg")
-            l_j = tl.load(stats + l_at + at_j, mask=row_last, other=0.0, cache_modifier=".cg")
-            a_j = tl.load(ws + at_j[:, None] * BLOCK_D + rd[None, :], mask=row_last[:, None], other=0.0, cache_modifier=".cg")
-            m_new = tl.maximum(m_i, m_j)
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-            alpha, w = tl.exp(m_i - m_safe), tl.exp(m_j - m_safe)
-            l_i = l_i * alpha + w * l_j
-            acc = acc * alpha[:, None] + w[:, None] * a_j
-            m_i = m_new
-    else:
-        for j in tl.static_range(SPLIT):  # the slices' maximum ...
-            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
-            m_i = tl.maximum(m_i, tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg"))
-        m_safe = tl.where(m_i == float("-inf"), 0.0, m_i)
-        for j in tl.static_range(SPLIT):  # ... then their sums and values, scaled to it
-            at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
-            w = tl.exp(tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg") - m_safe)
-            l_i += w * tl.load(stats + l_at + at_j, mask=row_last, other=0.0, cache_modifier=".cg")
-            acc += w[:, None] * tl.load(ws + at_j[:, None] * BLOCK_D + rd[None, :], mask=row_last[:, None], other=0.0, cache_modifier=".cg")
+    for j in tl.static_range(SPLIT):
+        at_j = (j * tiles + tile) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+        m_j = tl.load(stats + at_j, mask=row_last, other=float("-inf"), cache_modifier=".cg")
+        l_j = tl.load(stats + l_at + at_j, mask=row_last, other=0.0, cache_modifier=".cg")
+        a_j = tl.load(ws + at_j[:, None] * BLOCK_D + rd[None, :], mask=row_last[:, None], other=0.0, cache_modifier=".cg")
+        m_new = tl.maximum(m_i, m_j)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha, w = tl.exp(m_i - m_safe), tl.exp(m_j - m_safe)
+        l_i = l_i * alpha + w * l_j
+        acc = acc * alpha[:, None] + w[:, None] * a_j
+        m_i = m_new
     return acc, l_i
 
 
@@ -182,11 +153,6 @@ def split_for(tiles: int, keys: int, sms: int, block_n: int = BLOCK_N) -> int:
     return max(1, min(split, MAX_SPLIT, 1 << (max(1, keys // block_n).bit_length() - 1)))
 
 
-def vector_for(rows: int) -> bool:
-    """Whether a program takes its one row (query, head) without tensor cores: not yet measured to pay, so never."""
-    return VECTOR and rows == 1
-
-
 @functools.cache
 def _sms(device: Any) -> int:
     import torch
@@ -201,36 +167,32 @@ def output_like(q: Any, v: Any) -> Any:
 
 
 def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | None = None, *, split: int | None = None,
-                     block_n: int = BLOCK_N, warps: int = WARPS, stages: int = 2, eager: bool = EAGER,
-                     grouped: bool = True, vector: bool | None = None) -> Any:
+                     block_n: int = BLOCK_N, warps: int = WARPS, stages: int = 2, grouped: bool = True) -> Any:
     """``softmax(q k^T * scale + mask) v`` for a call :func:`takes`; ``scale`` None: 1/sqrt(head size). ``split``
-    (None: :func:`split_for`'s), ``block_n``, ``warps``, ``stages``, ``eager``, ``grouped`` (a program's rows take
-    the query heads of a key/value head together, which then reads once; else one query head each) and ``vector``
-    (a program takes one row, without tensor cores; None: :func:`vector_for`'s) are for timing other configs
+    (None: :func:`split_for`'s), ``block_n``, ``warps``, ``stages`` and ``grouped`` (a program's rows take the query
+    heads of a key/value head together, which then reads once; else one query head each) are for timing other configs
     (``bench/device/decode_attention_sites.py``); a graph's call takes the defaults."""
     import torch
 
     b, h, sq, d = q.shape
     out = output_like(q, v)
     r = h // k.shape[1] if grouped else 1
-    vector = vector_for(r * sq) if vector is None else vector
-    block_q = 1 if vector else BLOCK_Q
-    tiles = b * (h // r) * triton.cdiv(r * sq, block_q)
+    tiles = b * (h // r) * triton.cdiv(r * sq, BLOCK_Q)
     split = min(split or split_for(tiles, k.shape[2], _sms(q.device), block_n), MAX_SPLIT)
     if split > 1 and tiles > COUNTS:
         split = 1
     block_d = max(16, triton.next_power_of_2(d))
-    ws = torch.empty(split * tiles * block_q * block_d if split > 1 else 1, device=q.device, dtype=torch.float32)
-    stats = torch.empty(2 * split * tiles * block_q if split > 1 else 1, device=q.device, dtype=torch.float32)
+    ws = torch.empty(split * tiles * BLOCK_Q * block_d if split > 1 else 1, device=q.device, dtype=torch.float32)
+    stats = torch.empty(2 * split * tiles * BLOCK_Q if split > 1 else 1, device=q.device, dtype=torch.float32)
     counts = COUNTS_BY_DEVICE.get(q.device) if split > 1 else stats
     m = mask.expand(b, h, sq, k.shape[2]) if mask is not None else q
     sm = tuple(m.stride()) if mask is not None else (0, 0, 0, 0)
     keys_per_split = triton.cdiv(triton.cdiv(k.shape[2], split), block_n) * block_n
-    tuner_decode_attention[(b * (h // r), triton.cdiv(r * sq, block_q), split)](
+    tuner_decode_attention[(b * (h // r), triton.cdiv(r * sq, BLOCK_Q), split)](
         q, k, v, m, out, ws, stats, counts, *q.stride(), *k.stride(), *v.stride(), *sm, *out.stride(),
         h, h // k.shape[1], r, sq, k.shape[2], d, 1.0 / math.sqrt(d) if scale is None else float(scale), keys_per_split,
         HAS_MASK=mask is not None, MASK_BOOL=mask is not None and mask.dtype == torch.bool, SPLIT=split,
-        FENCE=not INTERPRETED, EAGER=eager, VECTOR=vector, THREADS=32 * warps, BLOCK_Q=block_q, BLOCK_N=block_n,
+        FENCE=not INTERPRETED, THREADS=32 * warps, BLOCK_Q=BLOCK_Q, BLOCK_N=block_n,
         BLOCK_D=block_d, num_warps=warps, num_stages=stages)
     return out
 

@@ -66,6 +66,8 @@ H100 = [
     _same("hf_gpt2-decode-bf16-b8-s512-floor-capped-2026-12-07"),
     _same("hf_qwen2-8l-bf16-b8-s512-2026-12-07"),
     _same("hf_opt-24l-h1024-decode-bf16-b8-s1024-2026-12-07"),
+    _same("hf_gpt2-decode-bf16-b8-s512-2026-12-07-2"),
+    _same("hf_llama-8l-h2048-gqa16-4-decode-bf16-b8-s2048-2026-12-07"),
 ]
 RUNS = {"h200": H200, "h100": H100}
 STAMP = re.compile(r"^\[ *[0-9.]+\] ", re.M)

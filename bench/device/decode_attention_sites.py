@@ -3,11 +3,10 @@ device call, no compile of a model.
 
 Each site (batch, query heads, key heads, queries, head size, keys; bf16, no mask) is rebuilt as
 ``backend/instrument/attention_timing`` rebuilds a sweep's sites; cuDNN's and flash's fused ops and the decode kernel
-(``tuner.backend.decode_attention``) over a grid of splits, key steps, warps, load orders and row forms are timed
-there as CUDA graphs of calls over copies past the L2, each checked against math attention in float32 first. The row
-says the kernel's own pick (``split_for``) beside the best config, so the heuristic can be set from what the card
-measured. Writes
-``$OUT/decode-attention-sites.json`` with provenance. CUDA only.
+(``tuner.backend.decode_attention``) over a grid of splits, key steps and warps (and, where heads group, one query
+head a program) are timed there as CUDA graphs of calls over copies past the L2, each checked against math attention
+in float32 first. The row says the kernel's own pick (``split_for``) beside the best config, so the heuristic can be
+set from what the card measured. Writes ``$OUT/decode-attention-sites.json`` with provenance. CUDA only.
 
     python bench/device/decode_attention_sites.py [--site NAME=B,H,HK,SQ,D,SK] ... [--out decode-attention-sites.json]
 """
@@ -23,11 +22,8 @@ import sites_alone
 # gpt2's decode step (8 sequences, 512 cached positions); an OPT-350m-sized one (16 heads, 1024); a Llama-style one
 # with grouped heads and a long cache (32 query heads over 8, head 128, 4096 positions); one sequence over 8192.
 SITES = ["gpt2=8,12,12,1,64,512", "opt-350m=8,16,16,1,64,1024", "llama-gqa=8,32,8,1,128,4096", "long=1,32,8,1,128,8192"]
-# Configs timed at a site: splits around the kernel's own pick, key steps, the load orders, and, where a program's
-# rows are one query of one head, products summed on the CUDA cores (at 2 and 4 warps) beside the tensor cores' tile.
-SPLITS, BLOCK_NS, EAGER_LOADS = (0.5, 1, 2), (32, 64, 128), (False, True)
-ROWS = [{"vector": False, "warps": 2}, {"vector": False, "warps": 4}]
-ONE_ROW = [{"vector": False, "warps": 2}, {"vector": True, "warps": 2}, {"vector": True, "warps": 4}]
+# Configs timed at a site: splits around the kernel's own pick, keys a step, warps.
+SPLITS, BLOCK_NS, WARPS_TIMED = (0.5, 1, 2), (32, 64, 128), (2, 4)
 TOLERANCE = 4e-2  # bf16 against a float32 reference, relative to its largest value (``ALONE_TOLERANCE``)
 
 
@@ -40,11 +36,10 @@ def _inputs(b: int, h: int, hk: int, sq: int, d: int, sk: int) -> dict[str, Any]
     return {"q": q, "k": k, "v": v, "mask": None, "causal": False, "scale": None}
 
 
-def _configs(pick: int, rows: int) -> list[dict[str, Any]]:
-    """The grid at a site whose kernel picks ``pick`` splits and whose programs take ``rows`` rows."""
+def _configs(pick: int) -> list[dict[str, Any]]:
+    """The grid at a site whose kernel picks ``pick`` splits."""
     splits = sorted({max(1, min(16, int(pick * f))) for f in SPLITS})
-    return [{"split": s, "block_n": n, "eager": e, **c}
-            for s, n, e, c in itertools.product(splits, BLOCK_NS, EAGER_LOADS, ONE_ROW if rows == 1 else ROWS)]
+    return [{"split": s, "block_n": n, "warps": w} for s, n, w in itertools.product(splits, BLOCK_NS, WARPS_TIMED)]
 
 
 def _runs(a: dict[str, Any], pick: int) -> dict[str, Any]:
@@ -66,14 +61,14 @@ def _runs(a: dict[str, Any], pick: int) -> dict[str, Any]:
     out["decode (its own pick)"] = lambda q, k, v: (lambda: decode_attention(q, k, v))
     if g > 1:
         out["decode (its own pick, one query head a program)"] = lambda q, k, v: (lambda: decode_attention(q, k, v, grouped=False))
-    for c in _configs(pick, g * a["q"].shape[2]):
+    for c in _configs(pick):
         out["decode " + " ".join(f"{n}={x}" for n, x in c.items())] = lambda q, k, v, c=c: (lambda: decode_attention(q, k, v, **c))
     return out
 
 
 def time_site(spec: str) -> dict[str, Any]:
     """One site's row: each run's time (µs, median of rounds) or why it has none, the fastest, and the kernel's pick."""
-    from tuner.backend.decode_attention import BLOCK_N, BLOCK_Q, EAGER, VECTOR, WARPS, split_for, _sms
+    from tuner.backend.decode_attention import BLOCK_N, BLOCK_Q, WARPS, split_for, _sms
     from tuner.backend.instrument.attention_timing import _reference, interleaved_graphs
     from tuner.backend.instrument.site_timing import _graph_of, rotated
 
@@ -96,7 +91,7 @@ def time_site(spec: str) -> dict[str, Any]:
         row[run] = {"us": round(t["ms"] * 1e3, 3), "spread_us": round(t["spread"] * 1e3, 3)}
     timed = {r: t["us"] for r, t in row.items() if isinstance(t, dict) and "us" in t}
     row["fastest"] = min(timed, key=timed.get) if timed else None
-    row["pick"] = {"split": pick, "block_n": BLOCK_N, "warps": WARPS, "eager": EAGER, "vector": VECTOR}
+    row["pick"] = {"split": pick, "block_n": BLOCK_N, "warps": WARPS}
     print(name, {r: timed[r] for r in sorted(timed, key=timed.get)[:6]}, "pick:", timed.get("decode (its own pick)"), flush=True)
     return row
 

@@ -34,11 +34,9 @@ _KERNEL = textwrap.dedent("""
             out = op()(q, k, v, m, scale)
             errors.append(float((out.float() - ref).abs().max() / ref.abs().max()))
         layouts.append(list(out.shape) == list(ref.shape) and out.transpose(1, 2).is_contiguous())
-        # configs of the kind the device script times: the split past its bound clamped to it, the loads in the other
-        # order; one row a program, summed without tensor cores; one query head a program
-        from tuner.backend.decode_attention import EAGER, decode_attention
-        for config in ({"split": 32, "block_n": 32, "warps": 2, "stages": 3, "eager": not EAGER}, {"vector": True},
-                       {"grouped": False, "vector": sq == 1}):
+        # configs of the kind the device script times: the split past its bound clamped to it; one query head a program
+        from tuner.backend.decode_attention import decode_attention
+        for config in ({"split": 32, "block_n": 32, "warps": 2, "stages": 3}, {"grouped": False}):
             out = decode_attention(q, k, v, m, scale, **config)
             errors.append(float((out.float() - ref).abs().max() / ref.abs().max()))
     left = [float(c.abs().sum()) for c in COUNTS_BY_DEVICE._by_device.values()]
@@ -86,7 +84,7 @@ def _interpreted(source):
 
 def test_the_kernel_matches_math_attention_over_splits_groups_and_masks():
     got = _interpreted(_KERNEL)
-    assert len(got["errors"]) == 20 and max(got["errors"]) < 2e-3, got
+    assert len(got["errors"]) == 16 and max(got["errors"]) < 2e-3, got
     assert all(got["layouts"]) and got["left"] and max(got["left"]) == 0.0, got
 
 
