@@ -43,6 +43,7 @@ H200 = [
     _same("hf_gpt2-decode-bf16-b8-s512-2026-12-06"),
     _same("hf_bert-base-uncased-bf16-b8-s512-2026-12-06"),
     _same("hf_gpt2-decode-bf16-b8-s512-credit-2026-12-06"),
+    _same("hf_gpt2-decode-bf16-b8-s512-2026-12-07"),
 ]
 H100 = [
     _same("hf_gpt2-decode-bf16-b8-s512-attention-alone-2026-12-05"),
