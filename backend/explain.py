@@ -46,15 +46,27 @@ def _shown(shapes: Sequence[tuple[int, ...]]) -> str:
     return ", ".join(unique[:MAX_SHOWN]) + (f", … ({len(unique) - MAX_SHOWN} more)" if len(unique) > MAX_SHOWN else "")
 
 
-def untuned(dbs: Sequence[Any], missed: Sequence[str]) -> list[str]:
-    """The reason when the database knows the tasks this compile missed but holds no winner for them: its sweep
-    captured them and ran out of time before tuning them (a short ``--time-budget``), not a key that differs."""
+def untuned(dbs: Sequence[Any], missed: Sequence[str], here: Any = None) -> list[str]:
+    """The reason when the database knows the tasks this compile missed but holds no winner for them on this device
+    (``here``, a ``DeviceInfo``): winners measured on other device models only (kept per model: a config that wins on
+    one card is not forced on another), or none yet, as a sweep that captured them ran out of time before tuning them
+    (a short ``--time-budget``): not a key that differs."""
     keys = sorted(set(missed))
     known = set().union(*(db.task_names(keys) for db in dbs)) if keys else set()
     if not known:
         return []
-    return [f"{len(known)} of its {len(keys)} lookups are tasks the database holds with no winner yet: the sweep "
-            "captured them and stopped before tuning them; sweep again with a longer --time-budget"]
+    elsewhere: dict[str, int] = {}
+    for db in dbs:
+        for fp, (name, n) in db.winner_devices(keys).items():
+            if here is None or fp != here.fingerprint:
+                elsewhere[name] = max(elsewhere.get(name, 0), n)
+    head = f"{len(known)} of its {len(keys)} lookups are tasks the database holds with no winner"
+    if elsewhere:
+        on = ", ".join(f"{n} on the {name}" for name, n in sorted(elsewhere.items()))
+        this = f" on this {here.name}" if here is not None else " on this device"
+        return [f"{head}{this}; it has winners for them measured on other device models ({on}), and winners are kept "
+                "per device model: sweep on this one"]
+    return [f"{head} yet: the sweep captured them and stopped before tuning them; sweep again with a longer --time-budget"]
 
 
 def why_no_hit(dbs: Sequence[Any], device_type: str, example_inputs: Sequence[Any], frozen: bool, grad: bool,
@@ -69,6 +81,17 @@ def why_no_hit(dbs: Sequence[Any], device_type: str, example_inputs: Sequence[An
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
     shapes = [tuple(int(d) for d in x.shape) for x in tensors if all(isinstance(d, int) for d in x.shape)]
     dtypes = {str(x.dtype) for x in tensors if x.is_floating_point()}
-    found = untuned(dbs, missed) or reasons(stored, shapes, dtypes, frozen, grad)
+    found = untuned(dbs, missed, _here(device_type)) or reasons(stored, shapes, dtypes, frozen, grad)
     head = f"backend 'tuned': no stored answer matched this graph ({len(stored)} workload(s) stored for {device_type})"
     return head + (": " + "; ".join(found) if found else "; its graph code differs from every stored one (another model or torch version?)")
+
+
+def _here(device_type: str) -> Any:
+    """This device's ``DeviceInfo`` (its fingerprint keys the winners a compile reads), or None where torch cannot
+    say."""
+    from tuner.db import current_device
+
+    try:
+        return current_device(device_type)
+    except Exception:  # noqa: BLE001 - only a finer message depends on it
+        return None

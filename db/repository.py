@@ -253,6 +253,16 @@ class Database:
         with self.session() as s:
             return dict(s.execute(select(Task.key, Task.name).where(Task.key.in_(keys))).tuples().all())
 
+    def winner_devices(self, keys: list[str]) -> dict[str, tuple[str, int]]:
+        """{device fingerprint: (its name, how many of the tasks ``keys`` hold a winner measured on it)}."""
+        with self.session() as s:
+            rows = s.execute(
+                select(Device.fingerprint, Device.name, func.count(Winner.id))
+                .join(Winner, Winner.device_id == Device.id).join(Task, Task.id == Winner.task_id)
+                .where(Task.key.in_(keys)).group_by(Device.fingerprint, Device.name)
+            ).tuples().all()
+        return {fp: (name, int(n)) for fp, name, n in rows}
+
     def winners_elsewhere(self, task_id: int, device_id: int) -> list[dict[str, Any]]:
         """This task's winners on other device models, best verified speedup first (seeds for --from-similar)."""
         with self.session() as s:

@@ -76,9 +76,9 @@ def test_a_compile_served_from_inductors_cache_counts_what_it_applied(db_url, mo
     assert counts[1]["cached"] == 1 and counts[1]["misses"] == counts[0]["misses"], counts
 
 
-def test_a_database_that_holds_the_tasks_untuned_says_so(db_url, monkeypatch, caplog):
-    """A sweep that ran out of time stores the tasks it captured without winners: a compile that misses them all is
-    told the sweep stopped early, not that its graph differs (hf:gpt2's 60-s sweep on the H200)."""
+def _stored_missed_tasks(db_url, monkeypatch):
+    """(model, input, the task keys its frozen compile looks up, their ids): each stored as a task of this workload
+    that has no winner on this device."""
     import torch._inductor.config as inductor_config
 
     from tuner.backend import journal
@@ -97,9 +97,38 @@ def test_a_database_that_holds_the_tasks_untuned_says_so(db_url, monkeypatch, ca
     db.close()
     torch._dynamo.reset()
     tb.reset_stats()
+    return model, x, missed, ids
+
+
+def _miss_warning(db_url, model, x, caplog):
     with caplog.at_level(logging.WARNING, logger="tuner"), torch.no_grad():
         torch.compile(model, backend="tuned", options={"db": db_url})(x)
     assert tb.stats()["hits"] == 0
     warnings = [r.getMessage() for r in caplog.records if "no stored answer matched" in r.getMessage()]
-    assert len(warnings) == 1 and f"{len(missed)} of its {len(missed)} lookups are tasks the database holds with no winner" in warnings[0], warnings
-    assert "differs" not in warnings[0]
+    assert len(warnings) == 1, warnings
+    return warnings[0]
+
+
+def test_a_database_that_holds_the_tasks_untuned_says_so(db_url, monkeypatch, caplog):
+    """A sweep that ran out of time stores the tasks it captured without winners: a compile that misses them all is
+    told the sweep stopped early, not that its graph differs (hf:gpt2's 60-s sweep on the H200)."""
+    model, x, missed, _ = _stored_missed_tasks(db_url, monkeypatch)
+    said = _miss_warning(db_url, model, x, caplog)
+    assert f"{len(missed)} of its {len(missed)} lookups are tasks the database holds with no winner" in said, said
+    assert "differs" not in said and "longer --time-budget" in said and "other device" not in said
+
+
+def test_a_database_whose_winners_were_measured_on_another_device_says_so(db_url, monkeypatch, caplog):
+    """An export swept on one card and read on another (an H100's, compiled on an H200): the tasks are there with
+    winners, for the other card only. The compile is told where they were measured, not to sweep longer."""
+    from tuner.db import DeviceInfo
+
+    model, x, missed, ids = _stored_missed_tasks(db_url, monkeypatch)
+    db = Database.open(db_url)
+    other = db.device_id(DeviceInfo("cpu", "Another CPU model", {"cores": 96}))
+    for tid in ids[:1]:
+        db.set_winner(tid, other, None, {"choice": "x"}, 1.0, 2.0)
+    db.close()
+    said = _miss_warning(db_url, model, x, caplog)
+    assert f"{len(missed)} of its {len(missed)} lookups are tasks the database holds with no winner on this" in said, said
+    assert "1 on the Another CPU model" in said and "kept per device model" in said and "--time-budget" not in said
