@@ -5,10 +5,11 @@ work is reading the cache. cuDNN's and FlashAttention's kernels give each (batch
 the keys (gpt2's decode step, 8 sequences x 12 heads: 96 programs on 132 SMs, cuDNN 7.3 us a call where the cache
 reads in ~3). Here a program's rows are the queries of the query heads that share one key/value head (one head,
 without grouped heads), 16 rows at most; each such block cuts its keys into ``SPLIT`` slices, one program each, so a
-key/value head is read once however many query heads group over it. Every program keeps a running softmax over its slice (its maximum, its sum and its weighted values, in fp32), writes
-them to a buffer of the call's and counts itself in; the last to count in merges the slices in split order (the same
-sum every call), sets the count back to zero and writes the output, in the layout FlashAttention's and cuDNN's take
-(``(batch, queries, heads, head size)`` memory, seen as ``(batch, heads, queries, head size)``). The counts are the
+key/value head is read once however many query heads group over it. Every program keeps a running softmax over its
+slice (its maximum, its sum and its weighted values, in fp32), writes them to a buffer of the call's and counts
+itself in; the last to count in merges the slices in split order (the same sum every call), sets the count back to
+zero and writes the output, in the layout FlashAttention's and cuDNN's take (``(batch, queries, heads, head size)``
+memory, seen as ``(batch, heads, queries, head size)``). The counts are the
 split-K kernel's (``tuner.backend.splitk_mm``): calls must not overlap on two streams.
 
 A mask (boolean, or added to the scores) of any shape that broadcasts to ``(batch, heads, queries, keys)`` is read
@@ -74,9 +75,8 @@ def tuner_decode_attention(q, k, v, mask, out, ws, stats, counts, sqb, sqh, sqm,
         rn = n + tl.arange(0, BLOCK_N)
         n_ok = rn < end
         kt = tl.load(k + b * skb + hk * skh + rn[None, :] * skn + rd[:, None] * skd, mask=n_ok[None, :] & (rd[:, None] < D), other=0.0)
-        v_at = v + b * svb + hk * svh + rn[:, None] * svn + rd[None, :] * svd
-        v_ok = n_ok[:, None] & (rd[None, :] < D)
-        vt = tl.load(v_at, mask=v_ok, other=0.0)  # asked for with the keys: one wait on memory a step, not two
+        # the values asked for with the keys: one wait on memory a step, not two
+        vt = tl.load(v + b * svb + hk * svh + rn[:, None] * svn + rd[None, :] * svd, mask=n_ok[:, None] & (rd[None, :] < D), other=0.0)
         sc = tl.dot(qt, kt) * scale
         ok = q_ok[:, None] & n_ok[None, :]
         if HAS_MASK:

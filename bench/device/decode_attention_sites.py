@@ -38,7 +38,9 @@ def _inputs(b: int, h: int, hk: int, sq: int, d: int, sk: int) -> dict[str, Any]
 
 def _configs(pick: int) -> list[dict[str, Any]]:
     """The grid at a site whose kernel picks ``pick`` splits."""
-    splits = sorted({max(1, min(16, int(pick * f))) for f in SPLITS})
+    from tuner.backend.decode_attention import MAX_SPLIT
+
+    splits = sorted({max(1, min(MAX_SPLIT, int(pick * f))) for f in SPLITS})
     return [{"split": s, "block_n": n, "warps": w} for s, n, w in itertools.product(splits, BLOCK_NS, WARPS_TIMED)]
 
 
