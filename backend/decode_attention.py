@@ -145,6 +145,14 @@ def takes(q: list[int], k: list[int], dtype: str, causal: bool) -> bool:
     return 1 <= sq <= MAX_QUERIES and 16 <= d <= 256 and k[3] == d and k[0] == b and k[1] >= 1 and h % k[1] == 0 and k[2] >= 1
 
 
+def tiles_for(b: int, h: int, hk: int, sq: int, grouped: bool = True) -> int:
+    """The blocks of rows a call over ``b`` sequences, ``h`` query heads over ``hk`` key/value heads and ``sq`` queries
+    cuts its work into (each then split among :func:`split_for`'s programs): rows take a key/value head's query heads
+    together where ``grouped``, else one query head each."""
+    r = h // hk if grouped else 1
+    return b * (h // r) * triton.cdiv(r * sq, BLOCK_Q)
+
+
 def split_for(tiles: int, keys: int, sms: int, block_n: int = BLOCK_N) -> int:
     """Slices of the keys per (batch, head, query block): enough programs for :data:`PROGRAMS_PER_SM` an SM, each slice
     at least ``block_n`` keys, at most :data:`MAX_SPLIT`."""
@@ -177,7 +185,7 @@ def decode_attention(q: Any, k: Any, v: Any, mask: Any = None, scale: float | No
     b, h, sq, d = q.shape
     out = output_like(q, v)
     r = h // k.shape[1] if grouped else 1
-    tiles = b * (h // r) * triton.cdiv(r * sq, BLOCK_Q)
+    tiles = tiles_for(b, h, k.shape[1], sq, grouped)
     split = min(split or split_for(tiles, k.shape[2], _sms(q.device), block_n), MAX_SPLIT)
     if split > 1 and tiles > COUNTS:
         split = 1

@@ -70,14 +70,14 @@ def _runs(a: dict[str, Any], pick: int) -> dict[str, Any]:
 
 def time_site(spec: str) -> dict[str, Any]:
     """One site's row: each run's time (µs, median of rounds) or why it has none, the fastest, and the kernel's pick."""
-    from tuner.backend.decode_attention import BLOCK_N, BLOCK_Q, WARPS, split_for, _sms
+    from tuner.backend.decode_attention import BLOCK_N, WARPS, split_for, tiles_for, _sms
     from tuner.backend.instrument.attention_timing import _reference, interleaved_graphs
     from tuner.backend.instrument.site_timing import _graph_of, rotated
 
     name, _, sizes = spec.partition("=")
     b, h, hk, sq, d, sk = (int(x) for x in sizes.split(","))
     a = _inputs(b, h, hk, sq, d, sk)
-    pick = split_for(b * hk * -(-(h // hk) * sq // BLOCK_Q), sk, _sms("cuda"))
+    pick = split_for(tiles_for(b, h, hk, sq), sk, _sms("cuda"))
     ref, row, graphs = _reference(a), {"site": name, "sizes": [b, h, hk, sq, d, sk]}, {}
     for run, make in _runs(a, pick).items():
         try:

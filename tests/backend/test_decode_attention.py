@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tuner.backend.decode_attention import BLOCK_N, MAX_SPLIT, split_for, takes
+from tuner.backend.decode_attention import BLOCK_N, MAX_SPLIT, split_for, takes, tiles_for
 from tuner.search_spaces import space_for
 from tuner.search_spaces.attention import FAMILY
 from tuner.search_spaces.base import InvalidConfig
@@ -112,6 +112,12 @@ def test_the_keys_are_split_so_each_sm_gets_programs_and_each_slice_keys():
     assert split_for(1, 1 << 20, 132) == MAX_SPLIT
     assert split_for(4096, 4096, 132) == 1
     assert all(split_for(t, n, 132) * BLOCK_N <= max(n, BLOCK_N) for t in (1, 96, 4096) for n in (64, 512, 4096))
+
+
+def test_a_blocks_rows_take_a_key_heads_query_heads_together():
+    assert tiles_for(8, 12, 12, 1) == 96  # gpt2's: one head, one query a block
+    assert tiles_for(8, 32, 8, 1) == 64 and tiles_for(8, 32, 8, 1, grouped=False) == 256  # 4 heads a block, or 1
+    assert tiles_for(2, 2, 1, 16) == 4  # 2 heads x 16 queries: two blocks of 16 rows
 
 
 def test_the_space_offers_decode_only_at_a_site_the_capture_marked():
