@@ -351,11 +351,11 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
     hand of an inference step, else a compile) and the closing. CUDA graphs alone give what Inductor's reduce-overhead
     mode gives, and max-autotune also tunes the template sites: where the ``profile`` expects the sites to gain what a
     winner must win by of the step under CUDA graphs (unknown: they may), the floor holds one site batch too (a compile
-    and :data:`FLOOR_CHOICES` candidates at every site), where that does not fit within max-autotune's expected compile anyway.
-    Capped at that compile, gpt2's batch timed no choice (bench/results/h100/*-floor-capped-2026-12-07.*: tuned
-    1.013x max-autotune's step, against 0.902x uncapped). gpt2's decode step on the H200: max-autotune compiled it in 46 s, the capture alone took 29-35 s, and cuBLAS ran
-    its vocabulary projection (50257 columns) in 103 us where a Triton template took 26 (bench/results/h200/
-    profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
+    and :data:`FLOOR_CHOICES` candidates at every site), even past max-autotune's expected compile. Capped at that
+    compile, gpt2's batch timed no choice (bench/results/h100/*-floor-capped-2026-12-07.*: tuned 1.013x max-autotune's
+    step, against 0.902x uncapped). gpt2's decode step on the H200: max-autotune compiled it in 46 s, the capture alone
+    took 29-35 s, and cuBLAS ran its vocabulary projection (50257 columns) in 103 us where a Triton template took 26
+    (bench/results/h200/profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
     if not _graphs_first(opts, capture):
         return 0.0, False
     graphs = REPLAY_S if by_hand(opts.spec.mode) else capture.compile_s
