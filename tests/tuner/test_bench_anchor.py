@@ -1,7 +1,7 @@
 """tuner bench's anchor: Inductor at its strongest as a mode, every mode's record saying what it ran, and each tuned
 mode set against the best Inductor mode timed in the same run."""
 
-from tuner.commands.bench import best_inductor, modes_for, run_bench
+from tuner.commands.bench import best_inductor, lever_worth, modes_for, run_bench
 from tuner.workloads.spec import WorkloadSpec
 
 MLP = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(2, 64), threads=2)
@@ -40,6 +40,18 @@ def test_every_record_says_what_it_ran_and_tuned_is_set_against_the_best_inducto
     for name in ("default", "freezing", "tuned"):  # each compile's own, not the process's sum so far: one graph, entered once
         spent, entered = r[name]["compile_regions"]["_compile.compile_inner"]
         assert 0 < spent <= r[name]["compile_s"] and entered == 1, name
+
+
+def test_each_lever_s_share_of_tuned_s_lead_over_the_best_inductor_mode():
+    r = {"freezing-reduce-overhead": {"backend": "inductor", "median_ms": 2.0}, "tuned": {"backend": "tuned", "median_ms": 1.5},
+         "tuned-no-cuda-graphs": {"backend": "tuned", "median_ms": 1.9}, "tuned-without-template-site": {"backend": "tuned", "median_ms": 1.45}}
+    lever_worth(r, "freezing-reduce-overhead")
+    assert r["tuned-no-cuda-graphs"]["vs_tuned"] == 1.267 and r["tuned-no-cuda-graphs"]["share_of_gain"] == 0.8
+    assert r["tuned-without-template-site"]["share_of_gain"] == -0.1  # a lever that cost time here
+    assert "share_of_gain" not in r["tuned"]
+    r["tuned"]["median_ms"] = 2.1  # no lead over the best mode: no share to hand out
+    lever_worth(r, "freezing-reduce-overhead")
+    assert "vs_tuned" in r["tuned-no-cuda-graphs"] and all("share_of_gain" not in v for v in r.values())
 
 
 def test_no_inductor_mode_no_anchor():

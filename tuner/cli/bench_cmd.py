@@ -74,9 +74,10 @@ def bench(
         console.print(f"best Inductor mode in this run: {result['best_inductor']} ({best['median_ms']:.4g} ms; freezing "
                       f"{'on' if best['freezing'] else 'off'}, CUDA graphs {'on' if best['cuda_graphs'] else 'off'}); "
                       "'vs best Inductor' is each tuned mode's time over it (below 1: faster)", highlight=False)
-    levers = [f"{n.removeprefix('tuned-without-').removeprefix('tuned-no-')} {r['vs_tuned']:.3f}x" for n, r in result["results"].items() if "vs_tuned" in r]
+    levers = [_lever(n, r) for n, r in result["results"].items() if "vs_tuned" in r]
     if levers:
-        console.print("tuned with one lever left to Inductor, over tuned (above 1: the lever's gain): " + ", ".join(levers), highlight=False)
+        console.print("tuned with one lever left to Inductor, over tuned (above 1: the lever's gain; its share of tuned's "
+                      "lead over the best Inductor mode): " + ", ".join(levers), highlight=False)
     for line in [*unmatched(result["results"]), *noisy(result["results"])]:
         console.print(f"[yellow]{line}[/]")
     if out is not None:
@@ -84,6 +85,11 @@ def bench(
         png = out.with_suffix(".png")
         drew = plot(result, str(png))
         console.print(f"wrote {out}" + (f" and {png}" if drew else " (no PNG: pip install matplotlib)"))
+
+
+def _lever(name: str, r: dict) -> str:
+    share = f" ({r['share_of_gain']:.0%})" if "share_of_gain" in r else ""
+    return f"{name.removeprefix('tuned-without-').removeprefix('tuned-no-')} {r['vs_tuned']:.3f}x{share}"
 
 
 def _vs_best(r: dict[str, Any]) -> str:

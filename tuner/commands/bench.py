@@ -274,9 +274,21 @@ def _add_timings(spec: WorkloadSpec, results: dict[str, dict[str, Any]], timings
             r["speedup_vs_eager"] = round(eager / r["median_ms"], 3)
         if best and r["backend"] == "tuned":
             r["vs_best_inductor"] = round(r["median_ms"] / results[best]["median_ms"], 3)
+    lever_worth(results, best)
+
+
+def lever_worth(results: dict[str, dict[str, Any]], best: str | None) -> None:
+    """For each mode that leaves one lever out of tuned: ``vs_tuned``, how much slower tuned runs without it, and,
+    where tuned beats the ``best`` Inductor mode, ``share_of_gain``: the part of tuned's lead over that mode the lever
+    holds, (without - tuned) / (best - tuned). Levers interact, so the shares need not add up to 1; one below 0 is
+    a lever that cost time here."""
     tuned = results.get("tuned", {}).get("median_ms")
-    for name in ablated_modes(results) if tuned else ():  # a lever's worth: how much slower tuned runs without it
+    anchor = results[best]["median_ms"] if best else None
+    for name in ablated_modes(results) if tuned else ():
         results[name]["vs_tuned"] = round(results[name]["median_ms"] / tuned, 3)
+        results[name].pop("share_of_gain", None)
+        if anchor and anchor > tuned:
+            results[name]["share_of_gain"] = round((results[name]["median_ms"] - tuned) / (anchor - tuned), 3)
 
 
 def best_inductor(results: dict[str, dict[str, Any]]) -> str | None:
