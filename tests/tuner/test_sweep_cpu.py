@@ -230,3 +230,12 @@ def test_two_local_workers_share_one_sweep(db_url, cwd_root):
     s = db.stats()
     db.close()
     assert s["tasks"] == 5 and s["winners"] == 5
+
+
+def test_the_closing_table_names_a_graph_s_task_without_the_model_its_title_names():
+    from tuner.cli.render import task_label
+
+    workload = "hf:mistral,num_hidden_layers=2/infer/cpu/fp32/1x128"
+    assert task_label("hf:mistral,num_hidden_layers=2 forward graph 0 fusion", workload) == "forward graph 0 fusion"
+    assert task_label("packed_linear 128x256,1x1,256x256", workload) == "packed_linear 128x256,1x1,256x256"
+    assert task_label("resnet50_32x4d forward graph 0", "resnet50/infer/cpu/fp32/1x3x224x224") == "resnet50_32x4d forward graph 0"

@@ -114,6 +114,13 @@ def config_diff(winner: dict[str, Any], default: dict[str, Any]) -> str:
     return json.dumps(changed, sort_keys=True)
 
 
+def task_label(name: str, workload: str) -> str:
+    """A task's name without the model that the table's title names already (an ``hf:`` model's spec, repeated in every
+    row, folded each into eight lines of a log's 80 columns)."""
+    model = workload.split("/", 1)[0]
+    return name[len(model) + 1:] if model and name.startswith(model + " ") else name
+
+
 def print_report(console: Console, report: SweepReport, defaults: dict[str, dict[str, Any]]) -> None:
     if report.graph_breaks:
         n = sum(report.graph_breaks.values())
@@ -128,7 +135,7 @@ def print_report(console: Console, report: SweepReport, defaults: dict[str, dict
     for col in ("task", "trials", "default ms", "best ms", "speedup", "winner"):
         t.add_column(col, overflow="fold")
     for o in report.outcomes:
-        t.add_row(shown(o.task.name), str(o.total), _ms(o.default_ms), _ms(o.best_ms),
+        t.add_row(shown(task_label(o.task.name, report.workload)), str(o.total), _ms(o.default_ms), _ms(o.best_ms),
                   f"{o.speedup:.3f}x" if o.speedup else "-", shown(config_diff(o.winner, defaults.get(o.task.key, {}))))
     console.print(t)
     if report.speedup:
