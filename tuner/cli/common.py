@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +16,18 @@ from rich.markup import escape
 from tuner.errors import TunerError
 from tuner.settings import settings
 
-console = Console()
-err_console = Console(stderr=True)
+LOG_WIDTH = 160  # columns where the output is a file or a pipe, not a terminal
+
+
+def _console(stderr: bool = False) -> Console:
+    """A terminal's own width; where the output is a log (a file, a pipe) and COLUMNS is unset, :data:`LOG_WIDTH`
+    columns, not rich's 80, where a bench table's modes were cut to "tuned…" and a task's name folded over eight lines."""
+    c = Console(stderr=stderr)
+    return c if c.is_terminal or os.environ.get("COLUMNS") else Console(stderr=stderr, width=LOG_WIDTH)
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 DbOption = Annotated[
     str | None,
