@@ -126,10 +126,13 @@ def test_a_sweep_measures_the_backends_and_stores_its_answer(db_url, cwd_root, m
     """A fused site measured against math attention, and a site the dispatcher runs as math measured against the fused
     kernel (its per-head bias given as four dimensions)."""
     args = ["sweep", "--model", f"tests.helpers.models:{model}", "--input-shape", "2,32,64", "--device", "cpu", "--threads", "2",
-            "--budget", "quick", "--trials", "2", "--no-fusion", "--no-time-unfrozen", "--db", db_url]  # its frozen graph's sites
+            "--budget", "quick", "--trials", "2", "--no-time-unfrozen", "--db", db_url,  # its frozen graph's sites
+            "--skip", "template-sites,fusion-groupings,graph-knobs"]  # the other searches are left out
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "attention backends" in " ".join(result.output.split())
+    said = " ".join(result.output.split())
+    assert "attention backends: 1 tasks" in said and "template sites" not in said and "graph knobs" not in said
+    assert "fusion" not in said
     sites, stored, winner = attention_task(db_url)
     trials = [(config, status) for config, status, _ in stored]
     (site,) = sites

@@ -29,6 +29,9 @@ def test_the_cli_leaves_the_whole_document_unmarked(tmp_path):
     assert "default: compiled in" in r.output
     doc = json.loads(out.read_text())
     assert "partial" not in doc and doc["results"]["default"]["median_ms"] > 0
+    import torchvision
+
+    assert doc["torch"] and torchvision.__version__.startswith(doc["libraries"]["torchvision"])  # what built the model is named
 
 
 def test_a_tuned_mode_that_matched_nothing_is_said_below_the_table(tmp_path, swept_at_batch_1):

@@ -6,8 +6,6 @@ import sys
 import time
 
 from tuner.measure import load
-from tuner.sweep.driver import _say_who_measures
-from tests.helpers.notes import Notes
 
 
 def test_a_process_spinning_beside_the_sweep_is_seen_and_said(monkeypatch):
@@ -16,11 +14,9 @@ def test_a_process_spinning_beside_the_sweep_is_seen_and_said(monkeypatch):
         time.sleep(0.3)
         assert load.busy_cores() >= 0.7  # one core of the spinning process, whatever else runs
         monkeypatch.setattr(load, "BUSY_SHARE", 0.6 / (load.os.cpu_count() or 1))  # any machine: one busy core is over
-        said = Notes()
-        _say_who_measures("cpu", said)
-        assert len(said.notes) == 1 and "cores busy" in said.notes[0] and "quiet machine" in said.notes[0]
-        _say_who_measures("cuda", gpu := Notes())  # a GPU's timings are the device's: no CPU check
-        assert gpu.notes == []
+        said = load.others_note("cpu")
+        assert "cores busy" in said and "quiet machine" in said
+        assert load.others_note("cuda") is None  # a GPU's timings are the device's: no CPU check
     finally:
         spin.kill()
         spin.wait()

@@ -171,6 +171,8 @@ def test_a_workload_faster_unfrozen_is_captured_again_and_tuned_unfrozen(sweep_a
         (["--model", "tests.helpers.models:mlp", "--input-shape", "16,65"], "the workload failed to run"),
         (["--model", "resnet18", "--dtype", "fp8"], "--dtype must be one of"),
         (["--model", "resnet18", "--budget", "huge"], "--budget must be one of"),
+        (["--model", "resnet18", "--skip", "graph-knob"], "--skip: no search 'graph-knob' on cpu; did you mean graph-knobs?"),
+        (["--model", "resnet18", "--skip", "cuda-graphs"], "no search 'cuda-graphs' on cpu (one of template-sites, attention-backends, fusion-groupings, graph-knobs)"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(args, message, db_url, cwd_root):

@@ -37,6 +37,7 @@ def sweep(
     workers: Annotated[int, typer.Option(help="Local worker processes sharing the sweep through the database (CUDA: one per visible GPU; CPU: each on its own cores, --threads each or the cores split evenly).", min=1)] = 1,
     from_similar: Annotated[bool, typer.Option(help="Seed each study with this task's winners from other device models (re-measured here before use).")] = False,
     fusion: Annotated[bool, typer.Option("--fusion/--no-fusion", help="After the kernels, search each graph's fusion grouping (knobs and vetoes of single fusions), measured end to end.")] = True,
+    skip: Annotated[str, typer.Option("--skip", help="Searches to leave out, comma-separated; their tasks keep Inductor's choices: template-sites, attention-backends, fusion-groupings, and graph-knobs on a CPU, triton-kernels and cuda-graphs on CUDA.", show_default=False)] = "",
     ranking: Annotated[bool, typer.Option("--ranking/--no-ranking", help="Measure first the candidates that a cost model, fit on this database's trials of the same device model, predicts fastest (with too few trials there, the unranked order).")] = True,
     prior: Annotated[bool, typer.Option("--prior/--no-prior", help="Also learn the ranking from, and seed studies with, the measurements tuner ships for this device model, else for its architecture (the same compute capability; tuner/ranking/priors: the H200, so Hopper GPUs). Never written into --db.")] = True,
     share_gpu: Annotated[bool, typer.Option(help="With --workers on CUDA: let all workers share the visible GPUs' first one.")] = False,
@@ -62,6 +63,10 @@ def sweep(
     sizes = parse_batches(batch)
     the_budget = make_budget(budget, trials=trials, time_budget_s=time_budget)
     first = make_spec(model, device, mode, sizes[0], dtype, image_size, input_shape, channels_last, freezing, threads, seed, seq_len=seq_len)
+    left_out = parse_skip(skip, first.device)
+    from tuner.sweep.phases import FusionPhase
+
+    fusion, left_out = fusion and FusionPhase.name not in left_out, left_out - {FusionPhase.name}  # the one switch of --no-fusion
     from tuner.db import Database
 
     Database.open(db_url(db)).close()  # fail fast, before any compile, on a bad database
@@ -72,7 +77,7 @@ def sweep(
         if len(sizes) > 1:
             console.print(f"[bold]batch {size}[/] ({i + 1} of {len(sizes)})" + (f": {share.time_budget_s:.0f} s of the budget" if share.time_budget_s else ""))
         opts = SweepOptions(spec, share, db_url(db), sampler, seed, from_similar, workers, fusion, ranking, prior, time.monotonic() if i else started,
-                            time_unfrozen)
+                            time_unfrozen, left_out)
         report = _sweep_one(opts, ends_by, share_gpu)
         defaults = {o.task.key: _default_of(o) for o in report.outcomes}
         print_report(console, report, defaults)
@@ -89,6 +94,23 @@ def parse_batches(text: str) -> list[int]:
     if not sizes or any(n < 1 for n in sizes):
         raise TunerError(f"--batch must be positive, not {text!r}")
     return sizes
+
+
+def parse_skip(text: str, device: str) -> frozenset[str]:
+    """``--skip``: the phases named (``tuner.sweep.phases.skippable``), by the names the phases print."""
+    import difflib
+
+    from tuner.sweep.phases import skippable
+
+    names = skippable(device)
+    out = set()
+    for part in filter(None, (p.strip().lower() for p in text.split(","))):
+        if part not in names:
+            near = difflib.get_close_matches(part, names, n=1)
+            raise TunerError(f"--skip: no search {part!r} on {device}" + (f"; did you mean {near[0]}?" if near else "")
+                             + f" (one of {', '.join(names)})")
+        out.add(names[part])
+    return frozenset(out)
 
 
 def _at_batch(spec, size: int):  # type: ignore[no-untyped-def]

@@ -136,12 +136,25 @@ def _command() -> str:
     return " ".join(argv)
 
 
+MODEL_LIBRARIES = ("torchvision", "transformers", "timm")
+
+
 def _versions() -> dict[str, Any]:
+    """torch's and Triton's versions, and those of the model libraries installed (a model's code, and so its graph,
+    changes with them: a Transformers release changed how BERT's attention mask reaches SDPA)."""
+    from importlib import metadata
+
     import torch
 
     from tuner.db.fingerprint import _triton_version
 
-    return {"torch": torch.__version__, "triton": _triton_version()}
+    libraries = {}
+    for name in MODEL_LIBRARIES:
+        try:
+            libraries[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return {"torch": torch.__version__, "triton": _triton_version(), "libraries": libraries}
 
 
 def provenance(device_kind: str) -> dict[str, Any]:

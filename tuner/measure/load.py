@@ -47,4 +47,17 @@ def busy_note(device: str) -> str | None:
             "more than their spread, enough to decide wrongly; sweep on a quiet machine")
 
 
-__all__ = ["BUSY_SHARE", "busy_cores", "busy_note"]
+def others_note(device: str) -> str | None:
+    """A line for a sweep's start where another tuner process holds this device's measurement lock: the sweep's
+    timings wait for its windows (``tuner.measure.quiet``), so the two never time together; else where other work
+    keeps the CPUs busy (:func:`busy_note`); else None."""
+    from tuner.measure import quiet
+
+    pid = quiet.holder(quiet.device_lock(device))  # the first GPU: a worker's own index is known only inside it
+    if pid is not None:
+        return (f"another tuner process (pid {pid or 'unknown'}) is measuring on this {device}: this sweep's timings wait "
+                "for its measurement windows, so that no two time together")
+    return busy_note(device)  # other work, which no lock keeps out
+
+
+__all__ = ["BUSY_SHARE", "busy_cores", "busy_note", "others_note"]

@@ -18,6 +18,7 @@ from tuner.search_spaces.attention import KIND as ATTENTION
 from tuner.sweep.clock import CLOSING_S, instances_by
 from tuner.sweep.estimate import ALONE, PRIORS, max_autotune_choices, max_autotune_renders, max_autotune_s, prior_choice_share
 from tuner.measure import CaptureResult, Worker
+from tuner.measure.load import others_note
 from tuner.sweep.phases import (
     CudaGraphPhase, FreezingPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases,
     study_phases,
@@ -51,6 +52,7 @@ class SweepOptions:
     prior: bool = True  # also learn from (and seed with) the measurements tuner ships for this device model or its architecture
     started: float | None = None  # time.monotonic() when the command started: a time budget counts from there
     time_unfrozen: bool = True  # frozen inference: time the workload unfrozen first (``FreezingPhase``), else tune it frozen
+    skip: frozenset[str] = frozenset()  # phases left out (``tuner.sweep.phases.skippable``): their tasks keep Inductor's choices
 
 
 @dataclass
@@ -92,14 +94,15 @@ CPU_RECYCLE = 12  # CPU trials a worker serves before a fresh one (a CUDA worker
 
 
 def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None, lead: bool = False,
-           freezing: FreezingPhase | None = None) -> Iterator[Phase]:
+           freezing: FreezingPhase | None = None, kernels: bool = True) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
     it will run); then, for frozen inference, whether it runs frozen (``freezing``; where it was captured again
     unfrozen, CUDA graphs are measured again for that capture); then the searches ``middle``
     (:func:`searches_by_gain`), the whole-workload check, and the kernels of the set the check kept where the kernel
     search did not capture those (the check dropped a winner, or there was no time to compile the winners before it).
-    ``lead``: the template sites take all the time left (:func:`with_shares`)."""
+    ``lead``: the template sites take all the time left (:func:`with_shares`); ``kernels``: False where the sweep
+    leaves the Triton kernels out, after the check too."""
     if cuda_graphs is not None:
         yield cuda_graphs
     if freezing is not None:
@@ -113,7 +116,8 @@ def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPh
     def kernels_not_captured(sweep: SweepContext) -> bool:
         return (searched.stale(sweep) if searched is not None else bool(whole.reverted)) and sweep.can_capture()
 
-    yield KernelPhase("of the set the whole-workload check kept", when=kernels_not_captured, after_check=True)
+    if kernels:
+        yield KernelPhase("of the set the whole-workload check kept", when=kernels_not_captured, after_check=True)
 
 
 def searches(opts: SweepOptions) -> list[Phase]:
@@ -125,9 +129,8 @@ def searches(opts: SweepOptions) -> list[Phase]:
     CPU sweeps won with (14, the best 0.992x; groupings won up to 0.73x: bench/results/cpu-*/)."""
     studies = [GraphStudyPhase(name, device_type=opts.spec.device) for name in study_phases(opts.spec.device)]
     fusion = [FusionPhase(compiles=FUSION_COMPILES if opts.spec.device == "cuda" else 0.0)] if opts.fusion else []
-    if opts.spec.device == "cuda":
-        return [SitePhase(), *studies, *fusion, KernelPhase("compiling with every winner so far forced")]
-    return [SitePhase(), *studies, *fusion, GraphKnobPhase()]
+    last = KernelPhase("compiling with every winner so far forced") if opts.spec.device == "cuda" else GraphKnobPhase()
+    return [p for p in (SitePhase(), *studies, *fusion, last) if p.name not in opts.skip]
 
 
 def with_shares(middle: list[Phase], lead: bool = False, whole: WholeCheckPhase | None = None) -> list[Phase]:
@@ -255,21 +258,6 @@ def _capture_limit(opts: SweepOptions, t0: float) -> float | None:
     return max(1.0, t0 + promised_end_s(opts.budget.time_budget_s) - CLOSING_S - time.monotonic())
 
 
-def _say_who_measures(device: str, progress: Progress) -> None:
-    """One line when another tuner process holds this device's measurement lock: this sweep's timings wait for its
-    windows (``tuner.measure.quiet``), so the two never time together; else one where other work keeps the CPUs busy
-    (``tuner.measure.load``)."""
-    from tuner.measure import quiet
-    from tuner.measure.load import busy_note
-
-    pid = quiet.holder(quiet.device_lock(device))  # the first GPU: a worker's own index is known only inside it
-    if pid is not None:
-        progress.note(f"another tuner process (pid {pid or 'unknown'}) is measuring on this {device}: this sweep's "
-                      "timings wait for its measurement windows, so that no two time together")
-    elif note := busy_note(device):  # other work, which no lock keeps out
-        progress.note(note)
-
-
 def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepReport:
     """Tune every task of the workload, phase by phase. Every trial is committed as it is measured, so an interrupt
     (``KeyboardInterrupt``) loses at most the trial in flight; the partial report is marked interrupted."""
@@ -282,7 +270,8 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     sweep: SweepContext | None = None
     whole = WholeCheckPhase()
     try:
-        _say_who_measures(opts.spec.device, progress)
+        if note := others_note(opts.spec.device):
+            progress.note(note)
         progress.note(f"capturing {opts.spec.name} (compiling with Inductor's defaults)")
         if opts.prior:
             read_ahead(opts.spec.device, opts.ranking)  # while the capture runs
@@ -298,15 +287,15 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
         profile = Profile.of(capture, tasks)
         opts, held, lead = _sized(opts, capture, progress, t0, profile)
         sweep = _context(opts, db, worker, capture, progress, t0, tasks, keep_end=not held)
-        cuda_graphs = CudaGraphPhase(capture.idle_share, by_hand=by_hand(opts.spec.mode)) if opts.spec.device == "cuda" else None
+        cuda_graphs = CudaGraphPhase(capture.idle_share, by_hand=by_hand(opts.spec.mode)) if _graphs_searched(opts) else None
         freezing = FreezingPhase() if freezing_first(opts) else None
         frozen = any(g.get("frozen") for g in capture.graphs)
         parts = forecast(sweep, capture.kernels, len(capture.graphs) if opts.fusion else 0, frozen, cuda_graphs, freezing)
         first = first_trials(sweep, len(capture.graphs) if opts.fusion else 0)
         middle = searches_by_gain(opts, profile, parts, progress, first, _graphs_first(opts, capture), SitePhase.name if lead else None)
-        left_out = {p.name for p in searches(opts)} - {p.name for p in middle}
+        left_out = ({p.name for p in searches(opts)} - {p.name for p in middle}) | opts.skip
         progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
-        run_phases(sweep, phases(middle, whole, cuda_graphs, lead, freezing))
+        run_phases(sweep, phases(middle, whole, cuda_graphs, lead, freezing, KernelPhase.name not in opts.skip))
     except KeyboardInterrupt:
         release_all(db, worker_id())
         if report is None:
@@ -360,7 +349,7 @@ def _floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_aut
         return 0.0, False
     graphs = REPLAY_S if by_hand(opts.spec.mode) else capture.compile_s
     one = first_trials_s(spent_s, graphs)
-    if not capture.sites or (profile is not None and not gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True)):
+    if not capture.sites or SitePhase.name in opts.skip or (profile is not None and not gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True)):
         return one, False
     probe = (FLOOR_CHOICES + 1) * len(capture.sites) * prior_choice_share(opts.spec.device)  # as the batch is sized
     with_sites = first_trials_s(spent_s, graphs + capture.compile_s + probe + _alone_s(opts, profile))
@@ -377,9 +366,13 @@ def _alone_s(opts: SweepOptions, profile: Profile | None) -> float:
     return PRIORS["cuda"][ALONE]
 
 
+def _graphs_searched(opts: SweepOptions) -> bool:
+    return opts.spec.device == "cuda" and CudaGraphPhase.name not in opts.skip
+
+
 def _graphs_first(opts: SweepOptions, capture: CaptureResult) -> bool:
     """Whether the workload under CUDA graphs is measured first: on CUDA, where the GPU waits for the host."""
-    return opts.spec.device == "cuda" and worth_measuring(capture.idle_share)
+    return _graphs_searched(opts) and worth_measuring(capture.idle_share)
 
 
 def first_trials_s(spent_s: float, trials_s: float) -> float:

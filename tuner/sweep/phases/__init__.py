@@ -18,7 +18,16 @@ def study_phases(device_type: str) -> list[str]:
 
     return list(dict.fromkeys(k.phase for k in registered() if device_type in k.devices and k.phase not in BUILT_IN))
 
+
+def skippable(device_type: str) -> dict[str, str]:
+    """{the name ``--skip`` takes: the phase}: what a sweep on this device may leave out, each task of it then keeping
+    Inductor's choice. The searches, as ``tuner.sweep.driver.searches`` lists them, and on CUDA the CUDA graphs."""
+    last = KernelPhase.name if device_type == "cuda" else GraphKnobPhase.name
+    names = [*([CudaGraphPhase.name] if device_type == "cuda" else []), SitePhase.name, *study_phases(device_type), FusionPhase.name, last]
+    return {n.lower().replace(" ", "-"): n for n in names}
+
+
 __all__ = [
     "CudaGraphPhase", "FreezingPhase", "FusionPhase", "GraphKnobPhase", "GraphStudyPhase", "KernelPhase", "Phase", "Plan", "SitePhase", "SweepContext", "WholeCheckPhase",
-    "Workload", "run_phases", "study_phases",
+    "Workload", "run_phases", "skippable", "study_phases",
 ]
