@@ -241,3 +241,13 @@ def test_the_closing_table_names_a_graph_s_task_without_the_model_its_title_name
     assert task_label("hf:mistral,num_hidden_layers=2 forward graph 0 fusion", workload) == "forward graph 0 fusion"
     assert task_label("packed_linear 128x256,1x1,256x256", workload) == "packed_linear 128x256,1x1,256x256"
     assert task_label("resnet50_32x4d forward graph 0", "resnet50/infer/cpu/fp32/1x3x224x224") == "resnet50_32x4d forward graph 0"
+    import io
+
+    from rich.console import Console
+
+    from tuner.cli.render import RichProgress
+
+    out = io.StringIO()
+    with RichProgress(Console(file=out, width=200), workload=workload) as progress:  # a phase's task lines too
+        progress.start(1, ["hf:mistral,num_hidden_layers=2 forward graph 0 fusion"])
+    assert "1 tasks: forward graph 0 fusion" in out.getvalue()

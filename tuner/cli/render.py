@@ -40,8 +40,9 @@ class BoundedRemaining(TimeRemainingColumn):
 
 
 class RichProgress(SweepProgress):
-    def __init__(self, console: Console, ends_by: float | None = None):
+    def __init__(self, console: Console, ends_by: float | None = None, workload: str = ""):
         self.console = console
+        self.workload = workload  # its model, which every graph task's name repeats, is left out of the task lines
         self.remaining = BoundedRemaining(ends_by)
         self.bar = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("trials"),
@@ -64,6 +65,7 @@ class RichProgress(SweepProgress):
 
     def start(self, total: int, names: list[str]) -> None:
         """Called once per phase (template sites, then Triton kernels, then graphs): the bar grows."""
+        names = [task_label(n, self.workload) for n in names]
         listed = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
         self.console.print(f"{len(names)} tasks: {shown(listed)}", highlight=False)
         if self.id is None:
@@ -73,7 +75,7 @@ class RichProgress(SweepProgress):
 
     def task(self, name: str) -> None:
         if self.id is not None:
-            self.bar.update(self.id, description=f"[cyan]{shown(name[:40])}")
+            self.bar.update(self.id, description=f"[cyan]{shown(task_label(name, self.workload)[:40])}")
 
     def trial(self, status: str) -> None:
         if status != "ok":

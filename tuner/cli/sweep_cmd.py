@@ -140,14 +140,14 @@ def _sweep_one(opts, ends_by: float | None, share_gpu: bool):  # type: ignore[no
         console.print(f"[dim]{opts.workers} workers sharing {opts.db_url}[/]")
         if opts.spec.device == "cpu":
             console.print(describe(cpu_plan(opts, opts.workers)), highlight=False)
-        with RichProgress(console, ends_by) as progress:
+        with RichProgress(console, ends_by, opts.spec.name) as progress:
             reports, errors = run_workers(opts, opts.workers, share_gpu=share_gpu, progress=progress)
         for e in errors:
             err_console.print(f"[red]worker failed:[/] {e}", highlight=False)
         if not reports:
             raise typer.Exit(1)
         return combine(reports)
-    with RichProgress(console, ends_by) as progress:
+    with RichProgress(console, ends_by, opts.spec.name) as progress:
         return run_sweep(opts, progress)
 
 

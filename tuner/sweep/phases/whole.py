@@ -128,7 +128,7 @@ class WholeCheckPhase(Phase):
         """Drop the winners in ``drop``; those of ``moved`` were answers transferred from other sizes (their tasks get
         the default stored, which no compile overrides with a transfer)."""
         self.reverted = revert_outcomes(sweep.db, sweep.tuning.device_id, [(t, r) for t, r in sweep.workload.pairs() if r.id in drop], sweep.outcomes)
-        for which, ids in (("winner(s) went back", set(self.reverted) - moved), ("answer(s) transferred from other sizes were replaced by",
+        for which, ids in (("winner(s) went back to", set(self.reverted) - moved), ("answer(s) transferred from other sizes were replaced by",
                                                                                    set(self.reverted) & moved)):
             names = [t.name for t, r in sweep.workload.pairs() if r.id in ids]
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
