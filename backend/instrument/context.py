@@ -4,7 +4,8 @@
 ids} to time side by side at each of those sites, in one compile; the timings land in :attr:`timings` ({site key:
 {choice id: ms}}), choices stopped after a probe in :attr:`pruned`. ``kernel_sink``: a list that collects the Triton
 kernels each graph's compile produced, with their first call's arguments (``capture.py``). ``site_timing``: how a
-CUDA site's benchmarked choices are timed (``site_timing.py``: pipelined, launch, cudagraph); ``site_defer``: timed
+CUDA site's benchmarked choices are timed (``site_timing.py``: pipelined, launch, cudagraph; on the CPU, beside a
+reference, ``beside_reference.py``, unless ``launch``); ``site_defer``: timed
 when Inductor schedules rather than where it lowers the site.
 """
 
@@ -86,6 +87,10 @@ class MeasuringContext(CompileContext):
         if self.retimes_sites:
             for c in picks:
                 site_timing.retime(c, self.retimes_sites)
+        elif self.times_beside_reference:
+            from tuner.backend.instrument.beside_reference import beside_reference
+
+            beside_reference(picks)
         if self.prunes_sites:  # the default first, then candidates, each probed before its full timing
             key = task_key(Kind.SITE, payload)
             site_timing.prune_slow(picks, ids, lambda cid, ms: self.record_pruned(key, cid, ms))
@@ -104,6 +109,12 @@ class MeasuringContext(CompileContext):
         ``TIMERS``), or None: Inductor's own timing (``launch``, the CPU, a compile that benchmarks nothing)."""
         on = self.site_timing != "launch" and self.device_type == "cuda" and bool(self.benchmark)
         return self.site_timing if on else None
+
+    @property
+    def times_beside_reference(self) -> bool:
+        """Whether this compile's benchmarked CPU site choices are each timed beside the site's first ATen choice,
+        interleaved (``beside_reference.py``), in place of Inductor's one-after-another windows (``launch``: those)."""
+        return self.device_type == "cpu" and self.site_timing != "launch" and bool(self.benchmark)
 
     @property
     def defers_sites(self) -> bool:
