@@ -9,7 +9,9 @@
 ``TUNER_SITE_TIMING`` how a sweep times template-site choices on CUDA: ``auto`` (the default: as the workload runs,
                     ``cudagraph`` where the sweep keeps CUDA graphs, else ``pipelined``), ``pipelined`` (calls back to
                     back, host time counted where it exceeds the device's), ``launch`` (Inductor's way) or
-                    ``cudagraph`` (replays of a CUDA graph: the device's time alone); ``backend/instrument/site_timing``
+                    ``cudagraph`` (replays of a CUDA graph: the device's time alone); ``backend/instrument/site_timing``.
+                    On the CPU any value but ``launch`` times each choice beside the site's first ATen choice,
+                    interleaved (``backend/instrument/beside_reference``); ``launch`` there too is Inductor's way
 ``TUNER_SITE_DEFER`` ``0``: a CUDA site batch times each site as Inductor lowers it, its choices compiled only
                     then; ``1`` (the default) lets every site's choices compile in the background while the rest
                     of the graph is lowered, and times them all when Inductor schedules (``hooks/selector``)
