@@ -1,11 +1,12 @@
 """Hook (b'') on the CPU: a template site's choices each timed beside a reference, interleaved, when a sweep
 benchmarks them (``TUNER_SITE_TIMING`` other than ``launch``).
 
-Inductor's CPU benchmarker times each choice alone, over its own ~100-ms window, one choice after another. On a
-small machine shared with other work, the machine's speed drifts between those windows by more than the choices
-differ. In two sweeps of one Phi-3-shaped prefill (2-core EPYC), its vocabulary projection (128x256 by 256x8000)
-timed MKL at 6.75, then 6.12 ms and the CPP micro-GEMM at 6.83, then 4.65 ms. The first sweep's whole-workload
-check found that "winner" 1.06x slower and sent it back (bench/results/cpu-epyc-2c/hf_phi3-2l-h256-b1-s128-*).
+Inductor's CPU benchmarker times each choice alone, over its own ~100-ms window, one choice after another, so
+whatever slows the machine during one window and not another (other work on a small shared machine) lands on one
+choice only. A Phi-3-shaped prefill's vocabulary projection (128x256 by 256x8000, 2-core EPYC) so timed the CPP
+micro-GEMM at 0.77x MKL's time in one sweep, where that sweep's whole-workload check found it 1.06x slower and sent
+it back (bench/results/cpu-epyc-2c/hf_phi3-2l-h256-b1-s128-*). Interleaving does not remove what differs between
+processes: timed so, the same ratio was 1.03x, 1.04x and 0.85x in three sweeps (the last confirmed by its check).
 
 Here the first ATen choice the site times (Inductor's default comes first) is the reference: timed alone, its run
 function kept. Every later choice is timed in rounds interleaved with it (``tuner.measure.timing.interleaved``), and
