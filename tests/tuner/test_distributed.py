@@ -82,13 +82,16 @@ def test_rerun_after_sigkill_keeps_every_trial_and_completes(tmp_path, db_url, c
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     per_task, distinct, uids, winners = _state(db_url)
     assert before <= set(uids), "every trial stored before the kill is still there"
-    # 2 sites, codegen knobs, fusion grouping and freezing (measured once); where the workload won unfrozen, the
-    # unfrozen graph's codegen knobs and fusion grouping too
+    # Freezing, measured once, first. Frozen: the 2 sites, codegen knobs and fusion grouping too. Where the workload
+    # won unfrozen (this small graph wins either way within a few percent), it was captured again unfrozen and only
+    # that graph's codegen knobs and fusion grouping were tuned.
     db = Database.open(db_url, create=False)
     with db.session() as s:
         once = set(s.scalars(select(Task.key).where(Task.kind == "freezing")))
     db.close()
-    assert len(winners) in (5, 7) and set(winners) == set(distinct) and len(once) == 1
+    assert len(once) == 1
+    unfrozen = winners.get(next(iter(once))) == {"freezing": False}
+    assert len(winners) == (3 if unfrozen else 5) and set(winners) == set(distinct)
     assert all(v >= 2 for k, v in distinct.items() if k not in once)
 
 
