@@ -16,7 +16,9 @@ from tuner.sweep.clock import CAPTURE
 from tuner.sweep.driver import promised_end_s
 from tests.helpers.notes import Notes
 
-BUDGET_S = 40
+# The cold first run's budget: its capture takes 20-25 s cold on a slow 2-core machine, and its first measurement
+# (whether freezing pays, ~16 s) must fit after it; 40 s left none on a CI machine that ran the suite in 20 min.
+BUDGET_S = 60
 
 
 def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(db_url):
