@@ -21,7 +21,7 @@ from tuner.measure import CaptureResult, Worker
 from tuner.measure.load import others_note
 from tuner.sweep.phases import (
     CudaGraphPhase, FreezingPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext, WholeCheckPhase, Workload, run_phases,
-    study_phases,
+    search_names, study_phases,
 )
 from tuner.sweep.phases.cuda_graphs import REPLAY_S, by_hand, worth_measuring
 from tuner.sweep.phases.graphs import TRIAL_COMPILES
@@ -129,8 +129,8 @@ def searches(opts: SweepOptions) -> list[Phase]:
     CPU sweeps won with (14, the best 0.992x; groupings won up to 0.73x: bench/results/cpu-*/)."""
     studies = [GraphStudyPhase(name, device_type=opts.spec.device) for name in study_phases(opts.spec.device)]
     fusion = [FusionPhase(compiles=FUSION_COMPILES if opts.spec.device == "cuda" else 0.0)] if opts.fusion else []
-    last = KernelPhase("compiling with every winner so far forced") if opts.spec.device == "cuda" else GraphKnobPhase()
-    return [p for p in (SitePhase(), *studies, *fusion, last) if p.name not in opts.skip]
+    made = {p.name: p for p in (SitePhase(), *studies, *fusion, KernelPhase("compiling with every winner so far forced"), GraphKnobPhase())}
+    return [made[n] for n in search_names(opts.spec.device) if n in made and n not in opts.skip]
 
 
 def with_shares(middle: list[Phase], lead: bool = False, whole: WholeCheckPhase | None = None) -> list[Phase]:

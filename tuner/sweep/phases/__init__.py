@@ -19,15 +19,22 @@ def study_phases(device_type: str) -> list[str]:
     return list(dict.fromkeys(k.phase for k in registered() if device_type in k.devices and k.phase not in BUILT_IN))
 
 
+def search_names(device_type: str) -> list[str]:
+    """The searches a sweep on this device runs between the CUDA-graph phase and the check, in their own order
+    (``tuner.sweep.driver.searches``): the template sites, the graph studies, the fusion groupings, and last the
+    Triton kernels on CUDA, the codegen knobs on the CPU."""
+    last = KernelPhase.name if device_type == "cuda" else GraphKnobPhase.name
+    return [SitePhase.name, *study_phases(device_type), FusionPhase.name, last]
+
+
 def skippable(device_type: str) -> dict[str, str]:
     """{the name ``--skip`` takes: the phase}: what a sweep on this device may leave out, each task of it then keeping
-    Inductor's choice. The searches, as ``tuner.sweep.driver.searches`` lists them, and on CUDA the CUDA graphs."""
-    last = KernelPhase.name if device_type == "cuda" else GraphKnobPhase.name
-    names = [*([CudaGraphPhase.name] if device_type == "cuda" else []), SitePhase.name, *study_phases(device_type), FusionPhase.name, last]
+    Inductor's choice. The searches (:func:`search_names`), and on CUDA the CUDA graphs."""
+    names = [*([CudaGraphPhase.name] if device_type == "cuda" else []), *search_names(device_type)]
     return {n.lower().replace(" ", "-"): n for n in names}
 
 
 __all__ = [
     "CudaGraphPhase", "FreezingPhase", "FusionPhase", "GraphKnobPhase", "GraphStudyPhase", "KernelPhase", "Phase", "Plan", "SitePhase", "SweepContext", "WholeCheckPhase",
-    "Workload", "run_phases", "skippable", "study_phases",
+    "Workload", "run_phases", "search_names", "skippable", "study_phases",
 ]
