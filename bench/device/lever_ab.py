@@ -43,11 +43,15 @@ class Counting(Base):  # type: ignore[misc,valid-type]
 
 
 def variants(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """{name: Inductor options}: the defaults, each lever alone, then all of them together."""
-    options = dict(_option(o) for o in args.option)
+    """{name: Inductor options}: the defaults, each lever alone, then all of them together (where no option is given
+    twice: one option with several values, e.g. ``triton.multi_kernel=2`` and ``=3``, is a variant per value)."""
+    pairs = [_option(o) for o in args.option]
+    options = dict(pairs)
     levers = {r: {"post_grad_custom_pre_pass": Counting([r])} for r in args.rewrite}
-    levers |= {f"{k}={json.dumps(v)}": {k: v} for k, v in options.items()}
+    levers |= {f"{k}={json.dumps(v)}": {k: v} for k, v in pairs}
     together = {"all": {**options, **({"post_grad_custom_pre_pass": Counting(args.rewrite)} if args.rewrite else {})}}
+    if len(options) < len(pairs):
+        together = {}
     base = dict(_option(o) for o in args.base_option)
     return {n: {**base, **o} for n, o in {"default": {}, **levers, **(together if len(levers) > 1 else {})}.items()}
 
