@@ -72,6 +72,7 @@ def install_hooks(device_type: str = "cpu") -> None:
     if device_type == "cuda":
         kernel_hook.check()
         kernel_hook.count_runtime_autotuning()
+        kernel_hook.count_multi_kernel_timing()
         conv_epilogue.ops()  # code compiled with the rewrite, loaded from Inductor's cache, calls them
         splitk_hook.install()  # ... and code compiled with a split-K choice calls its extern kernels
     for _, adapter in adapted(device_type):  # the adapters of kinds that no hook point above applies

@@ -134,3 +134,22 @@ def count_runtime_autotuning() -> None:
         return original(self, *args, **kwargs)
 
     process.patch("count runtime autotuning", _th.CachingAutotuner, "benchmark_all_configs", benchmark_all_configs)
+
+
+def count_multi_kernel_timing() -> None:
+    """Count a multi-kernel's timing of its variants at its first call as a benchmark: ``triton.multi_kernel=1``, which
+    tuner never offers, but a user's ``TORCHINDUCTOR_MULTI_KERNEL=1`` sets (2 and 3 pick by the value, timing nothing)."""
+    try:
+        from torch._inductor.codegen.multi_kernel import MultiKernelCall
+    except ImportError:  # pragma: no cover - depends on the torch build
+        return
+    if process.applied("count multi-kernel timing") or not hasattr(MultiKernelCall, "benchmark_sub_kernels"):
+        return
+    original = MultiKernelCall.benchmark_sub_kernels
+
+    def benchmark_sub_kernels(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counters.bump("benchmarks")
+        counters.bump("multi_kernel_timed")
+        return original(self, *args, **kwargs)
+
+    process.patch("count multi-kernel timing", MultiKernelCall, "benchmark_sub_kernels", benchmark_sub_kernels)

@@ -82,3 +82,23 @@ def test_enqueued_default_round_trips_through_optuna():
     assert s.suggest(study.ask()) == s.default
     proposals = [s.suggest(study.ask()) for _ in range(5)]
     assert all(set(p) == set(s.names()) for p in proposals)
+
+
+def test_the_cuda_grouping_offers_multi_kernel_picked_by_value_never_timed_at_run_time():
+    import torch._inductor.config as inductor_config
+
+    from tuner.backend.defaults import fusion_defaults
+    from tuner.search_spaces.fusion import MULTI_KERNEL
+
+    cuda = fusion_defaults("cuda")
+    assert cuda[MULTI_KERNEL] == inductor_config.triton.multi_kernel and type(cuda[MULTI_KERNEL]) is int
+    s = space_for(Kind.FUSION, {"space": {"device": "cuda", "defaults": {**cuda, MULTI_KERNEL: 0}, "pairs": []}})
+    (param,) = [p for p in s.params if p.name == MULTI_KERNEL]
+    assert param.options == (0, 2, 3) and s.default[MULTI_KERNEL] == 0
+    assert s.validate({**s.default, MULTI_KERNEL: 3})[MULTI_KERNEL] == 3
+    for bad in (1, True, "3", 4):  # 1 times both variants at the first call: a tuned compile benchmarks nothing
+        with pytest.raises(InvalidConfig, match="not one of"):
+            s.validate({**s.default, MULTI_KERNEL: bad})
+    assert MULTI_KERNEL not in space_for(Kind.FUSION, {"space": {"device": "cpu", "defaults": fusion_defaults("cpu"), "pairs": []}}).names()
+    with pytest.raises(InvalidConfig, match=r"not an integer in \[0, 3\]"):
+        space_for(Kind.FUSION, {"space": {"device": "cuda", "defaults": {**cuda, MULTI_KERNEL: 7}, "pairs": []}})

@@ -25,6 +25,20 @@ from tuner.sweep.winners import Winners
 
 
 
+def as_stored(task: TaskSpec, record: TaskRecord) -> TaskSpec:
+    """``task`` with the signature its database record holds: a task stored before its space grew (a knob added since)
+    is searched in the space it was stored with, in which a compile validates its winners; a record that builds no
+    space leaves ``task`` as found."""
+    from tuner.search_spaces import InvalidConfig, space_for
+
+    if record.signature == task.signature or not isinstance(record.signature, dict):
+        return task
+    try:
+        return dataclasses.replace(task, signature=record.signature, space=space_for(task.kind, record.signature))
+    except InvalidConfig:
+        return task
+
+
 @dataclass
 class Workload:
     """The workload's tasks in order, each with its database record; new tasks are stored and linked as found."""
@@ -36,12 +50,17 @@ class Workload:
 
     def register(self, new: list[TaskSpec]) -> list[TaskRecord]:
         """``new``'s records, in order; a task registered before is not added again."""
+        return [r for _, r in self.register_pairs(new)]
+
+    def register_pairs(self, new: list[TaskSpec]) -> list[tuple[TaskSpec, TaskRecord]]:
+        """``new``'s (task, record) pairs, in order, each task as its record holds it (:func:`as_stored`)."""
         known = {t.key: r for t, r in zip(self.tasks, self.records)}
         recs = [known.get(t.key) or self.db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in new]
-        added = [(t, r) for t, r in zip(new, recs) if t.key not in known]
+        pairs = [(as_stored(t, r), r) for t, r in zip(new, recs)]
+        added = [(t, r) for t, r in pairs if t.key not in known]
         self.tasks, self.records = self.tasks + [t for t, _ in added], self.records + [r for _, r in added]
         self.db.link_workload(self.name, [r.id for r in self.records])
-        return recs
+        return pairs
 
     def pairs(self, kinds: tuple[Kind, ...] | None = None) -> list[tuple[TaskSpec, TaskRecord]]:
         return [(t, r) for t, r in zip(self.tasks, self.records) if kinds is None or t.kind in kinds]

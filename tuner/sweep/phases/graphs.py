@@ -155,11 +155,11 @@ class FusionPhase(Phase):
         recorded = self._recorded(sweep, winners)
         if not recorded:
             return Plan([], 0)
-        groupings = fusion_tasks(recorded, sweep.model, sweep.short_kernels)
+        self.pairs = sweep.workload.register_pairs(fusion_tasks(recorded, sweep.model, sweep.short_kernels))
+        groupings = [t for t, _ in self.pairs]
         for g in groupings:
             for note in _first_measured(g.space):
                 sweep.progress.note(f"{g.name}: {note}; the grouping with it is measured first")
-        self.pairs = list(zip(groupings, sweep.workload.register(groupings)))
         trials = planned(sweep.budget.fusion_target, groupings)
         return Plan(groupings, trials, cost=[(str(Kind.FUSION), trials)])
 

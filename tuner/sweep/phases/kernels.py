@@ -52,10 +52,9 @@ class KernelPhase(Phase):
             credited.unfused_epilogues(sweep, captured)
         unmeasurable = {r["key"]: (Status(r["status"]), r["error"]) for r in captured if "error" in r}
         known = sweep.workload.keys
-        found = [t for t in kernel_tasks(captured) if t.key not in known]
-        recs = sweep.workload.register(found)
-        stored = sweep.db.winner_configs([r.id for r in recs], sweep.tuning.device_id)
-        for t, r in zip(found, recs):
+        pairs = sweep.workload.register_pairs([t for t in kernel_tasks(captured) if t.key not in known])
+        stored = sweep.db.winner_configs([r.id for _, r in pairs], sweep.tuning.device_id)
+        for t, r in pairs:
             self._store_default(sweep, t, r, r.id in stored, unmeasurable.get(t.key))
             if t.key not in unmeasurable:
                 self.kernels.append(t)

@@ -104,7 +104,7 @@ class SitePhase(Phase):
     def _as_lowered(sweep: SweepContext, recording: Recording, captured: list[Any], why: str) -> list[Any]:
         """The (task, record) pairs of ``recording``'s sites, registered where new, and said beside ``captured``."""
         tasks = site_tasks(recording.sites)
-        pairs = list(zip(tasks, sweep.workload.register(tasks)))
+        pairs = sweep.workload.register_pairs(tasks)
         kept = {t.key for t, _ in captured} & {t.key for t in tasks}
         sweep.progress.note(f"{why}: the template sites tuned are those a compile with them forced meets, {len(tasks)}: {len(kept)} of the "
                             f"capture's {len(captured)} and {len(tasks) - len(kept)} new")
