@@ -1,7 +1,7 @@
 """A grouping's ``triton.multi_kernel`` on the GPU for real (``pytest -m gpu``): forced to 3, a LayerNorm whose row is
-past Inductor's bound for a persistent reduction is compiled both ways and runs the persistent kernel, picked by the
-value, so the compile's first call times nothing; eager's numerics hold. At 1 (a user's own setting) the first call
-times both variants, and ``stats()`` counts it."""
+past Inductor's bound for a persistent reduction is compiled both ways (persistent and looped), the variant picked by
+the value, so the compile's first call times nothing; eager's numerics hold. At 0 it is looped only. At 1 (a user's
+own setting) the first call times both variants, and ``stats()`` counts it."""
 
 import pytest
 import torch
