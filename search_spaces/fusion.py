@@ -100,7 +100,9 @@ def _offered(rewrite: RewriteKnob, device: Any) -> bool:
 MULTI_KERNEL = "triton.multi_kernel"
 CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion", "triton.enable_pdl",
              MULTI_KERNEL)
-CHOICES = {MULTI_KERNEL: (0, 2, 3)}  # knobs of a few values, Inductor's own added where it has another
+# Knobs of a few values: {name: (the values offered, the largest Inductor takes)}; Inductor's own value is offered too
+# where it is another (multi_kernel's 1 times both variants at a compile's first call, so it is never offered otherwise).
+CHOICES = {MULTI_KERNEL: ((0, 2, 3), 3)}
 _INTS = ("max_fusion_size", "score_fusion_memory_threshold", "realize_reads_threshold", "realize_opcount_threshold",
          "realize_acc_reads_threshold")
 # Every Inductor flag this space may set: a signature naming any other (from a crafted file, say) has no space.
@@ -128,7 +130,7 @@ def space(context: dict[str, Any]) -> Space:
         elif name in CUDA_ONLY and context.get("device") == "cpu":
             continue
         elif name in CHOICES:
-            params.append(choice(name, with_default(list(CHOICES[name]), int(d[name]))))
+            params.append(choice(name, with_default(list(CHOICES[name][0]), int(d[name]))))
         else:
             params.append(Bool(name))
     pairs = [str(p) for p in context.get("pairs", [])][:MAX_PAIRS]
@@ -157,7 +159,7 @@ def _checked_defaults(defaults: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"unknown Inductor flag(s) {unknown[:5]}")
     for k, v in defaults.items():
         if k in _INTS or k in CHOICES:
-            top = 3 if k in CHOICES else MAX_INT_KNOB  # multi_kernel: Inductor's own range
+            top = CHOICES[k][1] if k in CHOICES else MAX_INT_KNOB
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= top:
                 raise ValueError(f"{k}={str(v)[:20]} is not an integer in [0, {top}]")
         elif not isinstance(v, bool):

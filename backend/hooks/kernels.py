@@ -123,17 +123,24 @@ def forget_loaded_kernels() -> None:
         pass
 
 
-def count_runtime_autotuning() -> None:
-    """Count Inductor's runtime autotuning of kernels with several configs as benchmarks (honest stats)."""
-    if process.applied("count runtime autotuning") or _th is None or not hasattr(_th.CachingAutotuner, "benchmark_all_configs"):
+def _counted(name: str, owner: Any, attr: str, *counts: str) -> None:
+    """Wrap ``owner.attr`` (once per process, under ``name``) so that each call bumps the counters ``counts``."""
+    if process.applied(name) or not hasattr(owner, attr):
         return
-    original = _th.CachingAutotuner.benchmark_all_configs
+    original = getattr(owner, attr)
 
-    def benchmark_all_configs(self: Any, *args: Any, **kwargs: Any) -> Any:
-        counters.bump("benchmarks")
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        for c in counts:
+            counters.bump(c)
         return original(self, *args, **kwargs)
 
-    process.patch("count runtime autotuning", _th.CachingAutotuner, "benchmark_all_configs", benchmark_all_configs)
+    process.patch(name, owner, attr, counted)
+
+
+def count_runtime_autotuning() -> None:
+    """Count Inductor's runtime autotuning of kernels with several configs as benchmarks (honest stats)."""
+    if _th is not None:
+        _counted("count runtime autotuning", _th.CachingAutotuner, "benchmark_all_configs", "benchmarks")
 
 
 def count_multi_kernel_timing() -> None:
@@ -143,13 +150,4 @@ def count_multi_kernel_timing() -> None:
         from torch._inductor.codegen.multi_kernel import MultiKernelCall
     except ImportError:  # pragma: no cover - depends on the torch build
         return
-    if process.applied("count multi-kernel timing") or not hasattr(MultiKernelCall, "benchmark_sub_kernels"):
-        return
-    original = MultiKernelCall.benchmark_sub_kernels
-
-    def benchmark_sub_kernels(self: Any, *args: Any, **kwargs: Any) -> Any:
-        counters.bump("benchmarks")
-        counters.bump("multi_kernel_timed")
-        return original(self, *args, **kwargs)
-
-    process.patch("count multi-kernel timing", MultiKernelCall, "benchmark_sub_kernels", benchmark_sub_kernels)
+    _counted("count multi-kernel timing", MultiKernelCall, "benchmark_sub_kernels", "benchmarks", "multi_kernel_timed")

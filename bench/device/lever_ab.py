@@ -49,9 +49,7 @@ def variants(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     options = dict(pairs)
     levers = {r: {"post_grad_custom_pre_pass": Counting([r])} for r in args.rewrite}
     levers |= {f"{k}={json.dumps(v)}": {k: v} for k, v in pairs}
-    together = {"all": {**options, **({"post_grad_custom_pre_pass": Counting(args.rewrite)} if args.rewrite else {})}}
-    if len(options) < len(pairs):
-        together = {}
+    together = {} if len(options) < len(pairs) else {"all": {**options, **({"post_grad_custom_pre_pass": Counting(args.rewrite)} if args.rewrite else {})}}
     base = dict(_option(o) for o in args.base_option)
     return {n: {**base, **o} for n, o in {"default": {}, **levers, **(together if len(levers) > 1 else {})}.items()}
 
