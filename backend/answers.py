@@ -15,20 +15,21 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner import once
 from tuner.backend import counters
-from tuner.core import Forcing, Winners, valid_winners
+from tuner.core import Forcing, Winners
+from tuner.search_spaces import valid_winners
+from tuner.db.storage import first_answers
 from tuner.errors import StorageError
 from tuner.nearest import Nearest
 
 log = logging.getLogger("tuner.backend")
 _lock = threading.Lock()
-_warned: set[str] = set()
 
 
 def warn_once(msg: str) -> None:
-    if msg not in _warned:
-        _warned.add(msg)
-        log.warning(msg)
+    """One warning of the read path, once per process (``tuner.once``)."""
+    once.warn_once(log, msg)
 
 
 @dataclass
@@ -111,10 +112,7 @@ def load_answers(urls: list[str], device_type: str, device_index: int = 0) -> tu
     from tuner.db import current_device
 
     fingerprint = current_device(device_type, device_index).fingerprint
-    merged: Winners = {}
-    for url in urls:
-        for key, answer in (winners(url, fingerprint) or {}).items():
-            merged.setdefault(key, answer)
+    merged = first_answers(winners(url, fingerprint) or {} for url in urls)
     return Forcing.from_winners(merged), Nearest.from_winners(merged)
 
 

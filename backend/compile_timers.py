@@ -12,22 +12,20 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tuner.once import warn_once
+
 log = logging.getLogger(__name__)
-_warned = False
 SHOWN_S = 0.05  # regions that took less, in all, are left out of a report
 
 
 def _table() -> dict[str, list[float]] | None:
-    global _warned
     try:
         from torch._dynamo.utils import compilation_time_metrics
     except ImportError:
         compilation_time_metrics = None
     if isinstance(compilation_time_metrics, dict):
         return compilation_time_metrics
-    if not _warned:
-        log.warning("torch._dynamo.utils.compilation_time_metrics is missing: no breakdown of compile times")
-        _warned = True
+    warn_once(log, "torch._dynamo.utils.compilation_time_metrics is missing: no breakdown of compile times")
     return None
 
 

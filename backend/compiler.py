@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import tempfile
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
@@ -154,3 +156,24 @@ def compile_with_context(
             return compile_graph(again)
     finally:
         counters.bump("benchmarks", passes_hook.benchmarks_so_far() - before)
+
+
+@contextlib.contextmanager
+def isolated_compile(freezing: bool) -> Iterator[None]:
+    """A fresh Inductor cache folder and code cache, and freezing set the way Dynamo reads it (at trace time);
+    both put back afterwards."""
+    import torch._inductor.config as inductor_config
+
+    old_dir, old_freezing = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), inductor_config.freezing
+    with tempfile.TemporaryDirectory(prefix="tuner-bench-") as d:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = d
+        inductor_config.freezing = freezing
+        kernel_hook.forget_loaded_kernels()  # Inductor's in-memory code and kernel caches
+        try:
+            yield
+        finally:
+            inductor_config.freezing = old_freezing
+            if old_dir is None:
+                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            else:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_dir

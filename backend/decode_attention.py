@@ -16,16 +16,9 @@ A mask (boolean, or added to the scores) of any shape that broadcasts to ``(batc
 where it lies. No causal mask: with fewer queries than keys, SDPA's causal mask is aligned to the first key,
 not a decode step's. :func:`takes` says which calls it runs; ``tuner::decode_attention`` is the op a graph calls.
 
-It is an option, never a default: a sweep times it at each site beside the fused kernels and keeps the fastest. On
-an H100 (``bench/device/decode_attention_sites.py``; bench/results/h100/decode-attention-sites-*-2026-12-07.json) it
-has not beaten cuDNN handed the same tensors. Where each query head has its own keys over a short cache it lost:
-gpt2's site (8 sequences, 12 heads, 512 keys) 10.4-10.7 us at its best configs against cuDNN's 8.9-9.1, each
-program waiting on its keys and values, then the merge. Where query heads group over fewer key/value heads, a
-program taking a group's heads together read its keys once, 59.0 us against 76.0 one query head a program (32 heads
-over 8, head 128, 4096 keys, 8 sequences); cuDNN and flash reading the grouped heads as they are (SDPA's
-``enable_gqa``) took 56.8 and 58.8, and 182.8 and 202.1 handed the keys repeated for each query head, as a model that
-repeats them before SDPA does. Asking for a step's values with its keys, and for the merge's slices all at once, was
-7% faster at gpt2's site (the median over 27 configs) and level at the grouped one.
+It is an option, never a default: a sweep times it at each site beside the fused kernels and keeps the fastest. Where
+query heads group over fewer key/value heads, a program takes a group's heads together and reads its keys once; a
+step's values are asked for with its keys, and the merge's slices all at once.
 """
 
 from __future__ import annotations
@@ -42,10 +35,7 @@ from tuner.backend.splitk_mm import COUNTS, COUNTS_BY_DEVICE, INTERPRETED
 BLOCK_Q = 16  # the queries of a program (tl.dot's least rows): a call takes at most this many per (batch, head) ...
 MAX_QUERIES = BLOCK_Q  # ... so that one block holds them
 BLOCK_N = 64  # keys a loop step reads
-# Warps a program: 2 was the fastest at each of four decode sites at the split :func:`split_for` picks, 3-6% ahead
-# of 4 (H100: gpt2's 10.5 us against 11.2, a grouped 32-over-8-head site over 4096 keys 74.8 against 77.4, one query
-# head a program; bench/results/h100/decode-attention-sites-2026-12-07.json). With a group's heads in one program,
-# 4 warps led 2 there by 1-2% (58.0 us against 58.7), and 2 still led at gpt2's.
+# Warps a program: the fastest at the decode sites measured, at the split :func:`split_for` picks.
 WARPS = 2
 MAX_SPLIT = 16
 PROGRAMS_PER_SM = 4

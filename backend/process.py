@@ -7,14 +7,11 @@ and can be undone (:func:`restore`).
   arguments, a site choice's ``benchmark`` to time it as a CUDA graph.
 - Settings a measuring process needs before anything is traced (:func:`configure_measuring`): a sweep's spawned
   worker or ``tuner bench``, never a user's compile.
-- A compile isolated from the ones before it (:func:`isolated_compile`), for ``tuner bench``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -145,29 +142,6 @@ def share_triton_cache() -> None:
     _set_triton_ptxas_path()
 
 
-@contextlib.contextmanager
-def isolated_compile(freezing: bool) -> Iterator[None]:
-    """A fresh Inductor cache folder and code cache, and freezing set the way Dynamo reads it (at trace time);
-    both put back afterwards."""
-    import torch._inductor.config as inductor_config
-
-    from tuner.backend.hooks.kernels import forget_loaded_kernels
-
-    old_dir, old_freezing = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), inductor_config.freezing
-    with tempfile.TemporaryDirectory(prefix="tuner-bench-") as d:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = d
-        inductor_config.freezing = freezing
-        forget_loaded_kernels()  # Inductor's in-memory code and kernel caches
-        try:
-            yield
-        finally:
-            inductor_config.freezing = old_freezing
-            if old_dir is None:
-                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-            else:
-                os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_dir
-
-
 def inductor_options(mode: str | None, **patches: Any) -> dict[str, Any]:
     """``torch.compile(backend="inductor", options=...)`` for Inductor's ``mode`` plus ``patches``. Dynamo serves a
     module compiled earlier in the process by an equal Inductor backend, and equal means the same mode and options:
@@ -205,4 +179,4 @@ def has_inductor_flag(name: str) -> bool:
     return True
 
 
-__all__ = ["applied", "configure_measuring", "has_inductor_flag", "inductor_flag", "inductor_options", "isolated_compile", "patch", "rebind", "restore", "tracing_frozen"]
+__all__ = ["applied", "configure_measuring", "has_inductor_flag", "inductor_flag", "inductor_options", "patch", "rebind", "restore", "tracing_frozen"]

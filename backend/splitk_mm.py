@@ -5,8 +5,8 @@ templates give each tile one program that walks the whole of K, so most of the d
 on memory. Here each tile's K is cut into ``SPLIT_K`` slices, one program each. Every program writes its partial sum
 into an fp32 buffer, a slice per split, and counts itself in; the last to count in adds the slices up in split order (the
 same sum every call), sets the count back to zero for the next call, adds the bias and writes the output. So it is one
-kernel, with no memset or reduction kernel of its own. (Partial sums added atomically into one slice came out wrong
-where a thread held 8 or more of them, on the H100 and the H200 with Triton 3.6: bench/results/*/splitk-sites-*.)
+kernel, with no memset or reduction kernel of its own. (Partial sums added atomically into one slice can come out
+wrong where a thread holds 8 or more of them, with Triton 3.6.)
 
 The partial sums are the call's own buffer; the tile counts are the process's, per device, made once (at compile
 time where the hook knows the device) and kept: calls must not overlap on two streams. :func:`splitk_mm` and

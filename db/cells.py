@@ -13,8 +13,9 @@ from sqlalchemy import JSON, Text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
 
+from tuner.once import warn_once
+
 log = logging.getLogger("tuner.db")
-_warned: set[str] = set()
 
 
 class Unreadable:
@@ -59,10 +60,8 @@ def readable(*cells: Any, where: str = "") -> bool:
     """Whether none of ``cells`` is :class:`Unreadable`; the first time a process meets one, one warning says so."""
     if not any(isinstance(c, Unreadable) for c in cells):
         return True
-    if where not in _warned:
-        _warned.add(where)
-        log.warning("%s: skipped a stored row whose JSON cannot be read; `tuner db check` lists such rows and "
-                    "`tuner db check --drop` removes them", where or "tuning database")
+    warn_once(log, f"{where or 'tuning database'}: skipped a stored row whose JSON cannot be read; `tuner db check` "
+              "lists such rows and `tuner db check --drop` removes them", key=where)
     return False
 
 

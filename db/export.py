@@ -72,7 +72,7 @@ def export_records(db: Database, *, device: str | None = None, model: str | None
 
 
 def _tuner_version() -> str:
-    from tuner import __version__
+    from tuner.version import __version__
 
     return __version__
 

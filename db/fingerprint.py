@@ -80,7 +80,7 @@ def _triton_version() -> str | None:
 def current_environment() -> EnvironmentInfo:
     import torch
 
-    from tuner import __version__
+    from tuner.version import __version__
 
     return EnvironmentInfo(
         torch=str(torch.__version__),  # a plain str: unpickled elsewhere, a TorchVersion would import torch there

@@ -202,6 +202,11 @@ class Database:
                 s.add(w)
             w.trial_id, w.config, w.median_ms, w.baseline_ms = trial_id, config, median_ms, baseline_ms
 
+    def keep_default(self, task_id: int, device_id: int, default: dict[str, Any], median_ms: float | None = None,
+                     baseline_ms: float | None = None) -> None:
+        """Inductor's own choice (``default``) as the task's winner: the question is settled, and no trial is named."""
+        self.set_winner(task_id, device_id, None, default, median_ms, baseline_ms)
+
     def winner_config(self, task_id: int, device_id: int) -> dict[str, Any] | None:
         with self.session() as s:
             config = s.scalar(select(Winner.config).where(Winner.task_id == task_id, Winner.device_id == device_id))

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from tuner.core import Winners
 from tuner.errors import StorageError
-
-Winners = dict[str, tuple[str, dict[str, Any], dict[str, Any]]]  # task key -> (kind, config, signature)
 
 
 class Storage(Protocol):
@@ -21,6 +20,15 @@ class Storage(Protocol):
         """How many tasks, trials and winners the store holds."""
 
     def close(self) -> None: ...
+
+
+def first_answers(answers: Iterable[Winners]) -> Winners:
+    """The winners of several stores' answers, in order: for each task key, the first store's that has one."""
+    merged: Winners = {}
+    for each in answers:
+        for key, answer in each.items():
+            merged.setdefault(key, answer)
+    return merged
 
 
 class OrderedUnion:
@@ -43,11 +51,7 @@ class OrderedUnion:
         return out
 
     def winners_for_device(self, device_fingerprint: str) -> Winners:
-        merged: Winners = {}
-        for answers in self._each(lambda s: s.winners_for_device(device_fingerprint)):
-            for key, answer in answers.items():
-                merged.setdefault(key, answer)
-        return merged
+        return first_answers(self._each(lambda s: s.winners_for_device(device_fingerprint)))
 
     def count(self) -> dict[str, int]:
         """Summed over the stores (a task held by two stores counts twice)."""
@@ -62,4 +66,4 @@ class OrderedUnion:
             s.close()
 
 
-__all__ = ["OrderedUnion", "Storage", "Winners"]
+__all__ = ["OrderedUnion", "Storage", "first_answers"]

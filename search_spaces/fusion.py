@@ -64,7 +64,7 @@ class RewriteKnob:
     the places it applies to (``seen``: a key of the grouping's context, also the recorded graph's field), the recorded
     graph's field that lists those places where the sweep's gain estimate reads them (``places``) and what the sweep
     says of them (``says``, with ``{n}``). Its pass and its finder are the backend's (``backend/hooks/rewrites.py``);
-    what it may gain, the sweep's (``tuner/sweep/gain.py``)."""
+    what it may gain, the sweep's (``tuner/budget/gain.py``)."""
 
     knob: str
     seen: str

@@ -65,9 +65,8 @@ def _pow2_floor(x: int) -> int:
 def menu(m: int, n: int, k: int, sms: int) -> list[dict[str, int]]:
     """What a skinny site is offered, likeliest first: tiles of 16 and 32 columns over all of K, and the same split K
     ways, sized to :data:`PROGRAMS_PER_SM` programs an SM (each program keeps 128 of K at least). Where K is at least
-    :data:`SPLIT_FIRST` times N the splits come first, else the whole-K tiles: at gpt2's and a Qwen2-sized model's
-    8-row GEMMs on the H100 a split won only at K/N of 4 and 2.75, and a whole-K tile at every K/N of 1 or less
-    (bench/results/h100/splitk-sites-2026-12-05.json)."""
+    :data:`SPLIT_FIRST` times N the splits come first, else the whole-K tiles: a split pays where K is long against
+    N, a whole-K tile where it is not."""
     rows = block_m(m)
     tiles_m = -(-m // rows)
     wide_k = min(256, _pow2_floor(k))

@@ -7,7 +7,7 @@ the winners without benchmarking anything.
 
 from typing import Any
 
-__version__ = "0.1.0"
+from tuner.version import __version__
 
 
 def compile(model: Any, **kwargs: Any) -> Any:  # noqa: A001 - as torch.compile

@@ -2,17 +2,13 @@
 
 Where ``PYTHONDONTWRITEBYTECODE`` is set (container images often set it) and no ``PYTHONPYCACHEPREFIX`` is, every
 process compiles each module it imports from source, every time. A sweep starts several: its measuring worker (again
-after each recycling) and Inductor's compile workers, each importing torch, Dynamo and Inductor. On an H100 machine
-whose image sets it (torch 2.11, no ``__pycache__`` in site-packages), a fresh process took 3.6 s to import torch and
-8.1 s more for Dynamo and Inductor; with the bytecode kept under a prefix, 1.4 and 1.8 s
-(``bench/results/h100/import-bytecode-2026-12-06.json``).
+after each recycling) and Inductor's compile workers, each importing torch, Dynamo and Inductor, which then take
+seconds longer than with their bytecode kept.
 
 :func:`keep` (the command line's first step) then keeps bytecode under tuner's cache folder, never beside the
 sources, for this process and every process it starts. :func:`precompile` compiles the packages every measurement
 imports there once, on every core, before a sweep or a bench starts, where there are :data:`AHEAD_MIN_CORES`; with
-fewer, each module is compiled as it is first imported and kept. On a 2-core Xeon, with no bytecode anywhere, a
-resnet18 sweep's capture took 19 s; 17 s with the bytecode kept as imported (a later process reads it); 15 s after
-compiling them ahead, which took 6.9 s there (``bench/results/cpu-xeon-2c/capture-bytecode-resnet18-2026-12-06.json``).
+fewer, each module is compiled as it is first imported and kept (a later process reads it).
 ``TUNER_BYTECODE_CACHE=0`` leaves the interpreter as it is. A user's own process (``backend="tuned"``) is never
 changed.
 """
@@ -30,9 +26,8 @@ from pathlib import Path
 ENV = "PYTHONPYCACHEPREFIX"
 PACKAGES = ("torch", "triton", "sympy", "mpmath")  # what every measurement imports: torch, Dynamo, Inductor and theirs
 SKIP = re.compile(r"[/\\]testing[/\\]_internal[/\\]")  # torch's own test suite: large, never imported by a compile
-# Compiled ahead on this many cores or more, else as imported: about 2,500 files took 6.9 s on 2 cores, more than the
-# first capture saved there (2 s); 4.1 s on the H100 machine's 16, where a gpt2 decode sweep's capture then took 24 s
-# against 35 (bench/results/h100/sweep-hf_gpt2-decode-bf16-b8-s512-bytecode-2026-12-06.log).
+# Compiled ahead on this many cores or more, else as imported: on few cores compiling every file ahead costs more than
+# the first capture saves.
 AHEAD_MIN_CORES = 8
 _kept: Path | None = None
 

@@ -228,21 +228,6 @@ class Forcing:
 Winners = dict[str, tuple[str, dict[str, Any], dict[str, Any]]]  # {task key: (kind, config, signature)}
 
 
-def valid_winners(winners: Winners) -> Winners:
-    """The winners whose config is valid in the space its signature describes (one warning for each other)."""
-    from tuner.search_spaces import InvalidConfig, space_for
-
-    out = {}
-    for key, (kind, config, signature) in winners.items():
-        try:
-            space_for(kind, signature).validate(config)
-        except InvalidConfig as e:
-            log.warning("ignoring stored winner %s: %s", key[:12], e)
-            continue
-        out[key] = (kind, config, signature)
-    return out
-
-
 @dataclass(frozen=True)
 class TaskSpec:
     """One tuning task: its key, kind, readable name, signature (what the key was made of) and search space."""
@@ -283,5 +268,5 @@ class TaskOutcome:
 
 __all__ = [
     "DTYPES", "Forcing", "InputRow", "Kind", "Status", "TaskOutcome", "TaskSpec",
-    "Winners", "WorkloadName", "kernel_lookup_hash", "site_name", "valid_winners",
+    "Winners", "WorkloadName", "kernel_lookup_hash", "site_name",
 ]

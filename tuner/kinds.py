@@ -9,6 +9,7 @@ hook point applies) its adapter in ``backend/hooks``. Plain data with no torch i
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ class TaskKind:
     site; ``GRAPH_HOOK``: Inductor config patches per graph, looked up on ``devices``; ``KERNEL_HOOK``: Inductor's
     lookup table of Triton configs). ``answer``: (task key, config, signature) -> (the key the hook looks up, the value
     it applies), or None where the signature describes nothing to force. ``phase``: the name of the sweep phase that
-    measures it; ``cost``: the cost line its trials are budgeted on (``tuner.sweep.estimate``); ``group``: the winner group
+    measures it; ``cost``: the cost line its trials are budgeted on (``tuner.budget.estimate``); ``group``: the winner group
     the whole-workload check can drop. ``beside_base``: every trial times the whole workload beside its base (its
     study measures no separate default); ``forward_only``: a backward graph follows its forward's answer;
     ``quiet_miss``: no answer is Inductor's own choice, not a miss; ``transfers``: the nearest stored answer at other
@@ -48,7 +49,7 @@ class TaskKind:
     by a graph study of its own (``tuner.sweep.phases.graphs.GraphStudyPhase``). ``work``: the multiply-adds per step
     of what a task of the kind decides, from its signature's ``space`` entry (an attention site's two GEMMs, say):
     its share of the step's library time, from which the sweep expects what its phase can gain
-    (``tuner.sweep.gain``); None: the kind claims none. ``library_ops``: the library calls (``measure/busy.LIBRARY_OPS``,
+    (``tuner.budget.gain``); None: the kind claims none. ``library_ops``: the library calls (``measure/busy.LIBRARY_OPS``,
     without ``aten::``) whose profiled time its tasks decide: where the capture timed them, that time is its phase's
     share instead."""
 
@@ -81,10 +82,14 @@ def register(*kinds: TaskKind) -> None:
         _REGISTRY[k.value] = k
 
 
+# The module whose import registers the built-in kinds (:func:`register`), loaded by name on the first lookup: a
+# kind's module depends on this registry, never the registry on a kind (as a kind's ``adapter`` is loaded by name).
+BUILT_IN = "tuner.search_spaces"
+
+
 def registered() -> tuple[TaskKind, ...]:
     """Every kind, in registration order."""
-    import tuner.search_spaces  # noqa: F401 - registers the kinds
-
+    importlib.import_module(BUILT_IN)
     return tuple(_REGISTRY.values())
 
 
@@ -121,8 +126,6 @@ def graph_knobs_kind(device_type: str) -> str | None:
 
 def adapted(device_type: str, hook: str | None = None) -> tuple[tuple[TaskKind, Any], ...]:
     """(kind, its adapter module) of every kind with an adapter on this device type (of ``hook`` where given)."""
-    import importlib
-
     return tuple((k, importlib.import_module(k.adapter)) for k in registered()
                  if k.adapter and device_type in k.devices and (hook is None or k.hook == hook))
 

@@ -3,11 +3,9 @@ can be tried there too.
 
 PyTorch picks an SDPA backend per call while AOT tracing. Where no fused kernel takes the call as it stands, it
 traces ATen's math attention: two batched GEMMs (in float32 for a half-precision input) and a softmax, which Inductor
-compiles as kernels of its own. Transformers (5.25) builds the attention mask whenever Dynamo traces on torch before
-2.14; BERT-base's was a boolean ``[8, 1, 512, 512]`` broadcast with strides ``(0, 512, 1, 0)``, which the
-memory-efficient kernel refuses (its last dimension is not contiguous), so on the H100 the attention ran as float32
-``bmm`` and a softmax (bench/results/h100/math-attention-check-hf_bert-1l-bf16-b8-s512-2026-12-06.log). Nothing in the
-graph Inductor lowers then says that it was attention, and max-autotune can only tune its GEMMs.
+compiles as kernels of its own: a broadcast boolean mask whose last dimension is not contiguous, as Transformers builds
+it when Dynamo traces, is one such call, which the memory-efficient kernel refuses. Nothing in the graph Inductor
+lowers then says that it was attention, and max-autotune can only tune its GEMMs.
 
 A pre-grad pass (:class:`KeepMathAttention`, placed in every compile of the ``tuned`` backend, inference only) turns
 each SDPA call that would be traced as math into one call of ``tuner::attention``, which AOT tracing keeps whole.

@@ -95,11 +95,8 @@ def _conv(node: Any) -> bool:
 def _depthwise(w: Any, groups: Any) -> bool:
     """Whether a convolution reads one input channel per group (a depthwise one). ATen's convolution hands those to
     its own depthwise kernel wherever its heuristics find cuDNN's slow; ``cudnn_convolution_relu`` would force
-    cuDNN. On an H100 (bf16 b32, channels-last) the rewrite ran mnasnet1_0, half of whose 35 fused convolutions are
-    depthwise, 4.2x slower (3.90 against 0.925 ms: the fusion trials of
-    bench/results/h100/mnasnet1_0-bf16-b32-default-2026-12-06-continued.jsonl.gz); with them left out, 1.009x
-    (bench/results/h100/conv-epilogue-depthwise-bf16-b32-2026-12-06.json). pytorch/pytorch#68506 finds
-    ``cudnn_convolution_relu`` 17x slower on 7x7 channels-last ones."""
+    cuDNN, which runs depthwise convolutions several times slower (pytorch/pytorch#68506 finds
+    ``cudnn_convolution_relu`` 17x slower on 7x7 channels-last ones): they are left out."""
     return isinstance(groups, int) and groups > 1 and int(w.shape[1]) == 1
 
 

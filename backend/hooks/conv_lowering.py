@@ -4,9 +4,8 @@ the flag tuner sets to list template choices.
 Every compile tuner makes sets ``max_autotune_gemm`` (``compiler.base_patches``) so that template choices exist at
 the selection sites. Inductor's convolution lowering (``torch/_inductor/kernel/conv.py``) reads that flag for one
 more decision: with it on, a channels-last 1x1 convolution is lowered as a matrix multiply, as max-autotune lowers it.
-Inductor's default keeps it a convolution. On the H200 (torch 2.11, resnet50 bf16 b32 channels-last, frozen, CUDA
-graphs), the matrix multiplies ran the step 10% slower (1.589 against 1.438 ms,
-``bench/results/h200/gemm-lowering-bf16-b32-2026-12-04.json``), and every tuned compile started from them.
+Inductor's default keeps it a convolution, and the matrix multiplies can run the step slower; every tuned compile
+would start from them.
 
 So the lowering reads Inductor's config through a view (:class:`ConfigView`, bound as ``kernel/conv.py``'s
 ``config``). While a tuned compile lowers a graph (:func:`as_before`), the view answers ``max_autotune`` and

@@ -13,10 +13,10 @@ import logging
 from typing import Any
 
 from tuner.backend.hooks.custom_pass import aten_op
+from tuner.once import warn_once
 
 log = logging.getLogger("tuner")
 _RESHAPES = ("_unsafe_view", "reshape")  # views in effect, not tagged as views
-_warned: list[bool] = []
 
 
 def pointwise_users(node: Any, depth: int = 3) -> list[str]:
@@ -44,11 +44,6 @@ def _named(node: Any, op: Any) -> str:
     return str(getattr(packet, "__name__", None) or op.overloadpacket.__name__)
 
 
-def feeds_pointwise(node: Any, depth: int = 3) -> bool:
-    """Whether a user of ``node``, looked through at most ``depth`` views, is a pointwise op."""
-    return bool(pointwise_users(node, depth))
-
-
 def current_site_epilogue() -> list[str]:
     """The pointwise ops that read the output of the FX node Inductor is lowering now (a site's op), by name."""
     try:
@@ -56,13 +51,7 @@ def current_site_epilogue() -> list[str]:
 
         node = V.graph.current_node
     except (ImportError, AttributeError, AssertionError) as e:
-        if not _warned:
-            _warned.append(True)
-            log.warning("tuner: this Inductor does not say which node it lowers (%s); no template site is credited with an epilogue", e)
+        warn_once(log, f"tuner: this Inductor does not say which node it lowers ({e}); no template site is credited "
+                  "with an epilogue", key="current_node")
         return []
     return pointwise_users(node) if node is not None else []
-
-
-def current_site_has_epilogue() -> bool:
-    """Whether the FX node Inductor is lowering now (a site's op) feeds a pointwise op."""
-    return bool(current_site_epilogue())

@@ -5,7 +5,7 @@ where it is offered and what the sweep says of it); here, its pass and its finde
 that are on into the pass; :func:`found_in` is what the recording keeps of where each applies.
 
 A new rewrite: its module here (the pass and a finder), a row in each table below and in ``REWRITE_KNOBS``, and its
-expected gain in ``tuner/sweep/gain.py``."""
+expected gain in ``tuner/budget/gain.py``."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
         a = inputs(site, device)
         ref = _reference(a)
     except Exception as e:  # noqa: BLE001 - a site not rebuilt as recorded (a mask that does not broadcast, say): no time
-        return {b: {"error": f"the site could not be rebuilt ({_said(e)})"} for b in backends}
+        return {b: {"error": f"the site could not be rebuilt ({_error_text(e)})"} for b in backends}
     out: dict[str, dict[str, Any]] = {}
     graphs: dict[str, tuple[Any, int]] = {}
     for backend in backends:
@@ -126,7 +126,7 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
             graphs[backend] = _graph(backend, a, front_end)
             out[backend] = {"error": err}
         except Exception as e:  # noqa: BLE001 - a backend this torch, device or site refuses gets no time
-            out[backend] = {"error": _said(e)}
+            out[backend] = {"error": _error_text(e)}
     for backend, timed in interleaved_graphs(graphs, rounds).items():
         out[backend].update(timed)
     return out
@@ -150,5 +150,5 @@ def interleaved_graphs(graphs: dict[str, tuple[Any, int]], rounds: int = ROUNDS)
     return out
 
 
-def _said(e: Exception) -> str:
+def _error_text(e: Exception) -> str:
     return f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"

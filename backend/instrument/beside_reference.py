@@ -3,13 +3,11 @@ benchmarks them (``TUNER_SITE_TIMING`` other than ``launch``).
 
 Inductor's CPU benchmarker times each choice alone, over its own ~100-ms window, one choice after another, so
 whatever slows the machine during one window and not another (other work on a small shared machine) lands on one
-choice only. A Phi-3-shaped prefill's vocabulary projection (128x256 by 256x8000, 2-core EPYC) so timed the CPP
-micro-GEMM at 0.77x MKL's time in one sweep, where that sweep's whole-workload check found it 1.06x slower and sent
-it back (bench/results/cpu-epyc-2c/hf_phi3-2l-h256-b1-s128-*). Interleaving does not remove what differs between
-processes: timed so, the same ratio was 1.03x, 1.04x and 0.85x in three sweeps (the last confirmed by its check).
+choice only. Interleaving does not remove what differs between processes, which the whole-workload check still
+judges.
 
 Here the first ATen choice the site times (Inductor's default comes first) is the reference: timed alone, its run
-function kept. Every later choice is timed in rounds interleaved with it (``tuner.measure.timing.interleaved``), and
+function kept. Every later choice is timed in rounds interleaved with it (``tuner.backend.instrument.timing.interleaved``), and
 its time is its median over the reference's median in those rounds, times the reference's own: drift between the
 choices' timings cancels in each ratio. A template choice cannot be the reference: Inductor unloads its module once
 its timing ends. A choice that cannot be run so is timed as Inductor would, with a warning.
@@ -32,7 +30,7 @@ COUNTER = "reference_timed"  # site choices timed beside a reference
 
 def medians(fns: dict[str, Callable[[], Any]], rounds: int = ROUNDS) -> dict[str, float]:
     """Each function's median per-call time (ms), the functions timed in interleaved rounds."""
-    from tuner.measure.timing import interleaved
+    from tuner.backend.instrument.timing import interleaved
 
     timed = interleaved({n: (lambda i, f=f: f()) for n, f in fns.items()}, rounds=rounds, min_sample_ms=SAMPLE_MS)
     return {n: t.median_ms for n, t in timed.items()}

@@ -2,20 +2,16 @@
 
 ``pipelined`` (the default on CUDA): each choice runs a few calls back to back between two events, as the kernels
 of a compiled graph follow one another, and its time is the per-call median. The host's time to launch a call then
-counts wherever it exceeds the device's, as it does in the model. On the H200 (torch 2.11, resnet50 bf16 b32,
-bench/device/why_sites.sh and graph_levers.sh) the graph of Inductor's defaults runs its kernels in 1.52 ms of
-device time but takes 2.1-3.5 ms a step: ATen's convolutions cost more host time than device time. Timed on the
-device alone, as Inductor's scheduler times a deferred site, cuDNN won sites its Triton rivals win in the model.
+counts wherever it exceeds the device's, as it does in the model: a library call can cost more host time than device
+time, and timed on the device alone (as Inductor's scheduler times a deferred site) it wins sites its Triton rivals
+win in the model.
 
 ``launch``: Inductor's own timing, each run launched from Python after an L2 flush: a launch that outlasts the
 flush shows up, but by how much depends on the flush. ``cudagraph``: replays of a CUDA graph of the choice's calls
 back to back, the device's time alone (what a workload run under CUDA graphs pays), each call on its own copy of the
 inputs, so that together they outgrow the L2 cache and each call reads them cold, as a model reads its weights
 (:func:`rotated`); each choice's run function is made on the capture stream (:func:`_graph_of`). Replayed one call a
-graph, gpt2's decode GEMMs (8 rows) timed 9-15 us a call, where in the model cuBLAS ran them in 4.1-4.8 us; Triton
-templates won three of its four layer sites by 2-5 us, and the step with every site's winner ran 0.568 ms against
-0.581 under CUDA graphs alone, though its vocabulary projection's winner was worth ~75 us (H200, bench/results/h200/
-hf_gpt2-decode-bf16-b8-s512-sites-2026-12-04.json, profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json).
+graph, a short GEMM times its launch as much as its work; back to back, the calls time what the step pays.
 
 Uses only ``choice.benchmark``, ``choice.bmreq.make_run_fn`` or ``choice.to_callable`` (ChoiceCaller's API on
 torch 2.11 through 2.14); a choice that cannot be run so is timed as Inductor would, with a warning.
@@ -29,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.backend import counters, process
-from tuner.study.pruning import clearly_slower
+from tuner.backend.instrument.pruning import clearly_slower
 
 log = logging.getLogger("tuner.backend")
 
@@ -176,7 +172,7 @@ def retime(choice: Any, how: str) -> None:
     choice._tuner_timed = how
 
 
-# Early exit (tuner.study.pruning): a probe here is timed around a Python call, so a candidate must be slower than
+# Early exit (tuner.backend.instrument.pruning): a probe here is timed around a Python call, so a candidate must be slower than
 # the best by more than PRUNE_FLOOR_MS, well above a launch, so that launch cost alone never prunes.
 PRUNE_FLOOR_MS = 0.05
 PROBE_RUNS = 3

@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tuner.sweep.budget import make_budget
+from tuner.budget.presets import make_budget
 from tuner.core import Kind, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.db.models import Task

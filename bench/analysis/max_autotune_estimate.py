@@ -1,4 +1,4 @@
-"""How close is the estimate of max-autotune's compile (``tuner/sweep/estimate.py``) to the compiles benches measured?
+"""How close is the estimate of max-autotune's compile (``tuner/budget/estimate.py``) to the compiles benches measured?
 
 For each stored `--budget default` sweep with a bench beside it: the template choices its sites listed (from the
 export), its default compile and Triton kernel count (from the sweep's log) and max-autotune's compile as the bench
@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tuner.sweep import estimate
+from tuner.budget import estimate
 
 
 def _same(name: str) -> tuple[str, str, str]:

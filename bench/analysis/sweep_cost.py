@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 WALL = re.compile(r"sweep wall: ([0-9.]+) s")
-IMPLICIT = re.compile(r"takes a time budget\s+of\s+([0-9.]+)\s+s", re.S)  # tuner.sweep.driver._sized's note (wrapped lines)
+IMPLICIT = re.compile(r"takes a time budget\s+of\s+([0-9.]+)\s+s", re.S)  # tuner.sweep.plan.sized's note (wrapped lines)
 
 
 def sweep_row(spec: str, bench: dict[str, Any]) -> dict[str, Any]:

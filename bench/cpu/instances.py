@@ -13,7 +13,7 @@ import json
 import torch
 import torch._inductor.config as c
 
-from tuner.measure.timing import interleaved
+from tuner.backend.instrument.timing import interleaved
 from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 from tuner.workloads.steps import run_step
 

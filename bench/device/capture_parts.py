@@ -104,7 +104,7 @@ def main() -> None:
         torch.cuda.synchronize()
         done("by-hand graph capture", since)
         err = ((out.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-        from tuner.measure.timing import interleaved
+        from tuner.backend.instrument.timing import interleaved
 
         def by_hand(i):
             static.copy_(xs[i % 3])

@@ -2,7 +2,7 @@
 
 Inductor's CUDA graphs (``mode="reduce-overhead"``) replay through CUDA graph trees: per call, guard checks, input
 copies into static buffers, liveness checks of the previous outputs and fresh output tensors. Here one frozen model
-is run four ways in one process and timed as ``tuner bench`` times modes (``tuner.measure.timing.interleaved``: wall
+is run four ways in one process and timed as ``tuner bench`` times modes (``tuner.backend.instrument.timing.interleaved``: wall
 time of ~25-ms samples, inputs rotated): freezing + reduce-overhead (trees); the same with
 ``triton.cudagraph_trees=False`` (Inductor's older one-graph wrapper); Inductor's default compile captured by hand as
 one ``torch.cuda.CUDAGraph`` (input copied in, the graph replayed: the least a launch can do); and that graph's
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from tuner.measure.timing import interleaved
+from tuner.backend.instrument.timing import interleaved
 from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
 from per_model import captured, first, frozen_rows, parser, write  # bench/device/per_model.py, beside this script

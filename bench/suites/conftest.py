@@ -1,8 +1,9 @@
-"""The pytest-benchmark suites: ``pytest bench/suites --benchmark-only`` (not part of the test command).
+"""The pytest-benchmark suites: ``pytest bench/suites --benchmark-only -m "not gpu"`` times them;
+``--benchmark-disable`` runs each once, unmeasured (the smoke run ``.ci/run`` makes so the suites cannot rot).
 
-Each run sweeps its models once (``--budget quick``, into a database of its own) and then times eager, Inductor's
-default and tuned, the warm-database compile, the backend's lookup per compile and export/import throughput.
-``--benchmark-json bench/results/cpu/suites-2026-12-01.json`` keeps the run; ``--benchmark-compare`` reads across commits.
+Each run sweeps its models once (``--budget quick``; two trials a task in a smoke run, into a database of its own) and
+then times eager, Inductor's default and tuned, the warm-database compile, the backend's lookup per compile and
+export/import throughput. ``--benchmark-json FILE`` keeps a run; ``--benchmark-compare`` reads across commits.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def swept(tmp_path_factory):
+def swept(tmp_path_factory, request):
     """{workload name: database URL}, each swept once per run, on first use."""
     from typer.testing import CliRunner
 
@@ -58,11 +59,12 @@ def swept(tmp_path_factory):
     os.environ.setdefault("TUNER_CACHE_DIR", str(folder / "cache"))
     os.chdir(ROOT)
     done: dict[str, str] = {}
+    smoke = ["--trials", "2"] if request.config.getoption("benchmark_disable") else []
 
     def get(w: Workload) -> str:
         if w.name not in done:
             url = f"sqlite:///{folder / (w.name + '.db')}"
-            result = CliRunner().invoke(app, ["sweep", *w.flags, "--budget", "quick", "--db", url])
+            result = CliRunner().invoke(app, ["sweep", *w.flags, "--budget", "quick", *smoke, "--db", url])
             assert result.exit_code == 0, result.output
             done[w.name] = url
         return done[w.name]

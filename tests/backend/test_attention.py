@@ -158,7 +158,7 @@ def test_an_answer_stands_in_at_other_sizes_of_the_same_graph():
     """Stored at batch 2, forced at batch 3 through the nearest stored graph: the sites' ids differ, their class
     (dtype, head size, mask, causality) does, so the batch-3 site takes the stored site's backend."""
     from tuner.backend.context import CompileContext
-    from tuner.core import valid_winners
+    from tuner.search_spaces import valid_winners
     from tuner.nearest import Nearest
 
     m = attention().eval()

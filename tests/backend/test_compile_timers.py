@@ -25,7 +25,9 @@ def test_a_compile_is_split_into_the_regions_it_entered():
 def test_a_torch_without_the_timers_table_says_so_and_reports_nothing(monkeypatch, caplog):
     import torch._dynamo.utils as dynamo_utils
 
-    monkeypatch.setattr(compile_timers, "_warned", False)
+    from tuner import once
+
+    monkeypatch.setattr(once, "_said", set())
     with monkeypatch.context() as m, caplog.at_level(logging.WARNING):  # put back before Dynamo's reset at teardown
         m.setattr(dynamo_utils, "compilation_time_metrics", None)  # not the table this reads
         assert compile_timers.totals() == {} and compile_timers.since({}) == {}

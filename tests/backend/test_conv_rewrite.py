@@ -74,7 +74,8 @@ def test_the_profile_weighs_the_rewrite_by_the_time_of_the_convolutions_it_appli
     them, so the fusion study's expected gain holds the stem's time (here the host's: a CPU has no device time)."""
     from tuner.measure.busy import library_ops
     from tuner.measure.result import CaptureResult
-    from tuner.sweep.gain import FUSION, RATES, S2D_RATE, Profile
+    from tuner.budget.gain import FUSION, RATES, S2D_RATE
+    from tuner.sweep.profile import profile_of
 
     model, x = stem(), _input()
     rec = Recorder()
@@ -87,7 +88,7 @@ def test_the_profile_weighs_the_rewrite_by_the_time_of_the_convolutions_it_appli
     stem_ms = [op["ms"] for op in ops if op["op"] == "convolution" and op["shapes"] == g.s2d_shapes[0]]
     assert len(stem_ms) == 1 and stem_ms[0] > 0 and len([op for op in ops if op["op"] == "convolution"]) == 2, ops
     cap = CaptureResult([dataclasses.asdict(g)], [], {}, {}, {}, 1.0, step_ms=5.0, busy_ms=4.0, library=ops)
-    p = Profile.of(cap, [])
+    p = profile_of(cap, [])
     assert p.s2d_ms == stem_ms[0]
     assert abs(p.gain_ms(FUSION) - (p.triton_ms * RATES[FUSION] + stem_ms[0] * S2D_RATE)) < 1e-12
 

@@ -35,7 +35,7 @@ def test_a_compile_without_freezing_on_a_frozen_database_warns_and_counts_misses
     import torch._inductor.config as inductor_config
 
     monkeypatch.setattr(inductor_config, "freezing", False)  # Inductor's caches are off (conftest): every lookup runs
-    monkeypatch.setattr(importlib.import_module("tuner.backend.answers"), "_warned", set())  # warned once per process
+    monkeypatch.setattr(importlib.import_module("tuner.once"), "_said", set())  # warned once per process
     db = Database.open(db_url)
     device = db.device_id(current_device("cpu"))
     rec = db.upsert_task("a" * 64, Kind.CPP_GRAPH, "mlp forward graph 0", {"space": {}}, "0" * 64)
@@ -84,7 +84,7 @@ def _stored_missed_tasks(db_url, monkeypatch):
     from tuner.backend import journal
 
     monkeypatch.setattr(inductor_config, "freezing", True)
-    monkeypatch.setattr(importlib.import_module("tuner.backend.answers"), "_warned", set())
+    monkeypatch.setattr(importlib.import_module("tuner.once"), "_said", set())
     model, x = mlp().eval(), torch.randn(16, 64)
     Database.open(db_url).close()
     with journal.recording() as first, torch.no_grad():

@@ -41,7 +41,7 @@ def test_another_batch_gets_the_nearest_stored_answers_and_benchmarks_nothing(sw
 def test_with_transfer_off_another_batch_misses_and_says_why(swept_at_batch_1, caplog, monkeypatch):
     import importlib
 
-    monkeypatch.setattr(importlib.import_module("tuner.backend.answers"), "_warned", set())
+    monkeypatch.setattr(importlib.import_module("tuner.once"), "_said", set())
     with caplog.at_level(logging.WARNING, logger="tuner"):
         s = _compile_at(swept_at_batch_1, 2, transfer=False)
     assert s["transferred"] == 0 and s["hits"] == 0 and s["misses"] >= 3, s
@@ -144,7 +144,7 @@ def test_bench_reports_each_tuned_modes_lookups(swept_at_batch_1, tmp_path):
 
 
 def test_revalidate_re_measures_stored_winners_keeps_winners_and_reverts_the_rest(swept_at_batch_1, tmp_path, cwd_root):
-    from tuner.sweep.budget import PRESETS
+    from tuner.budget.presets import PRESETS
     from tuner.core import Kind
     from tuner.db import Database, current_device
 

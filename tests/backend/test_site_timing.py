@@ -76,7 +76,7 @@ def test_a_choice_that_cannot_be_timed_our_way_is_timed_as_inductor_would(monkey
     counter = {"cudagraph": "graph_timed", "pipelined": "pipelined_timed"}[how]
     before = counters.count(counter)
     with caplog.at_level(logging.WARNING, logger="tuner.backend"):
-        r = SiteBatch({}, {site["key"]: choices}).run(session)
+        r = session.run(SiteBatch({}, {site["key"]: choices}))
     assert r.status is Status.OK, r.error
     t = r.timings[site["key"]]
     assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t
@@ -93,7 +93,7 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     probe (and stored as pruned, with the probe's time); with the bar out of reach none is."""
     import math
 
-    from tuner.study import pruning
+    from tuner.backend.instrument import pruning
     from tuner.backend.instrument import site_timing
     from tuner.measure.jobs import SiteBatch
     from tuner.measure.result import Status
@@ -109,15 +109,15 @@ def test_candidates_clearly_slower_than_the_best_so_far_stop_after_their_probe(m
     monkeypatch.setattr(MeasuringContext, "prunes_sites", property(lambda self: bool(self.benchmark)))  # CUDA's way
     monkeypatch.setattr(pruning, "PRUNE_FACTOR", 0.0)
     monkeypatch.setattr(site_timing, "PRUNE_FLOOR_MS", -math.inf)
-    r = SiteBatch({}, {key: choices}).run(session)
+    r = session.run(SiteBatch({}, {key: choices}))
     assert r.status is Status.OK, r.error
     assert r.pruned == {key: sorted(choices[1:])}  # the default is always timed in full
-    out = measure_split(lambda req: SiteBatch({}, req).run(session), {key: choices})[key]
+    out = measure_split(lambda req: session.run(SiteBatch({}, req)), {key: choices})[key]
     assert out[choices[0]].status is Status.OK
     assert all(out[c].status is Status.PRUNED and out[c].median_ms > 0 and out[c].baseline_ms for c in choices[1:])
 
     monkeypatch.setattr(pruning, "PRUNE_FACTOR", math.inf)
-    r = SiteBatch({}, {key: choices}).run(session)
+    r = session.run(SiteBatch({}, {key: choices}))
     assert r.status is Status.OK and r.pruned == {} and set(r.timings[key]) >= set(choices)
 
 
@@ -141,12 +141,12 @@ def test_a_probe_overhead_common_to_every_choice_never_prunes(monkeypatch):
     choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
     monkeypatch.setattr(MeasuringContext, "prunes_sites", property(lambda self: bool(self.benchmark)))  # CUDA's way
     monkeypatch.setattr(site_timing, "_probe_ms", lambda fn, out: (fn(), 5.0)[1])  # each probe: 5 ms, all overhead
-    r = SiteBatch({}, {site["key"]: choices}).run(session)
+    r = session.run(SiteBatch({}, {site["key"]: choices}))
     assert r.status is Status.OK and r.pruned == {} and all(r.timings[site["key"]][c] < 5.0 for c in choices)
 
 
 def test_clearly_slower_needs_both_the_factor_and_a_margin_above_floor_and_noise():
-    from tuner.study.pruning import clearly_slower
+    from tuner.backend.instrument.pruning import clearly_slower
 
     assert clearly_slower(0.30, 0.10, floor_ms=0.05)
     assert not clearly_slower(0.14, 0.10, floor_ms=0.0)  # under 1.5x

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from tests.helpers.dbfill import DEV, ENV, SITE_SIG, fill
 from tuner.cli import app
-from tuner.core import Forcing, valid_winners
+from tuner.core import Forcing
+from tuner.search_spaces import valid_winners
 from tuner.db import Database
 from tuner.db.export import FORMAT, SCHEMA
 

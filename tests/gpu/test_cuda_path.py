@@ -70,7 +70,7 @@ def test_kernel_configs_measured_checked_and_failures_stored(session):
     bad = dict(default, num_warps=64)  # beyond what a CUDA block can hold: Triton refuses it
     from tuner.measure.jobs import KernelBatch
 
-    ms = list(KernelBatch(rec["key"], (default, other, bad)).run(session).measurements)
+    ms = list(session.run(KernelBatch(rec["key"], (default, other, bad))).measurements)
     assert ms[0].status is Status.OK and 0.5 < ms[0].ratio < 2.0
     assert ms[1].status is Status.OK and ms[1].median_ms > 0
     assert ms[2].status in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR), ms[2]
@@ -81,7 +81,7 @@ def test_kernel_configs_exit_early_after_a_probe(session, monkeypatch):
     time against the default's); made to prune nothing, it gets the full interleaved timing."""
     import math
 
-    from tuner.study import pruning
+    from tuner.backend.instrument import pruning
     from tuner.measure import kernels
     from tuner.measure.jobs import KernelBatch
     from tuner.measure.result import Status
@@ -94,10 +94,10 @@ def test_kernel_configs_exit_early_after_a_probe(session, monkeypatch):
     monkeypatch.setattr(pruning, "PRUNE_FACTOR", 0.0)
     monkeypatch.setattr(pruning, "NOISE_MARGIN", -math.inf)
     monkeypatch.setattr(kernels, "PROBE_FLOOR_MS", -math.inf)
-    ms = list(KernelBatch(rec["key"], (other,)).run(session).measurements)
+    ms = list(session.run(KernelBatch(rec["key"], (other,))).measurements)
     assert ms[0].status is Status.PRUNED and ms[0].median_ms > 0 and ms[0].baseline_ms > 0, ms[0]
     monkeypatch.setattr(pruning, "PRUNE_FACTOR", math.inf)
-    ms = list(KernelBatch(rec["key"], (other,)).run(session).measurements)
+    ms = list(session.run(KernelBatch(rec["key"], (other,))).measurements)
     assert ms[0].status is Status.OK, ms[0]
 
 
@@ -108,7 +108,7 @@ def test_site_batch_times_choices_side_by_side(session):
     cap = session.capture()
     site = next(s for s in cap.sites if s["op"].startswith("convolution"))
     triton = [c for c in site["choices"] if c != site["default"]][:3]
-    r = SiteBatch({}, {site["key"]: (site["default"], *triton)}).run(session)
+    r = session.run(SiteBatch({}, {site["key"]: (site["default"], *triton)}))
     assert r.status is Status.OK, r.error
     t = r.timings[site["key"]]
     assert site["default"] in t and all(c in t for c in triton)
@@ -129,7 +129,7 @@ def _site_batch_under(session, monkeypatch, var, value):
     monkeypatch.setenv(var, value)
     settings.cache_clear()
     try:
-        r = SiteBatch({}, {site["key"]: choices}).run(session)
+        r = session.run(SiteBatch({}, {site["key"]: choices}))
     finally:
         monkeypatch.delenv(var)
         settings.cache_clear()
@@ -191,13 +191,13 @@ def test_generated_template_configs_are_benchmarked_and_forced(session):
     from tuner.measure.result import Status
 
     gen = _generated(session)
-    r = SiteBatch({}, {t.key: (t.space.default["choice"], cid) for t, cid in gen}).run(session)
+    r = session.run(SiteBatch({}, {t.key: (t.space.default["choice"], cid) for t, cid in gen}))
     assert r.status is Status.OK, r.error
     for t, cid in gen:
         assert 0 < r.timings[t.key][cid] < float("inf"), (t.name, r.timings.get(t.key))
     forcing = Forcing({Kind.SITE: {t.key: cid for t, cid in gen}})
     before = tb.stats()
-    m = GraphTrial({}, forcing.to_json(), rounds=3).run(session)
+    m = session.run(GraphTrial({}, forcing.to_json(), rounds=3))
     after = tb.stats()
     assert m.status is Status.OK, m.error  # numerics checked against eager inside
     # Every site found its generated choice (a choice that is not built is a miss). Benchmarks are not compared:

@@ -9,7 +9,7 @@ from tests.tuner.test_sites_as_lowered import captured
 from tuner.core import Kind
 from tuner.db import Database
 from tuner.search_spaces.fusion import MERGE_GEMMS
-from tuner.sweep.clock import now
+from tuner.budget.clock import now
 from tuner.sweep.phases import SitePhase
 from tuner.sweep.tasks import site_tasks
 from tuner.workloads.spec import WorkloadSpec

@@ -3,14 +3,14 @@
 import dataclasses
 import multiprocessing as mp
 
-from tuner.sweep.budget import make_budget
+from tuner.budget.presets import make_budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.keys import config_hash
 from tuner.measure import Measurement, Status
 from tuner.study.context import StudyContext
 from tuner.search_spaces import space_for
 from tuner.core import Kind, TaskSpec
-from tuner.sweep.winners import Winners
+from tuner.sweep.winners import StoredWinners
 
 DEV = DeviceInfo("cpu", "Replay CPU", {"cores": 2, "threads": 2, "isa": "AVX512"})
 ENV = EnvironmentInfo("2.14.1", "3.8.0", None, "3.11.7", "0.1.0")
@@ -50,7 +50,7 @@ def work(url: str, trials: int, out: "mp.Queue") -> None:
     specs = tasks()
     records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
     ctx = _context(url, db, trials)
-    outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: replay_measure, Winners({}))
+    outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: replay_measure, StoredWinners({}))
     out.put(([o.task.key for o in outcomes], measured))
     db.close()
 
@@ -73,6 +73,6 @@ def work_joined(url: str, trials: int, out: "mp.Queue", start: "mp.Barrier") -> 
     records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
     ctx = _context(url, db, trials)
     start.wait(120)
-    outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: slow, Winners({}), join=True)
+    outcomes, measured = tune_tasks(ctx, specs, records, lambda task, base: slow, StoredWinners({}), join=True)
     out.put((os.getpid(), [o.task.key for o in outcomes], measured))
     db.close()

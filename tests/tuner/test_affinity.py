@@ -2,7 +2,7 @@
 
 import pytest
 
-from tuner.sweep.affinity import core_sets, describe
+from tuner.measure.affinity import core_sets, describe
 from tuner.errors import TunerError
 
 

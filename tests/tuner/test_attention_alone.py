@@ -11,9 +11,10 @@ from tests.tuner.test_sweep_gain import ATTENTION, _attention, _capture, _opts, 
 from tuner.db import Database
 from tuner.search_spaces import space_for
 from tuner.sweep.attention_alone import _settle, fastest, math_sites, ordered, timed_alone
-from tuner.sweep.driver import searches_by_gain, with_shares
-from tuner.sweep.estimate import ALONE
-from tuner.sweep.gain import FUSION, KERNELS, SITES, Profile
+from tuner.sweep.plan import searches_by_gain, with_shares
+from tuner.budget.estimate import ALONE
+from tuner.budget.gain import FUSION, KERNELS, SITES, Profile
+from tuner.sweep.profile import profile_of
 from tuner.sweep.phases import GraphStudyPhase, SweepContext, Workload
 from tuner.sweep.progress import Progress
 
@@ -107,7 +108,7 @@ def test_the_profiled_attention_time_is_its_phases_share_and_the_sites_get_the_r
     capture = dataclasses.replace(_capture(0.5, 0.45, [0.1], [("a", 12)]),
                                   library=[{"op": "_scaled_dot_product_cudnn_attention", "shapes": [[8, 12, 1, 64], [8, 12, 512, 64]], "ms": 0.087},
                                            {"op": "addmm", "shapes": [[2304], [8, 768]], "ms": 0.2}])
-    p = Profile.of(capture, [site, att])
+    p = profile_of(capture, [site, att])
     assert p.lever_ms(ATTENTION) == 0.087
     assert abs(p.lever_ms(SITES) - (0.45 - 2 * 0.1 - 0.087)) < 1e-9  # busy less Triton (2 launches of 0.1) less attention
 
@@ -129,7 +130,7 @@ def test_attention_run_as_math_is_measured_end_to_end_and_its_phase_given_a_tria
     """BERT-base under a compile on torch 2.11 (H100): its mask kept every fused kernel away, so the dispatcher ran
     math attention, which Inductor compiles into kernels of its own; timed alone, math's eager form would say nothing
     of them. The task is left to whole-workload trials, and the phase is given at least one trial's compiles."""
-    from tuner.sweep.phases.graphs import TRIAL_COMPILES
+    from tuner.budget.estimate import TRIAL_COMPILES
 
     layout = {"dtype": "bool", "shape": [8, 1, 512, 512], "stride": [0, 512, 1, 0]}
     math = _task([{**_sitedict(A, backend="math", mask=True), "mask_layout": layout}])

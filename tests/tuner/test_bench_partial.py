@@ -69,7 +69,7 @@ def test_on_the_cpu_each_mode_is_timed_over_three_compiled_instances(tmp_path):
     """Two compiles of one config can run 5-10% apart on the CPU: a mode's time is the median of its instances'
     medians, each of a fresh copy of the model, and its spread covers the gap between them."""
     from tuner.commands.bench import CPU_INSTANCES, instances_for
-    from tuner.measure.timing import Timing, pooled
+    from tuner.backend.instrument.timing import Timing, pooled
 
     assert instances_for("cpu") == CPU_INSTANCES == 3 and instances_for("cuda") == 1 and instances_for("cpu", 1) == 1
     doc = run_bench(MLP, ["eager", "default"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3)

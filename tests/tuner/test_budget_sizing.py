@@ -1,12 +1,12 @@
-"""--budget default sizes itself by max-autotune's expected compile time (tuner.sweep.budget.within_max_autotune)."""
+"""--budget default sizes itself by max-autotune's expected compile time (tuner.budget.presets.within_max_autotune)."""
 
 import dataclasses
 import json
 
 import pytest
 
-from tuner.sweep.budget import MAX_AUTOTUNE_SHARE, make_budget, within_max_autotune
-from tuner.sweep.estimate import MAX_AUTOTUNE_CHOICE_S, MAX_AUTOTUNE_TILE_S, choice_s, max_autotune_s
+from tuner.budget.presets import MAX_AUTOTUNE_SHARE, make_budget, within_max_autotune
+from tuner.budget.estimate import MAX_AUTOTUNE_CHOICE_S, MAX_AUTOTUNE_TILE_S, choice_s, max_autotune_s
 
 
 def _mm(m: int, n: int, k: int, stages: int) -> str:
@@ -58,7 +58,7 @@ def test_no_estimate_where_the_cost_was_never_measured():
 def test_the_estimate_counts_each_triton_kernel_too():
     """max-autotune tunes every Triton kernel too (coordinate descent at its first call), a cost that stopped growing
     past 16 kernels where it was timed (46 small ones took what 13 and 16 took)."""
-    from tuner.sweep.estimate import MAX_AUTOTUNE_KERNEL_S, MAX_AUTOTUNE_KERNELS
+    from tuner.budget.estimate import MAX_AUTOTUNE_KERNEL_S, MAX_AUTOTUNE_KERNELS
 
     assert max_autotune_s("cuda", 20.8, CONV * 120, 13) > max_autotune_s("cuda", 20.8, CONV * 120)
     cap = MAX_AUTOTUNE_KERNELS["cuda"]
@@ -72,7 +72,7 @@ def test_the_estimate_counts_only_the_choices_max_autotune_offers():
     tuner's split-K kernel at skinny sites; max-autotune does not, so they are no part of its expected compile time."""
     from tuner.backend import process
     from tuner.backend.compiler import WIDER_SITES, base_patches
-    from tuner.sweep.estimate import max_autotune_choices
+    from tuner.budget.estimate import max_autotune_choices
 
     from tuner.search_spaces import splitk
 
@@ -88,7 +88,7 @@ def test_the_estimate_counts_each_render_a_trimmed_capture_left_out():
     """max-autotune renders every listed choice each time a site is lowered (a site met in each of 12 layers, 12
     times); the capture's default compile renders only what it may pick, so those renders are added back (and none
     of the persistent TMA configs max-autotune does not list)."""
-    from tuner.sweep.estimate import MAX_AUTOTUNE_RENDER_S, max_autotune_renders
+    from tuner.budget.estimate import MAX_AUTOTUNE_RENDER_S, max_autotune_renders
 
     layer = {"count": 12, "choices": ["aten::addmm:{}", *[_mm(16, 32 * i, 64, 3) for i in range(1, 5)], 'triton::mm_persistent_tma:{"BLOCK_M":128}']}
     head = {"choices": ["aten::mm:{}", _mm(16, 128, 64, 3)]}  # recorded before counts were kept: met once
@@ -102,19 +102,22 @@ def test_the_floor_holds_the_cuda_graph_trial_after_the_capture_where_the_gpu_wa
     """A 35-s capture with a 14.4-s compile, the GPU waiting 78% of the step, and no template site. The floor holds
     the time so far, the CUDA-graph trial and the closing: for an inference step a replay by hand, for a training
     step a compile. Nothing is kept for the end of a budget so raised; a busy GPU, or the CPU, needs no floor."""
-    from tuner.sweep.driver import CLOSING_S, SweepOptions, _deadlines, _floor_s
-    from tuner.sweep.phases.cuda_graphs import REPLAY_S
+    from tuner.budget.clock import CLOSING_S
+    from tuner.sweep.options import SweepOptions
+    from tuner.budget.shares import deadlines
+    from tuner.sweep.plan import floor_s
+    from tuner.budget.estimate import REPLAY_S
     from tuner.workloads.spec import WorkloadSpec
 
     opts = _decode_opts()
-    assert _floor_s(opts, _capture(0.5, sites=[]), 35.0, 50.0) == (35.0 + REPLAY_S + CLOSING_S, False)
+    assert floor_s(opts, _capture(0.5, sites=[]), 35.0, 50.0) == (35.0 + REPLAY_S + CLOSING_S, False)
     train = dataclasses.replace(opts, spec=WorkloadSpec("resnet18", device="cuda", mode="train"))
-    assert _floor_s(train, _capture(0.5, sites=[]), 35.0, 50.0) == (35.0 + 14.4 + CLOSING_S, False)
-    assert _deadlines(60.0, 0.0, 14.4, 14.4, keep_end=False) == {"deadline": 60.0 - CLOSING_S, "settle_by": 60.0}
-    assert _deadlines(60.0, 0.0, 14.4, 14.4)["deadline"] == 60.0 - 14.4  # a budget not raised keeps the check's time
-    assert _floor_s(opts, _capture(2.3), 35.0, 50.0) == (0.0, False)  # the GPU busy 99% of the step: CUDA graphs are not measured first
+    assert floor_s(train, _capture(0.5, sites=[]), 35.0, 50.0) == (35.0 + 14.4 + CLOSING_S, False)
+    assert deadlines(60.0, 0.0, 14.4, 14.4, keep_end=False) == {"deadline": 60.0 - CLOSING_S, "settle_by": 60.0}
+    assert deadlines(60.0, 0.0, 14.4, 14.4)["deadline"] == 60.0 - 14.4  # a budget not raised keeps the check's time
+    assert floor_s(opts, _capture(2.3), 35.0, 50.0) == (0.0, False)  # the GPU busy 99% of the step: CUDA graphs are not measured first
     cpu = SweepOptions(WorkloadSpec("resnet18", device="cpu"), make_budget("default"), "sqlite://")
-    assert _floor_s(cpu, _capture(0.5), 35.0, 50.0) == (0.0, False)
+    assert floor_s(cpu, _capture(0.5), 35.0, 50.0) == (0.0, False)
 
 
 def test_a_floor_past_max_autotunes_compile_holds_a_template_site_batch_too():
@@ -122,29 +125,31 @@ def test_a_floor_past_max_autotunes_compile_holds_a_template_site_batch_too():
     graphs alone the sweep would equal reduce-overhead. The floor then holds one site batch (max-autotune's own lever:
     a compile and a probe's choices at every site) too; where that fits within max-autotune's expected compile, the
     CUDA-graph trial alone."""
-    from tuner.sweep.driver import FLOOR_CHOICES, first_trials_s, _floor_s
-    from tuner.sweep.estimate import PRIOR_MARGIN, SITE_CHOICE_MARGINAL
-    from tuner.sweep.phases.cuda_graphs import REPLAY_S
+    from tuner.budget.shares import FLOOR_CHOICES, first_trials_s
+    from tuner.sweep.plan import floor_s
+    from tuner.budget.estimate import PRIOR_MARGIN, SITE_CHOICE_MARGINAL
+    from tuner.budget.estimate import REPLAY_S
 
     opts = _decode_opts()
     one = first_trials_s(35.0, REPLAY_S)
-    floor, sites = _floor_s(opts, _capture(0.5), 35.0, 50.0)
+    floor, sites = floor_s(opts, _capture(0.5), 35.0, 50.0)
     probe = (FLOOR_CHOICES + 1) * SITE_CHOICE_MARGINAL["cuda"] * PRIOR_MARGIN  # the share the batch is sized with
     assert sites and floor == pytest.approx(first_trials_s(35.0, REPLAY_S + 14.4 + probe)) and floor > one
-    assert _floor_s(opts, _capture(0.5), 35.0, 300.0) == (one, False)
+    assert floor_s(opts, _capture(0.5), 35.0, 300.0) == (one, False)
     assert within_max_autotune(make_budget("default"), 50.0, floor).time_budget_s == round(floor)
     # ... where the profile expects the sites to gain what a winner must win by (gpt2's decode step's: ~0.07 ms of
     # the ~0.87 left under CUDA graphs); sites of 1 us in a step of 0.5 ms under CUDA graphs do not hold the floor
-    from tuner.sweep.gain import Profile
+    from tuner.budget.gain import Profile
 
     decode = Profile(step_ms=2.32, idle_ms=1.82, triton_ms=0.272, library_ms=0.231, site_macs=1.0, site_rate=0.3)
     tiny = Profile(step_ms=2.32, idle_ms=1.82, triton_ms=0.272, library_ms=0.008, site_macs=1.0)
-    assert _floor_s(opts, _capture(0.5), 35.0, 50.0, decode) == (floor, True)
-    assert _floor_s(opts, _capture(0.5), 35.0, 50.0, tiny) == (one, False)
+    assert floor_s(opts, _capture(0.5), 35.0, 50.0, decode) == (floor, True)
+    assert floor_s(opts, _capture(0.5), 35.0, 50.0, tiny) == (one, False)
 
 
 def test_the_first_search_takes_all_the_time_left_where_the_floor_was_sized_for_it():
-    from tuner.sweep.driver import PHASE_SHARE, with_shares
+    from tuner.budget.shares import PHASE_SHARE
+    from tuner.sweep.plan import with_shares
     from tuner.sweep.phases import FusionPhase, KernelPhase, SitePhase
 
     shared = with_shares([SitePhase(), FusionPhase(), KernelPhase("x")])
@@ -153,7 +158,7 @@ def test_the_first_search_takes_all_the_time_left_where_the_floor_was_sized_for_
 
 
 def _decode_opts():
-    from tuner.sweep.driver import SweepOptions
+    from tuner.sweep.options import SweepOptions
     from tuner.workloads.spec import WorkloadSpec
 
     return SweepOptions(WorkloadSpec("hf:gpt2", device="cuda", mode="decode"), make_budget("default"), "sqlite://")
@@ -170,8 +175,8 @@ def test_a_graph_trial_is_expected_to_cost_at_least_the_workloads_compile():
     """Before any graph trial is timed, one is expected at the device's prior, or at the workload's own compile where
     that took longer (a training step's 66.7-s compile on the CPU); timed, at what it took. A kernel's is unaffected."""
     from tuner.core import Kind
-    from tuner.sweep.clock import CAPTURE, Costs
-    from tuner.sweep.estimate import PRIORS, per_trial
+    from tuner.budget.clock import CAPTURE, Costs
+    from tuner.budget.estimate import PRIORS, per_trial
 
     costs = Costs()
     assert per_trial(costs, "cpu", str(Kind.FUSION)) == PRIORS["cpu"]["graph"]

@@ -2,7 +2,7 @@
 
 import time
 
-from tuner.sweep.clock import Costs, fits
+from tuner.budget.clock import Costs, fits
 
 
 def test_the_estimate_is_the_median_of_recent_costs_or_a_scaled_fallback():

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tuner.sweep.clock import CAPTURE
+from tuner.budget.clock import CAPTURE
 from tuner.core import Kind
 from tuner.db import Database
 from tuner.measure.result import CaptureResult

@@ -98,7 +98,7 @@ def test_rerun_after_sigkill_keeps_every_trial_and_completes(tmp_path, db_url, c
 def test_from_similar_seeds_a_study_with_other_devices_winners(tmp_path):
     import dataclasses
 
-    from tuner.sweep.budget import make_budget
+    from tuner.budget.presets import make_budget
     from tuner.db import DeviceInfo
     from tuner.study.context import open_storage, StudyContext
     from tuner.study.study import run_study
@@ -131,7 +131,7 @@ def test_combined_report_shows_what_the_checker_reverted_and_its_whole_workload_
     from tuner.db.repository import TaskRecord
     from tuner.sweep.distributed import combine
     from tuner.core import TaskOutcome
-    from tuner.sweep.driver import SweepReport
+    from tuner.sweep.options import SweepReport
 
     a, b = (TaskRecord(i, f"k{i}", "template_choice", f"site {i}", {}) for i in (1, 2))
     won = TaskOutcome(a, {"choice": "triton"}, False, 2.0, 1.0, 10, 10)

@@ -132,7 +132,7 @@ def test_a_sweep_that_ends_with_no_check_drops_the_credited_templates_no_capture
     was faster alone."""
     from tests.tuner.test_check_transfers import _Timed
     from tuner.db import Database
-    from tuner.sweep import clock
+    from tuner.budget import clock
     from tuner.sweep.phases import WholeCheckPhase
 
     db = Database.open(db_url)

@@ -12,7 +12,8 @@ from tuner.backend.compiler import compile_with_context
 from tuner.backend.context import CompileContext
 from tuner.backend.instrument.context import MeasuringContext
 from tuner.backend.instrument.recorder import Recorder
-from tuner.core import Forcing, valid_winners
+from tuner.core import Forcing
+from tuner.search_spaces import valid_winners
 from tuner.search_spaces import InvalidConfig, space_for
 from tuner.search_spaces.base import Bool, Space
 

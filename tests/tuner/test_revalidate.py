@@ -54,7 +54,7 @@ def test_a_site_winner_that_takes_in_its_epilogue_is_kept_while_no_slower_alone(
     from tuner.core import Kind, TaskSpec
     from tuner.db import Database, current_device
     from tuner.search_spaces import space_for
-    from tuner.sweep.budget import make_budget
+    from tuner.budget.presets import make_budget
 
     db = Database.open(db_url)
     try:

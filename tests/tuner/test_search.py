@@ -205,7 +205,7 @@ def test_a_study_stops_exploring_in_time_to_verify_a_trial_that_beat_the_default
     from tuner.study.settle import UNVERIFIED_GAIN
 
     clock = type("Clock", (), {"t": 1000.0})()
-    monkeypatch.setattr("tuner.sweep.clock.now", lambda: clock.t)
+    monkeypatch.setattr("tuner.budget.clock.now", lambda: clock.t)
     db = Database.open(db_url)
     task = tasks()[0]
     rec = db.upsert_task(task.key, task.kind, task.name, task.signature, task.space.fingerprint())
@@ -232,11 +232,11 @@ def test_a_held_verification_is_expected_to_cost_its_trials_timing_without_their
     import dataclasses
 
     from tests.helpers.replay import _context
-    from tuner.study.context import timing_kind
-    from tuner.sweep.clock import CAPTURE
+    from tuner.budget.timebox import timing_kind
+    from tuner.budget.clock import CAPTURE
 
     clock = type("Clock", (), {"t": 1000.0})()
-    monkeypatch.setattr("tuner.sweep.clock.now", lambda: clock.t)
+    monkeypatch.setattr("tuner.budget.clock.now", lambda: clock.t)
     db = Database.open(db_url)
     tuning = dataclasses.replace(_context(db_url, db, trials=4), deadline=clock.t + 19.0)
     fusion = str(Kind.FUSION)
@@ -253,7 +253,7 @@ def test_a_phase_with_no_time_for_a_trial_says_so_and_measures_nothing(db_url, m
     import dataclasses
 
     from tests.helpers.replay import _context, tasks
-    from tuner.sweep.clock import CAPTURE
+    from tuner.budget.clock import CAPTURE
     from tuner.sweep.progress import Progress
     from tuner.sweep.scheduler import tune_tasks
     from tuner.sweep.winners import Winners
@@ -266,7 +266,7 @@ def test_a_phase_with_no_time_for_a_trial_says_so_and_measures_nothing(db_url, m
             self.notes.append(text)
 
     clock = type("Clock", (), {"t": 1000.0})()
-    monkeypatch.setattr("tuner.sweep.clock.now", lambda: clock.t)
+    monkeypatch.setattr("tuner.budget.clock.now", lambda: clock.t)
     db = Database.open(db_url)
     specs = tasks(2)[:2]
     records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]

@@ -90,7 +90,7 @@ def test_a_first_batch_probes_the_cost_and_no_batch_runs_past_the_deadline(db_ur
     from tuner.sweep.site_batches import PROBE_CHOICES, tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     calls = []
     # Room for the probe (2 sites x 2 choices, the first trial being the default, x 0.2 s = 0.8 s), none for a
@@ -110,7 +110,7 @@ def test_with_room_for_more_a_second_batch_is_sized_to_end_by_the_deadline(db_ur
     from tuner.sweep.site_batches import tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     calls = []
     deadline = clock.t + 2.1  # the probe (0.8 s), then 1.3 s: each site's default and its last two choices (1.2 s)
@@ -132,7 +132,7 @@ def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_ur
     from tuner.sweep.site_batches import UNVERIFIED_GAIN, tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     (t1, r1), (t2, r2) = group
     faster = {t1.key: 0.8, t2.key: 0.95}
@@ -173,11 +173,11 @@ def test_a_batch_is_sized_as_a_compile_plus_a_share_per_choice(db_url, monkeypat
     as all per choice (0.35 s, no prior), it offers one candidate per site, and the last two stay unmeasured."""
     import dataclasses
 
-    from tuner.sweep.estimate import SITE_CHOICE
+    from tuner.budget.estimate import SITE_CHOICE
     from tuner.sweep.site_batches import tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     if prior is not None:
         tuning.costs.slopes[SITE_CHOICE] = prior
@@ -196,11 +196,11 @@ def _known_costs(db_url, monkeypatch, left_s):
     share), on a simulated clock, with ``left_s`` to the deadline."""
     import dataclasses
 
-    from tuner.sweep.clock import CAPTURE
-    from tuner.sweep.estimate import SITE_CHOICE
+    from tuner.budget.clock import CAPTURE
+    from tuner.budget.estimate import SITE_CHOICE
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     tuning.costs.slopes[SITE_CHOICE] = 0.1
     tuning.costs.observe(CAPTURE, 1.0)
@@ -214,7 +214,7 @@ def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_t
     it. 2.65 s are left, so the first batch offers each site its default and two candidates (6 choices: 2.2 s at the
     margin, 1.6 s as it runs). A probe (each site's default and one candidate: 4 choices, 1.4 s) would have left 1.25
     s, no room for another batch."""
-    from tuner.sweep.estimate import PRIOR_MARGIN
+    from tuner.budget.estimate import PRIOR_MARGIN
     from tuner.sweep.site_batches import tune_sites
 
     assert PRIOR_MARGIN == 2.0
@@ -227,7 +227,7 @@ def test_with_a_prior_share_and_a_measured_compile_the_first_batch_is_sized_to_t
 
 
 def test_a_batch_cost_line_comes_from_the_prior_then_from_batches_of_two_sizes():
-    from tuner.sweep.clock import Costs
+    from tuner.budget.clock import Costs
 
     costs = Costs(slopes={"k": 0.1})
     assert costs.line("k") is None
@@ -325,13 +325,13 @@ def test_the_expected_time_of_the_sites_is_what_their_batches_take(db_url, monke
     sites' time counts each batch's compile and the verification's, not a choice's prior share alone, and it is what
     the batches then take: with the device's prior share, and without one (a probe first; the compiles alone
     counted, as on the CPU, where a choice's share is small beside a compile)."""
-    from tuner.sweep.clock import CAPTURE
-    from tuner.sweep.estimate import SITE_CHOICE
+    from tuner.budget.clock import CAPTURE
+    from tuner.budget.estimate import SITE_CHOICE
     from tuner.sweep.phases.base import planned
     from tuner.sweep.site_batches import expected_s, site_target, tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     if prior is not None:
         tuning.costs.slopes[SITE_CHOICE] = prior
@@ -352,7 +352,7 @@ def test_a_finalist_clearly_faster_in_its_own_batch_wins_with_no_verification_co
     from tuner.sweep.site_batches import tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _sites(db_url)
     calls = []
     outcomes, _, _, _ = tune_sites(tuning, group, _affine(calls, 1.0, 0.1, clock, gain=gain), batch=2)

@@ -23,7 +23,7 @@ def test_inside_a_cuda_graph_an_epilogue_kernel_is_credited_its_device_time_in_t
     from tuner.sweep.site_batches import EpilogueCredit, tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _epilogue_sites(db_url, True)
 
     def measure(request):
@@ -79,7 +79,7 @@ def test_a_template_no_slower_alone_wins_where_it_takes_in_the_epilogue(db_url, 
     from tuner.sweep.site_batches import EpilogueCredit, tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _epilogue_sites(db_url, epilogue)
 
     def measure(request):
@@ -113,7 +113,7 @@ def test_a_site_whose_epilogue_runs_in_a_reduction_kernel_is_won_by_its_fastest_
     from tuner.sweep.site_batches import EpilogueCredit, tune_sites
 
     clock = _SimulatedClock()
-    monkeypatch.setattr("tuner.sweep.clock.now", clock.now)
+    monkeypatch.setattr("tuner.budget.clock.now", clock.now)
     db, tuning, group = _epilogue_sites(db_url, True, extra=(SPLITK,))
     alone = {"aten::bias_addmm:{}": 8.06, TRITON: 7.98, SPLITK: 6.23}
 

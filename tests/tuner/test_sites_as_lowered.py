@@ -9,7 +9,7 @@ from tuner.db import Database
 from tuner.db.claims import pending
 from tuner.measure import Worker
 from tuner.search_spaces.freezing import unfrozen
-from tuner.sweep.clock import now
+from tuner.budget.clock import now
 from tuner.sweep.phases import FusionPhase, SitePhase, SweepContext, Workload
 from tuner.sweep.tasks import fusion_tasks, tasks_from_capture
 from tuner.workloads.spec import WorkloadSpec

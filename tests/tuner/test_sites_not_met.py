@@ -3,7 +3,7 @@ unmeasured, released, and no reason to end the phase. The measurements are scrip
 
 from tests.tuner.test_site_batches import _sites
 from tuner.measure.result import SiteTimings, Status
-from tuner.sweep.estimate import SITE_CHOICE
+from tuner.budget.estimate import SITE_CHOICE
 from tuner.sweep.site_batches import PROBE_CHOICES
 
 

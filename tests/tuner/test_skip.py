@@ -5,8 +5,9 @@ import pytest
 
 from tuner.cli.sweep_cmd import parse_skip
 from tuner.errors import TunerError
-from tuner.sweep.budget import make_budget
-from tuner.sweep.driver import SweepOptions, _graphs_searched, phases, searches
+from tuner.budget.presets import make_budget
+from tuner.sweep.options import SweepOptions
+from tuner.sweep.plan import graphs_searched, phases, searches
 from tuner.sweep.phases import KernelPhase, WholeCheckPhase, skippable
 from tuner.workloads.spec import WorkloadSpec
 
@@ -23,8 +24,8 @@ def test_the_searches_named_are_left_out(device, last):
 
 
 def test_cuda_graphs_and_the_kernels_after_the_check_are_left_out_on_cuda():
-    assert _graphs_searched(_opts("cuda", "")) and not _graphs_searched(_opts("cuda", "cuda-graphs"))
-    assert not _graphs_searched(_opts("cpu", ""))
+    assert graphs_searched(_opts("cuda", "")) and not graphs_searched(_opts("cuda", "cuda-graphs"))
+    assert not graphs_searched(_opts("cpu", ""))
     kept = [p for p in phases([], WholeCheckPhase(), kernels=False)]
     assert not any(isinstance(p, KernelPhase) for p in kept) and any(isinstance(p, KernelPhase) for p in phases([], WholeCheckPhase()))
     with pytest.raises(TunerError, match="no search 'triton-kernels' on cpu"):

@@ -3,7 +3,8 @@ in the space it was stored with: a compile validates its winners against the sto
 space would store winners the compile then ignores. Real SQLite."""
 
 from tuner.backend.defaults import fusion_defaults
-from tuner.core import Kind, TaskSpec, valid_winners
+from tuner.core import Kind, TaskSpec
+from tuner.search_spaces import valid_winners
 from tuner.db import Database
 from tuner.search_spaces import space_for
 from tuner.search_spaces.fusion import MULTI_KERNEL

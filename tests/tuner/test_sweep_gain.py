@@ -7,10 +7,13 @@ from types import SimpleNamespace
 from tuner.core import Kind, TaskSpec
 from tuner.measure.result import CaptureResult
 from tuner.search_spaces import space_for
-from tuner.sweep import gain
-from tuner.sweep.budget import make_budget
-from tuner.sweep.driver import SweepOptions, searches, searches_by_gain, with_shares
-from tuner.sweep.gain import CUDA_GRAPHS, FUSION, KERNELS, SITES, Profile
+from tuner.budget import gain
+from tuner.budget.presets import make_budget
+from tuner.sweep.options import SweepOptions
+from tuner.sweep.plan import searches, searches_by_gain, with_shares
+from tuner.budget.gain import CUDA_GRAPHS, FUSION, KERNELS, SITES, Profile
+from tuner.sweep import profile
+from tuner.sweep.profile import profile_of
 from tuner.sweep.progress import Progress
 from tuner.workloads.spec import WorkloadSpec
 
@@ -47,7 +50,7 @@ def test_the_profile_splits_the_step_by_what_each_phase_acts_on():
     # 4 ms a step, 3.6 busy: 0.4 waiting, 2 x (0.1 + 0.2) = 0.6 in Triton kernels, 3.0 in library calls, shared by
     # multiply-adds: a site met twice (2 x 4096 x 1024 x 1024) and a causal attention (2 x 8 x 16 x 512 x 512 x 64 / 2, 8 layers)
     sites, att = [_site("a", 4096, 1024, 1024)], _attention(8, 16, 512, 64, causal=True, count=8)
-    p = Profile.of(_capture(4.0, 3.6, [0.1, 0.2], [("a", 2)]), [*sites, att])
+    p = profile_of(_capture(4.0, 3.6, [0.1, 0.2], [("a", 2)]), [*sites, att])
     assert (p.step_ms, round(p.idle_ms, 9), round(p.triton_ms, 9), round(p.library_ms, 9)) == (4.0, 0.4, 0.6, 3.0)
     site_macs, att_macs = 2 * 4096 * 1024 * 1024, 8 * 2 * 8 * 16 * 512 * 512 * 64 / 2
     assert p.site_macs == site_macs and p.study_macs == {ATTENTION: att_macs}
@@ -61,15 +64,15 @@ def test_the_profile_splits_the_step_by_what_each_phase_acts_on():
 def test_skinny_gemm_sites_keep_the_sites_rate_and_a_mix_is_weighted_by_multiply_adds():
     """A decode step's 8-row GEMM keeps the sites' rate; a large GEMM's is lower; together, weighted by work."""
     skinny, large = _site("s", 8, 768, 2304), _site("l", 4096, 1024, 1024)
-    assert gain.site_rate(skinny) == gain.RATES[SITES] and gain.site_rate(large) == gain.LARGE_GEMM_RATE
-    p = Profile.of(_capture(4.0, 3.6, [0.1], [("s", 1), ("l", 1)]), [skinny, large])
+    assert profile.site_rate(skinny) == gain.RATES[SITES] and profile.site_rate(large) == gain.LARGE_GEMM_RATE
+    p = profile_of(_capture(4.0, 3.6, [0.1], [("s", 1), ("l", 1)]), [skinny, large])
     ws, wl = 8 * 768 * 2304, 4096 * 1024 * 1024
     assert abs(p.site_rate - (ws * gain.RATES[SITES] + wl * gain.LARGE_GEMM_RATE) / (ws + wl)) < 1e-12
 
 
 def test_without_the_devices_busy_time_there_is_no_profile():
-    assert Profile.of(_capture(4.0, None, [], []), []) is None
-    assert Profile.of(_capture(None, None, [], []), []) is None
+    assert profile_of(_capture(4.0, None, [], []), []) is None
+    assert profile_of(_capture(None, None, [], []), []) is None
 
 
 def test_the_phase_with_more_gain_per_second_goes_first():
@@ -195,10 +198,10 @@ def test_the_gemm_merge_is_weighed_by_the_profiled_time_of_the_gemms_it_merges()
                {"op": "convolution", "shapes": [[8, 3, 32, 32], [16, 3, 3, 3]], "ms": 0.5}]
     dims = [["addmm", 4096, 1024, 1024], ["addmm", 4096, 1024, 256], ["addmm", 4096, 1024, 256]]
     capture = dataclasses.replace(_capture(4.0, 3.6, [0.1], []), library=library, graphs=[{"sibling_gemms": 3, "sibling_dims": dims}])
-    p = Profile.of(capture, [])
+    p = profile_of(capture, [])
     assert abs(p.merge_ms - 0.037) < 1e-12
     assert abs(p.front_ms(FUSION) - 0.037 * gain.MERGE_RATE) < 1e-12 and p.front_ms(SITES) == 0.0
-    assert Profile.of(dataclasses.replace(capture, graphs=[{"sibling_gemms": 0, "sibling_dims": []}]), []).merge_ms == 0.0
+    assert profile_of(dataclasses.replace(capture, graphs=[{"sibling_gemms": 0, "sibling_dims": []}]), []).merge_ms == 0.0
 
 
 def test_a_sites_epilogue_is_credited_with_the_steps_median_pointwise_kernel():
@@ -207,9 +210,9 @@ def test_a_sites_epilogue_is_credited_with_the_steps_median_pointwise_kernel():
     kernels = [{"name": "triton_poi_fused_add", "default_ms": 0.003, "launches": 24}, {"name": "triton_poi_fused_gelu", "default_ms": 0.004, "launches": 12},
                {"name": "triton_per_fused_native_layer_norm", "default_ms": 0.009, "launches": 50}]
     capture = dataclasses.replace(_capture(0.57, 0.3, [], []), kernels=kernels)
-    assert gain.epilogue_ms(capture) == 0.003
-    assert gain.epilogue_ms(dataclasses.replace(capture, kernels=kernels[1:])) == 0.004
-    assert gain.epilogue_ms(_capture(0.57, 0.3, [], [])) == 0.0
+    assert profile.epilogue_ms(capture) == 0.003
+    assert profile.epilogue_ms(dataclasses.replace(capture, kernels=kernels[1:])) == 0.004
+    assert profile.epilogue_ms(_capture(0.57, 0.3, [], [])) == 0.0
 
 
 def test_inside_a_cuda_graph_the_median_pointwise_kernel_costs_its_device_time_in_the_step():
@@ -224,9 +227,9 @@ def test_inside_a_cuda_graph_the_median_pointwise_kernel_costs_its_device_time_i
     kernels = [{"name": n, "default_ms": alone, "launches": k, "device_ms": in_step.get(n)}
                for n, alone, k in (("triton_poi_fused_add", 0.0044, 24), ("triton_poi_fused_gelu", 0.0046, 12))]
     capture = dataclasses.replace(_capture(0.57, 0.3, [], []), kernels=kernels)
-    assert gain.epilogue_ms(capture) == 0.0044 and abs(gain.epilogue_device_ms(capture) - 0.0012) < 1e-12
+    assert profile.epilogue_ms(capture) == 0.0044 and abs(profile.epilogue_device_ms(capture) - 0.0012) < 1e-12
     unprofiled = dataclasses.replace(capture, kernels=[{**kernels[0], "device_ms": None}, kernels[1]])
-    assert gain.epilogue_device_ms(unprofiled) is None
+    assert profile.epilogue_device_ms(unprofiled) is None
 
 
 def _with_epilogue(site: TaskSpec, default: str = "aten::mm") -> TaskSpec:
@@ -243,14 +246,14 @@ def test_the_sites_are_weighed_by_the_epilogue_kernels_their_library_calls_leave
     capture = dataclasses.replace(_capture(2.0, 1.5, [], [("e", 12), ("l", 2), ("n", 5), ("t", 3)]), kernels=poi)
     skinny, large = _with_epilogue(_site("e", 8, 768, 768)), _with_epilogue(_site("l", 4096, 1024, 1024))
     plain, templated = _site("n", 8, 768, 768), _with_epilogue(_site("t", 8, 768, 768), default="triton::mm:{}")
-    p = Profile.of(capture, [skinny, large, plain, templated])
+    p = profile_of(capture, [skinny, large, plain, templated])
     scale = gain.LARGE_GEMM_RATE / gain.RATES[SITES]
     expected = 0.004 * gain.SITE_EPILOGUE_RATE * (12 + 2 * scale)
     assert abs(p.site_epilogues_ms - expected) < 1e-12
     assert abs(p.gain_ms(SITES) - (p.lever_ms(SITES) * p.site_rate + expected)) < 1e-12
-    without = Profile.of(capture, [plain, templated])
+    without = profile_of(capture, [plain, templated])
     assert without.site_epilogues_ms == 0.0 and abs(without.gain_ms(SITES) - without.lever_ms(SITES) * without.site_rate) < 1e-12
-    assert Profile.of(dataclasses.replace(capture, kernels=[]), [skinny]).site_epilogues_ms == 0.0
+    assert profile_of(dataclasses.replace(capture, kernels=[]), [skinny]).site_epilogues_ms == 0.0
 
 
 def test_a_step_of_short_kernels_measures_combo_kernels_first_and_weighs_them_by_their_launches():
@@ -261,8 +264,8 @@ def test_a_step_of_short_kernels_measures_combo_kernels_first_and_weighs_them_by
 
     decode = _capture(0.57, 0.3, [0.005] * 6 + [0.02], [])
     prefill = _capture(2.6, 2.5, [0.005, 0.017, 0.02, 0.022], [])
-    assert gain.short_launches(decode) == 14 and gain.short_launches(prefill) == 0
-    assert abs(Profile.of(decode, []).front_ms(FUSION) - 14 * gain.COMBO_MS_PER_LAUNCH) < 1e-12
+    assert profile.short_launches(decode) == 14 and profile.short_launches(prefill) == 0
+    assert abs(profile_of(decode, []).front_ms(FUSION) - 14 * gain.COMBO_MS_PER_LAUNCH) < 1e-12
     graph = {"fusion_key": "k", "backward": False, "lines": 10, "index": 0, "device": "cuda", "fusion_defaults": fusion_defaults("cuda")}
     (short,), (plain,) = fusion_tasks([graph], "m", short_kernels=14), fusion_tasks([graph], "m")
     assert short.space.default["combo_kernels"] is False
@@ -278,10 +281,10 @@ def test_values_stored_once_are_weighed_by_the_kernels_that_recompute_them():
     names = ["triton_poi_fused_add_cat_cos_mul_neg_sin_slice_4", "triton_poi_fused_cosh_mul_1", "triton_red_fused_add_mean_pow_rsqrt_2"]
     kernels = [{"name": n, "default_ms": ms, "launches": 8} for n, ms in zip(names, (0.017, 0.01, 0.005))]
     capture = dataclasses.replace(_capture(2.6, 2.5, [], []), kernels=kernels, graphs=[{"broadcast_ops": ["cos", "sin"]}])
-    p = Profile.of(capture, [])
+    p = profile_of(capture, [])
     assert abs(p.recompute_ms - 8 * 0.017) < 1e-12
     assert abs(p.front_ms(FUSION) - 8 * 0.017 * gain.RECOMPUTE_RATE) < 1e-12
-    assert Profile.of(dataclasses.replace(capture, graphs=[{"broadcast_ops": []}]), []).recompute_ms == 0.0
+    assert profile_of(dataclasses.replace(capture, graphs=[{"broadcast_ops": []}]), []).recompute_ms == 0.0
 
 
 def _typed_site(key: str, m: int, k: int, n: int) -> TaskSpec:
@@ -294,9 +297,9 @@ def test_a_gemm_whose_rows_are_not_16_byte_aligned_is_weighed_at_the_unaligned_r
     """gpt2's vocabulary projection (8 x 768 x 50257, bf16): 50257 columns of 2 bytes leave each output row unaligned,
     where cuBLAS ran a slow kernel; the same GEMM at 50304 columns, or its 768-wide siblings, keep the sites' rate."""
     head, padded, layer = _typed_site("h", 8, 768, 50257), _typed_site("p", 8, 768, 50304), _typed_site("l", 8, 768, 2304)
-    assert gain.site_rate(head) == gain.UNALIGNED_RATE > gain.RATES[SITES]
-    assert gain.site_rate(padded) == gain.site_rate(layer) == gain.RATES[SITES]
-    assert gain.site_rate(_typed_site("k", 8, 1001, 768)) == gain.UNALIGNED_RATE  # K: the first input's rows
+    assert profile.site_rate(head) == gain.UNALIGNED_RATE > gain.RATES[SITES]
+    assert profile.site_rate(padded) == profile.site_rate(layer) == gain.RATES[SITES]
+    assert profile.site_rate(_typed_site("k", 8, 1001, 768)) == gain.UNALIGNED_RATE  # K: the first input's rows
 
 
 def test_a_whole_workload_phase_is_judged_against_the_step_under_cuda_graphs_where_they_come_first():
@@ -320,7 +323,7 @@ def test_attention_run_as_math_is_weighed_by_its_batched_gemms():
                {"op": "bmm", "shapes": [[96, 512, 512], [96, 512, 64]], "ms": 1.043},
                {"op": "addmm", "shapes": [[3072], [4096, 768]], "ms": 0.4}]
     capture = dataclasses.replace(_capture(5.4, 5.0, [0.1], []), library=library)
-    p = Profile.of(capture, [math])
+    p = profile_of(capture, [math])
     assert p.math_attention[0] == ATTENTION and abs(p.math_attention[1] - 2.285) < 1e-9
     assert abs(p.gain_ms(ATTENTION) - (p.lever_ms(ATTENTION) * gain.STUDY_RATE + 2.285 * gain.MATH_ATTENTION_RATE)) < 1e-9
-    assert Profile.of(capture, [att]).math_attention is None
+    assert profile_of(capture, [att]).math_attention is None

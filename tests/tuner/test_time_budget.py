@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 import tuner.backend as tb
 from tuner.cli import app
 from tuner.db import Database
-from tuner.sweep.clock import CAPTURE
-from tuner.sweep.driver import promised_end_s
+from tuner.budget.clock import CAPTURE
+from tuner.budget.shares import promised_end_s
 from tests.helpers.notes import Notes
 
 # The cold first run's budget: its capture takes 20-25 s cold on a slow 2-core machine, and its first measurement
@@ -26,7 +26,7 @@ def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(d
     says so."""
     from tests.helpers.replay import _context, tasks
     from tuner.sweep.phases import SitePhase, SweepContext, Workload
-    from tuner.sweep.clock import CAPTURE
+    from tuner.budget.clock import CAPTURE
 
     db = Database.open(db_url)
     for compile_s, deadline_s in ((30.0, 5.0), (30.0, 30.1)):  # no compile fits; a compile fits, with no choice
@@ -48,7 +48,7 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_two_com
     compile, two when its worker must start again), is not started when it would not end in time; a first kernel
     trial, whose cost is unknown, still is."""
     from tests.helpers.replay import _context
-    from tuner.sweep.clock import CAPTURE
+    from tuner.budget.clock import CAPTURE
     from tuner.core import Kind
 
     db = Database.open(db_url)
@@ -74,7 +74,7 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_two_com
 
 def test_a_phase_of_compiles_gets_room_for_one_step_when_the_sweep_can_afford_it(db_url):
     from tests.helpers.replay import _context
-    from tuner.sweep.clock import CAPTURE
+    from tuner.budget.clock import CAPTURE
     from tuner.sweep.phases import SweepContext, Workload
     from tuner.sweep.phases.base import deadline_for
     from tuner.sweep.progress import Progress
@@ -112,25 +112,25 @@ def test_a_bad_batch_list_is_one_line():
 
 
 def test_the_share_kept_for_the_end_goes_to_the_phases_when_it_cannot_hold_the_check():
-    from tuner.sweep.driver import WHOLE_SHARE, _deadlines
+    from tuner.budget.shares import WHOLE_SHARE, deadlines
 
-    kept = _deadlines(200.0, 0.0, check_s=25.0)  # 30 s kept: the check (25 s) fits in it
+    kept = deadlines(200.0, 0.0, check_s=25.0)  # 30 s kept: the check (25 s) fits in it
     assert kept == {"deadline": 200.0 * (1 - WHOLE_SHARE), "settle_by": 200.0}
-    given = _deadlines(60.0, 0.0, check_s=11.0)  # 9 s would be kept for an 11-s check: the phases have them
+    given = deadlines(60.0, 0.0, check_s=11.0)  # 9 s would be kept for an 11-s check: the phases have them
     assert given == {"deadline": 60.0, "settle_by": 60.0}
-    assert _deadlines(None, 0.0, check_s=11.0) == {"deadline": None, "settle_by": None}
+    assert deadlines(None, 0.0, check_s=11.0) == {"deadline": None, "settle_by": None}
 
 
 def test_the_share_kept_for_the_end_grows_to_hold_the_unfrozen_arm_within_bounds():
     """Frozen inference: the check and timing the workload unfrozen (efficientnet_b0 on this CPU: 1 + 2 compiles of
     24.5 s) are kept for where the budget can spare them, and not past MAX_END_SHARE of it."""
-    from tuner.sweep.driver import MAX_END_SHARE, _deadlines
+    from tuner.budget.shares import MAX_END_SHARE, deadlines
 
-    grown = _deadlines(240.0, 0.0, check_s=24.5, end_s=73.5)
+    grown = deadlines(240.0, 0.0, check_s=24.5, end_s=73.5)
     assert grown == {"deadline": 240.0 - 73.5, "settle_by": 240.0}
-    capped = _deadlines(180.0, 0.0, check_s=24.5, end_s=73.5)  # 41% of the budget: the usual share is kept
+    capped = deadlines(180.0, 0.0, check_s=24.5, end_s=73.5)  # 41% of the budget: the usual share is kept
     assert capped["deadline"] == 180.0 * 0.85 and 73.5 > MAX_END_SHARE * 180.0
-    assert _deadlines(240.0, 0.0, check_s=10.0, end_s=20.0)["deadline"] == 240.0 * 0.85  # the usual share holds it
+    assert deadlines(240.0, 0.0, check_s=10.0, end_s=20.0)["deadline"] == 240.0 * 0.85  # the usual share holds it
 
 
 def test_the_last_whole_workload_search_takes_the_ends_time_where_nothing_is_left_to_check(db_url):
@@ -138,8 +138,8 @@ def test_the_last_whole_workload_search_takes_the_ends_time_where_nothing_is_lef
     and freezing), the last search, whose trials time the whole workload, has it, and says so. Not where a winner
     waits to be checked, nor with several workers (the last one to finish checks what they all found)."""
     from tests.helpers.replay import _context, tasks
-    from tuner.sweep.clock import CLOSING_S
-    from tuner.sweep.driver import with_shares
+    from tuner.budget.clock import CLOSING_S
+    from tuner.sweep.plan import with_shares
     from tuner.sweep.phases import FusionPhase, SitePhase, SweepContext, WholeCheckPhase, Workload
 
     db = Database.open(db_url)
@@ -239,20 +239,20 @@ def test_the_end_of_a_sweep_counts_its_compiles_and_a_held_worker_is_not_recycle
     the start), not a fresh worker's capture: the worker that holds the defaults' compile is not recycled while held (a
     CPU worker otherwise is, every few trials)."""
     from tuner.measure import GraphTrial, Worker
-    from tuner.sweep.driver import _end_compiles
+    from tuner.sweep.plan import end_compiles
     from tuner.workloads.spec import WorkloadSpec
 
-    from tuner.sweep.budget import make_budget
-    from tuner.sweep.driver import SweepOptions
+    from tuner.budget.presets import make_budget
+    from tuner.sweep.options import SweepOptions
 
     def opts(spec, workers=1, time_unfrozen=True):
         return SweepOptions(spec, make_budget("quick"), "sqlite://", workers=workers, time_unfrozen=time_unfrozen)
 
     cpu, cuda = WorkloadSpec("resnet18"), WorkloadSpec("resnet18", device="cuda")
-    assert _end_compiles(opts(cpu)) == _end_compiles(opts(cuda)) == _end_compiles(opts(cpu, 2))
-    train = _end_compiles(opts(WorkloadSpec("resnet18", mode="train")))
+    assert end_compiles(opts(cpu)) == end_compiles(opts(cuda)) == end_compiles(opts(cpu, 2))
+    train = end_compiles(opts(WorkloadSpec("resnet18", mode="train")))
     # nothing frozen to time unfrozen; not to be timed; or timed by the freezing phase at the start
-    assert train == _end_compiles(opts(cpu, time_unfrozen=False)) == _end_compiles(opts(cpu), settled=True) < _end_compiles(opts(cpu))
+    assert train == end_compiles(opts(cpu, time_unfrozen=False)) == end_compiles(opts(cpu), settled=True) < end_compiles(opts(cpu))
 
     spec = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(4, 64), threads=1)
     worker = Worker(spec, tmp_path / "logs", recycle_after=1)
@@ -326,7 +326,7 @@ def test_the_fusion_study_searches_the_captures_recording_while_no_winner_change
     template-site winner changes which kernels exist, so the study records again where there is time for that compile,
     and else still plans from the capture's recording (the Qwen2 prefill's sweep on the H200 left the study out when a
     2-us site winner changed the lowering): its rewrites apply to the graph before lowering, whatever the winners."""
-    from tuner.sweep.clock import CAPTURE, now
+    from tuner.budget.clock import CAPTURE, now
     from tests.helpers.replay import _context
     from tuner.core import Kind
     from tuner.measure.result import CaptureResult
@@ -367,8 +367,8 @@ def test_kernels_are_not_tuned_from_a_compile_the_winners_replaced_and_are_captu
     from tuner.core import Kind
     from tuner.db import Database
     from tuner.measure.result import CaptureResult
-    from tuner.sweep.clock import CAPTURE, now
-    from tuner.sweep.driver import phases
+    from tuner.budget.clock import CAPTURE, now
+    from tuner.sweep.plan import phases
     from tuner.sweep.phases import KernelPhase, SweepContext, WholeCheckPhase, Workload
     from tuner.sweep.phases.graphs import lowering
     from tuner.sweep.progress import Progress

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tuner.measure.timing import interleaved, roomy
+from tuner.backend.instrument.timing import interleaved, roomy
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 11), reason="frame-stack chunks came with CPython 3.11")
 

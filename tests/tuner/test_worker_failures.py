@@ -3,7 +3,7 @@
 import dataclasses
 
 from tuner.core import Forcing
-from tuner.sweep.budget import make_budget
+from tuner.budget.presets import make_budget
 from tuner.db import Database, DeviceInfo, EnvironmentInfo
 from tuner.measure import GraphTrial, Status, Worker
 from tuner.study.context import StudyContext

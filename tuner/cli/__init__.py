@@ -45,7 +45,7 @@ def root(
 
 
 def main() -> None:
-    from tuner.sweep.clock import mark_process_as_command
+    from tuner.budget.clock import mark_process_as_command
 
     mark_process_as_command()  # a time budget counts from the process's start, interpreter and imports included
     _keep_bytecode()

@@ -49,7 +49,7 @@ def explain(
     for col in ("kind", "task", "outcome", "answer or reason"):
         t.add_column(col, overflow="fold")
     for d in report["decisions"]:
-        t.add_row(shown(d["kind"]), shown(d["what"]), f"[{STYLE[d['outcome']]}]{d['outcome']}[/]", shown(_said(d)))
+        t.add_row(shown(d["kind"]), shown(d["what"]), f"[{STYLE[d['outcome']]}]{d['outcome']}[/]", shown(_answer_text(d)))
     console.print(t)
     c = report["counts"]
     st = report["store"]
@@ -59,7 +59,7 @@ def explain(
         console.print(shown(report["note"]), highlight=False, soft_wrap=True)
 
 
-def _said(d: dict) -> str:
+def _answer_text(d: dict) -> str:
     """A hit's answer (knobs that differ from this Inductor's own values), a transfer's source, a miss's reason."""
     if d["outcome"] == "miss":
         return d["reason"]

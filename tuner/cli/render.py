@@ -15,7 +15,7 @@ from rich.text import Text
 
 from tuner.cli.common import shown
 from tuner.sweep.progress import Progress as SweepProgress
-from tuner.sweep.driver import SweepReport
+from tuner.sweep.options import SweepReport
 
 
 class BoundedRemaining(TimeRemainingColumn):

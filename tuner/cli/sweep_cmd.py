@@ -49,14 +49,14 @@ def sweep(
     Rerunning the same command continues where it stopped; Ctrl-C keeps every finished trial.
     Then: torch.compile(model, backend="tuned") forces the winners without benchmarking.
     """
-    from tuner.sweep.clock import command_started
+    from tuner.budget.clock import command_started
 
     started = command_started()  # the time budget counts from the command's start, imports and all
     compile_bytecode()
-    from tuner.sweep.budget import make_budget
+    from tuner.budget.presets import make_budget
     from tuner.cli.render import print_report
     from tuner.study.samplers import SAMPLERS
-    from tuner.sweep.driver import SweepOptions
+    from tuner.sweep.options import SweepOptions
 
     if sampler not in SAMPLERS:
         raise typer.BadParameter(f"must be one of {', '.join(SAMPLERS)}", param_hint="--sampler")
@@ -134,7 +134,7 @@ def _sweep_one(opts, ends_by: float | None, share_gpu: bool):  # type: ignore[no
         from tuner.cli.common import err_console
         from tuner.sweep.distributed import combine, run_workers
 
-        from tuner.sweep.affinity import describe
+        from tuner.measure.affinity import describe
         from tuner.sweep.distributed import cpu_plan
 
         console.print(f"[dim]{opts.workers} workers sharing {opts.db_url}[/]")
@@ -156,7 +156,7 @@ def _announce(budget, started: float) -> float | None:  # type: ignore[no-untype
     import datetime as dt
 
     from tuner.ranking import EXPLORE
-    from tuner.sweep.driver import promised_end_s
+    from tuner.budget.shares import promised_end_s
 
     if budget.time_budget_s is None:
         sized = ("; on a GPU it ends before max-autotune would have compiled the workload, unless its first trials cannot "

@@ -18,7 +18,7 @@ from tuner.kinds import descriptor, groups, where
 from tuner.search_spaces.fusion import REWRITE_KNOBS, rewrite_knobs
 from tuner.errors import TunerError
 from tuner.measure.numerics import eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within
-from tuner.measure.timing import interleaved, pooled
+from tuner.backend.instrument.timing import interleaved, pooled
 from tuner.workloads.steps import eager_reference, optimizer_for, optimizer_name, run_step, synchronizer
 from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
 
@@ -112,7 +112,8 @@ def compile_mode(spec: WorkloadSpec, m: Mode, model: Any, example: Any) -> tuple
     """(the compiled copy of ``model``, its first step's output, the seconds that step took: the compile)."""
     import torch
 
-    from tuner.backend.process import inductor_options, isolated_compile
+    from tuner.backend.compiler import isolated_compile
+    from tuner.backend.process import inductor_options
 
     with isolated_compile(m.freezing):
         kw: dict[str, Any] = {"backend": m.backend}
@@ -158,7 +159,7 @@ def _versions() -> dict[str, Any]:
 
 
 def provenance(device_kind: str) -> dict[str, Any]:
-    """Where and how a result was measured: device, versions, date and command (what bench/results files carry)."""
+    """Where and how a result was measured: device, versions, date and command (what a bench's JSON carries)."""
     from tuner.db import current_device
 
     dev = current_device(device_kind)

@@ -21,7 +21,8 @@ def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> 
     import torch
 
     from tuner.backend import answers, counters, journal
-    from tuner.backend.process import configure_measuring, isolated_compile
+    from tuner.backend.compiler import isolated_compile
+    from tuner.backend.process import configure_measuring
     from tuner.workloads.steps import eager_reference, run_step
     from tuner.workloads.spec import build_model, check_device, make_inputs
 

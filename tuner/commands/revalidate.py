@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tuner.sweep.budget import Budget, make_budget
+from tuner.budget.presets import Budget, make_budget
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.db import Database, DeviceInfo, EnvironmentInfo, TaskRecord
 from tuner.measure import GraphTrial, SiteBatch, Worker
@@ -62,7 +62,7 @@ class _Run:
             self.db.set_winner(rec.id, self.device_id, None, config, m.median_ms, m.baseline_ms)
             return Drift(task.name, str(task.kind), stored, speedup, KEPT)
         why = _why_not(m, self.budget.min_gain) if speedup else (m.error or m.status.value) if m is not None else "not valid in its space here"
-        self.db.set_winner(rec.id, self.device_id, None, task.space.default, None, None)
+        self.db.keep_default(rec.id, self.device_id, task.space.default)
         return Drift(task.name, str(task.kind), stored, speedup, REVERTED, why)
 
 

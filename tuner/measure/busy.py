@@ -40,9 +40,7 @@ def device_ms(step: Callable[[int], Any], sync: Callable[[], None], steps: int =
 def kernel_ms(events: list[Any]) -> dict[str, float]:
     """{Triton kernel name, less its numeric suffix: mean device time a launch (ms)} over profiled device ``events``
     (each with ``name`` and ``device_time_total`` in us). This is what a kernel costs inside the step, without the
-    launch a timing of it alone includes: on gpt2's decode step (H200) the median pointwise kernel timed alone ran
-    4.4 us (bench/results/h200/sweep-hf_gpt2-decode-bf16-b8-s512-2026-12-06.log), and in the step its pointwise
-    kernels ran 1.0-1.5 us each (bench/results/h200/profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
+    launch a timing of it alone includes, which for a short kernel is most of its time alone."""
     total: dict[str, list[float]] = {}
     for e in events:
         if str(e.name).startswith("triton_"):

@@ -1,20 +1,17 @@
-"""Measurement jobs: each request is its own type with its own result type, and crosses the process boundary as
-plain data. ``job.run(session)`` does the work inside the worker (one generic loop runs every job);
+"""Measurement jobs: each request is a self-contained value of its own type, with its own result type, that crosses
+the process boundary as plain data. The worker's session runs it (``Session.run``: one generic loop runs every job);
 ``job.lost(status, error)`` is the job's answer when the worker dies or times out on it. A capture job has no
 such answer: losing the worker there fails the sweep with the worker's log."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from tuner.errors import WorkloadError
-from tuner.measure.result import AttentionTimings, KernelResults, Measurement, Recording, SiteTimings, Status
+from tuner.measure.result import AttentionTimings, KernelResults, Measurement, SiteTimings, Status
 
-if TYPE_CHECKING:
-    from tuner.measure.session import Session
-
-Forcing = dict[str, Any]  # a :class:`tuner.core.Forcing` as JSON
+ForcingJSON = dict[str, Any]  # a :class:`tuner.core.Forcing` as JSON (``Forcing.to_json``)
 
 
 @dataclass(frozen=True)
@@ -22,15 +19,13 @@ class GraphTrial:
     """The whole workload compiled under ``candidate``, timed against ``baseline``, interleaved in one process;
     ``instances`` of each side (more than one: the others compiled anew, each of a fresh copy of the model)."""
 
-    baseline: Forcing
-    candidate: Forcing
+    baseline: ForcingJSON
+    candidate: ForcingJSON
     rounds: int = 15
     min_sample_ms: float = 20.0
     instances: int = 1
     capture: ClassVar[bool] = False
 
-    def run(self, session: Session) -> Measurement:
-        return session.time_graph(self)
 
     def lost(self, status: Status, error: str) -> Measurement:
         return Measurement(status, error=error)
@@ -45,8 +40,6 @@ class GraphReplay:
     min_sample_ms: float = 20.0
     capture: ClassVar[bool] = False
 
-    def run(self, session: Session) -> Measurement:
-        return session.time_replay(self)
 
     def lost(self, status: Status, error: str) -> Measurement:
         return Measurement(status, error=error)
@@ -58,14 +51,12 @@ class SiteBatch:
     of these sites ({site key: choice ids}), the ``timing`` way (``TUNER_SITE_TIMING``'s names; None: the setting's);
     the graph's numerics are still checked. ``record``: the compile also records the graphs and sites it meets."""
 
-    forcing: Forcing
+    forcing: ForcingJSON
     sites: dict[str, tuple[str, ...]]
     timing: str | None = None
     record: bool = False
     capture: ClassVar[bool] = False
 
-    def run(self, session: Session) -> SiteTimings:
-        return session.time_sites(self)
 
     def lost(self, status: Status, error: str) -> SiteTimings:
         return SiteTimings(status, error=error)
@@ -82,8 +73,6 @@ class AttentionAlone:
     front_end: bool = False
     capture: ClassVar[bool] = False
 
-    def run(self, session: Session) -> AttentionTimings:
-        return session.time_attention(self)
 
     def lost(self, status: Status, error: str) -> AttentionTimings:
         return AttentionTimings(status, error=error)
@@ -98,8 +87,6 @@ class KernelBatch:
     rounds: int = 3
     capture: ClassVar[bool] = False
 
-    def run(self, session: Session) -> KernelResults:
-        return session.time_kernel(self)
 
     def lost(self, status: Status, error: str) -> KernelResults:
         return KernelResults(tuple(Measurement(status, error=error) for _ in self.configs), lost=True)
@@ -110,11 +97,9 @@ class CaptureKernels:
     """Compile under ``forcing``, run once, and register every Triton kernel with the real arguments of its first
     call; the answer is the kernels' task records. A restarted worker replays the latest one."""
 
-    forcing: Forcing
+    forcing: ForcingJSON
     capture: ClassVar[bool] = True
 
-    def run(self, session: Session) -> list[dict[str, Any]]:
-        return session.capture_kernels(self.forcing)
 
     def lost(self, status: Status, error: str) -> Any:
         raise WorkloadError(f"capturing the Triton kernels failed: {error}")
@@ -124,11 +109,9 @@ class CaptureKernels:
 class CaptureGraphs:
     """Compile under ``forcing`` in record mode; the answer is what it saw (``Recording``: graphs and template sites)."""
 
-    forcing: Forcing
+    forcing: ForcingJSON
     capture: ClassVar[bool] = True
 
-    def run(self, session: Session) -> Recording:
-        return session.capture_graphs(self.forcing)
 
     def lost(self, status: Status, error: str) -> Any:
         raise WorkloadError(f"recording the graphs failed: {error}")

@@ -21,7 +21,7 @@ from typing import Any
 from tuner.backend import counters
 from tuner.backend.hooks import kernels as kh
 from tuner.backend.instrument import capture as kc
-from tuner.study.pruning import PRUNED_NOTE, clearly_slower
+from tuner.backend.instrument.pruning import PRUNED_NOTE, clearly_slower
 from tuner.core import Kind
 from tuner.keys import config_hash, task_key
 from tuner.measure.classify import breaks_context, classify, describe
@@ -191,7 +191,7 @@ class KernelBench:
 
     def _probe(self, entry: KernelEntry, launch: Any) -> Measurement | None:
         """Early exit: a short timing of the candidate; a ``pruned`` measurement when it is clearly slower than the
-        kernel's best timed so far (``tuner.study.pruning``), else None (it gets the full interleaved timing)."""
+        kernel's best timed so far (``tuner.backend.instrument.pruning``), else None (it gets the full interleaved timing)."""
         import triton.testing
 
         args, kwargs, stream = _fresh(entry.captured.args), dict(entry.captured.kwargs), kc.raw_stream(self.device_index)

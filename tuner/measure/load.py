@@ -1,8 +1,6 @@
 """How busy other work keeps this machine's CPUs as a sweep starts. Tuner's own processes keep out of each other's
 timings (``tuner.measure.quiet``); anything else on the machine does not, and a CPU sweep timed beside it can decide
-wrongly, well outside the spread it measures: mnasnet1_0's, beside a test run on 2 cores, timed the workload unfrozen
-1.31x slower than frozen and kept freezing, where on the quiet machine unfrozen ran at 0.91x
-(bench/results/cpu-xeon-2c/mnasnet1_0-b1-64-2026-12-06.json). The sweep says so at its start; it does not wait.
+wrongly, well outside the spread it measures. The sweep says so at its start; it does not wait.
 """
 
 from __future__ import annotations

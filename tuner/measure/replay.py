@@ -2,10 +2,8 @@
 over a static copy of its input, each call copying its input in and replaying the graph.
 
 This is what Inductor's CUDA graphs (``mode="reduce-overhead"``) run, less their per-call host work (guards, input
-checks, fresh outputs), which overlaps the device's work wherever that is longer. On the H200 (torch 2.11, bf16) the
-capture's compile of gpt2's decode step replayed so in 0.568 ms where Inductor's own CUDA graphs, a second compile of
-5.9 s, ran 0.573 (bench/results/h200/capture-parts-hf_gpt2-decode-2026-12-05.json); resnet50 at batch 32, 1.419
-against 1.457 ms (graph-launch-bf16-b32-2026-12-04.json)."""
+checks, fresh outputs), which overlaps the device's work wherever that is longer: the answer a second compile would
+give, without the compile."""
 
 from __future__ import annotations
 

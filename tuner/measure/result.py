@@ -170,3 +170,17 @@ class CaptureResult:
         if not self.step_ms or self.busy_ms is None:
             return None
         return max(0.0, 1.0 - self.busy_ms / self.step_ms)
+
+
+@dataclass(frozen=True)
+class CompiledCopy:
+    """A compiled copy of the workload: its callable, the first call's time, its error against the reference, and
+    the site timings its compile took (when asked to benchmark sites)."""
+
+    fn: Any
+    compile_s: float
+    error: float
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    pruned: dict[str, dict[str, float]] = field(default_factory=dict)
+    errors: list[float] = field(default_factory=list)  # per tensor (``error`` is the largest)
+    met: frozenset[str] = frozenset()  # the keys of the template sites its compile selected at

@@ -12,41 +12,26 @@ import math
 import statistics
 import time
 import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
-from tuner.sweep.affinity import available_cores
+from tuner.measure.affinity import available_cores
 from tuner.measure.classify import CompileFailed, Inaccurate, classify, describe
 from tuner.core import Forcing
 from tuner.measure import quiet
-from tuner.measure.jobs import AttentionAlone, GraphReplay, GraphTrial, KernelBatch, SiteBatch
+from tuner.measure.jobs import AttentionAlone, CaptureGraphs, CaptureKernels, GraphReplay, GraphTrial, Job, KernelBatch, SiteBatch
 from tuner.measure.numerics import (
     TOLERANCE, eager_errors, gross, tensor_errors, tolerance_for, widened_by_default, within, worst_excess,
 )
-from tuner.measure.result import AttentionTimings, CaptureResult, Instances, KernelResults, Measurement, Recording, SiteTimings, Status
-from tuner.measure.timing import interleaved, pooled
+from tuner.measure.result import AttentionTimings, CaptureResult, CompiledCopy, Instances, KernelResults, Measurement, Recording, SiteTimings, Status
+from tuner.backend.instrument.timing import interleaved, pooled
 from tuner.workloads.steps import run_step, synchronizer
 from tuner.workloads.spec import WorkloadSpec, build_model, check_device, make_inputs
 
 
-@dataclass(frozen=True)
-class Compiled:
-    """A compiled copy of the workload: its callable, the first call's time, its error against the reference, and
-    the site timings its compile took (when asked to benchmark sites)."""
-
-    fn: Any
-    compile_s: float
-    error: float
-    timings: dict[str, dict[str, float]] = field(default_factory=dict)
-    pruned: dict[str, dict[str, float]] = field(default_factory=dict)
-    errors: list[float] = field(default_factory=list)  # per tensor (``error`` is the largest)
-    met: frozenset[str] = frozenset()  # the keys of the template sites its compile selected at
-
-
-# Compiled instances of one config beside the capture's, timed to measure the spread between instances (CPU). Each
-# instance's weights and buffers sit at addresses of their own, and on a 2-core Xeon six instances of a small decode
-# step's one compile ran 0.586-0.610 ms, each the same in a second timing: a gap the timing spreads never show, which
-# let a grouping of Inductor's knobs "win" 1.09x over the capture's instance and lose to a fresh one in the bench.
+# CompiledCopy instances of one config beside the capture's, timed to measure the spread between instances (CPU). Each
+# instance's weights and buffers sit at addresses of their own, and instances of one compile can differ by more than
+# the spread of any one instance's timing: a candidate could otherwise "win" over the capture's instance alone.
 INSTANCES = 2
 
 
@@ -90,7 +75,7 @@ class Session:
         self.tolerance = tolerance_for(spec.dtype, self.eager_errors)  # per tensor
         self.default_error = float("nan")  # set by capture()
         self._compiled: collections.OrderedDict[str, Any] = collections.OrderedDict()
-        self._defaults: Compiled | None = None  # the capture's compile: Inductor's defaults, the whole check's baseline
+        self._defaults: CompiledCopy | None = None  # the capture's compile: Inductor's defaults, the whole check's baseline
         self._cache_size = cache_size
         self.kernels: Any = None
         self._default_kernels: list[Any] | None = None  # the kernels of the capture compile (CUDA)
@@ -133,7 +118,7 @@ class Session:
         return backend
 
     def compile(self, forcing: dict[str, Any], recorder: Any = None, benchmark: Any = None, kernel_sink: Any = None, check: bool = True,
-                timing: str | None = None, anew: bool = False) -> Compiled:
+                timing: str | None = None, anew: bool = False) -> CompiledCopy:
         """Compile a fresh copy under ``forcing``, run it once and check its numerics (unless ``check`` is off).
         Raises :class:`CompileFailed` when the compile or its first run fails, :class:`Inaccurate` when the
         numerics are off. With ``benchmark``, the sites' timings come back on the result, timed the ``timing`` way.
@@ -167,7 +152,7 @@ class Session:
             stop_counting(kernel_sink)  # its kernels' launches per step are counted
         errors = tensor_errors(out, self.reference)
         ctx = backend.context
-        done = Compiled(fn, time.perf_counter() - t0, max(errors, default=0.0), ctx.timings, ctx.pruned, errors, frozenset(ctx.met))
+        done = CompiledCopy(fn, time.perf_counter() - t0, max(errors, default=0.0), ctx.timings, ctx.pruned, errors, frozenset(ctx.met))
         if check and not within(errors, self.tolerance):
             err, bound = worst_excess(errors, self.tolerance)
             raise Inaccurate(
@@ -266,6 +251,14 @@ class Session:
         wall = interleaved({"step": step}, rounds=5, min_sample_ms=20.0, sync=self._sync)["step"].median_ms
         busy, per_kernel = device_ms(step, self._sync)
         return wall, busy, library_ops(step, self._sync), per_kernel
+
+    def run(self, job: Job) -> Any:
+        """Do ``job``'s work here, in the worker: the session's method for the job's type."""
+        if isinstance(job, (CaptureKernels, CaptureGraphs)):
+            return self.capture_kernels(job.forcing) if isinstance(job, CaptureKernels) else self.capture_graphs(job.forcing)
+        timed = {GraphTrial: self.time_graph, GraphReplay: self.time_replay, SiteBatch: self.time_sites,
+                 AttentionAlone: self.time_attention, KernelBatch: self.time_kernel}
+        return timed[type(job)](job)
 
     def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
         """Compile under ``forcing`` (the template winners), run once, and register every Triton kernel

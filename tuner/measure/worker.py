@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
-from tuner.sweep.clock import Costs
+from tuner.budget.clock import Costs
 from tuner.errors import TunerError, WorkloadError
 from tuner.measure.classify import breaks_context
 from tuner.core import Forcing
@@ -77,7 +77,7 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str, base: dict[str, 
             _leave()
         job = msg[1]
         try:
-            result = job.run(session)
+            result = session.run(job)
         except Exception as e:  # noqa: BLE001 - a capture job's failure; measurement jobs answer with a status
             from tuner.measure.classify import describe
 

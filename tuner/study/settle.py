@@ -29,9 +29,7 @@ def finalist(tuning: StudyContext, task: TaskRecord, space: Space) -> tuple[list
 
 def keep_for_verifying(tuning: StudyContext, task: TaskRecord, space: Space) -> float:
     """Seconds a study keeps before its deadline for verifying: once a trial has beaten the default by the budget's
-    gain, that trial's verification, so a measured gain is not given up for one more exploratory trial. (On the
-    H200 a resnet50 fusion study's first trial ran 0.94x its base, two more trials took the phase's last 40 s, and
-    the gain, unverified and under ``UNVERIFIED_GAIN``, was not stored.)"""
+    gain, that trial's verification, so a measured gain is not given up for one more exploratory trial."""
     if finalist(tuning, task, space)[2] is None:
         return 0.0
     return tuning.expected(f"{space.family}:verify", space.family)
@@ -66,14 +64,11 @@ def _store_winner(tuning: StudyContext, task: TaskRecord, trial_id: int | None, 
 
 # With no time left to verify, a finalist still wins on its own trial when it was this much faster than the default
 # timed beside it in the same run (a site batch's finalist, a graph-level trial; numerics checked), far past the
-# noise between two runs. (On the H200 a resnet50 grouping 14% faster stayed unstored for want of 3 s to verify.)
+# noise between two runs.
 UNVERIFIED_GAIN = 0.10
 # ... or, for a whole-workload trial (its base timed beside it, interleaved), by TIGHT_GAINS times the budget's gain
-# where that is also TIGHT_SPREADS times the trial's own interquartile range. On the H100 a Qwen2 prefill's fusion
-# grouping ran 2.623 against 2.800 ms beside its base (0.937x, a spread of 0.030 ms: the gain is 5.8 of them), and
-# was dropped: its verification was expected to outlast the 19 s left (``StudyContext.can_verify``); its 2.623 ms is 0.949x the best Inductor mode's
-# time in the bench beside it (bench/results/h100/sweep-hf_qwen2-8l-bf16-b8-s512-2026-12-05.log). A trial whose timing spreads
-# as wide as its gain (a 2-core CPU's 4-11%) still needs its verification.
+# where that is also TIGHT_SPREADS times the trial's own interquartile range. A trial whose timing spreads as wide as
+# its gain (a noisy CPU's) still needs its verification.
 TIGHT_GAINS, TIGHT_SPREADS = 2.0, 4.0
 
 
@@ -140,7 +135,7 @@ def unverified(tuning: StudyContext, task: TaskRecord, space: Space, default_ms:
     when it has none yet), and a rerun verifies."""
     current = tuning.db.winner_config(task.id, tuning.device_id)
     if current is None:
-        tuning.db.set_winner(task.id, tuning.device_id, None, space.default, default_ms, default_ms)
+        tuning.db.keep_default(task.id, tuning.device_id, space.default, default_ms, default_ms)
         current = space.default
     total = len(tuning.db.trials(task.id, tuning.device_id))
     return TaskOutcome(task, current, current == space.default, default_ms, None, 0, total)

@@ -26,7 +26,8 @@ from tuner.study.shared import suggest_unshared
 from tuner.study.names import study_name
 from tuner.search_spaces import InvalidConfig, Space
 
-from tuner.study.context import Measure, MeasureMany, StudyContext, one_by_one, record, timing_kind
+from tuner.budget.timebox import timing_kind
+from tuner.study.context import Measure, MeasureMany, StudyContext, one_by_one, record
 from tuner.study.settle import choose_winner, keep_for_verifying
 
 

@@ -26,8 +26,8 @@ from tuner.measure import AttentionAlone, Measurement, Status
 from tuner.search_spaces.attention import DECODE, DECOMPOSED, FAMILY, ranked, rebuildable
 from tuner.study.context import record
 from tuner.study.settle import UNVERIFIED_GAIN, settle_measured, unverified
-from tuner.sweep.clock import fits
-from tuner.sweep.estimate import ALONE, per_trial
+from tuner.budget.clock import fits
+from tuner.budget.estimate import ALONE, per_trial
 
 # The backends timed alone: fused kernels the site calls as they are (tuner's decode kernel where the site is marked for it)
 FUSED = ("flash", "efficient", "cudnn", DECODE)
@@ -38,7 +38,7 @@ def timed_alone(task: TaskSpec, device_type: str) -> bool:
     """Whether ``task``'s sites are all timed alone (an attention task on CUDA, every site rebuildable: a mask only
     where its layout is recorded, and a fused kernel by default). A site the dispatcher runs as math has no time
     alone to compare with: Inductor compiles math attention into kernels of its own, which its eager form does not
-    time (BERT-base's sites on the H100: bench/results/h100/sweep-hf_bert-base-uncased-bf16-b8-s512-math-attention-2026-12-06.log)."""
+    time."""
     sites = task.space.context.get("sites") or []
     return (str(task.kind) == FAMILY and device_type == "cuda" and bool(sites)
             and all(rebuildable(s) and s.get("backend") != DECOMPOSED for s in sites))
@@ -99,7 +99,7 @@ def _timed(sweep: Any, sites: dict[str, dict[str, Any]], front_end: bool, said: 
 
 def _note_site(sweep: Any, task: TaskSpec, site: dict[str, Any], how: str, timed: dict[str, Any]) -> None:
     """Say what ``site`` of ``task`` timed alone (``how``: what was timed there)."""
-    sweep.progress.note(f"{task.name}: attention site {site['site'][:8]} {site['shape']} ({site['count']} call(s)) {how}: " + _said(timed))
+    sweep.progress.note(f"{task.name}: attention site {site['site'][:8]} {site['shape']} ({site['count']} call(s)) {how}: " + _timings_line(timed))
 
 
 def _without(pairs: list[Pair], ids: set[int]) -> list[Pair]:
@@ -125,7 +125,7 @@ def _settle(sweep: Any, task: TaskSpec, rec: TaskRecord, timings: dict[str, Any]
     return True
 
 
-def _said(timed: dict[str, dict[str, Any]]) -> str:
+def _timings_line(timed: dict[str, dict[str, Any]]) -> str:
     return ", ".join(f"{b} {t['ms'] * 1e3:.2f} us" if "ms" in t else f"{b} none ({t['error'][:80]})" for b, t in timed.items())
 
 

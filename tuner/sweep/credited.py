@@ -2,11 +2,8 @@
 (``site_batches.with_epilogue``). That credit is an expectation until a compile shows it: the Triton-kernel phase's
 capture with every winner forced (the site's epilogue kernel launched fewer times than under Inductor's defaults), or
 the whole-workload check, which times the step. A winner the capture finds took nothing in goes back to Inductor's
-default at once (:func:`unfused_epilogues`); one that neither confirmed by the end goes back too (:func:`unconfirmed`).
-
-On BERT-base (H100, b8 x 512) the FFN's first GEMM won a template at 39.4 us against cuBLAS's 33.5 plus its GELU
-kernel's 23.3; the 97-s sweep had no time for either compile, and the template stayed unconfirmed
-(bench/results/h100/sweep-hf_bert-base-uncased-bf16-b8-s512-unconfirmed-2026-12-06.log)."""
+default at once (:func:`unfused_epilogues`); one that neither confirmed by the end goes back too (:func:`unconfirmed`):
+a template slower alone than the library call is kept only for the kernel it is shown to save."""
 
 from __future__ import annotations
 
@@ -29,9 +26,8 @@ def credited(sweep: SweepContext, keys: set[str] | None = None) -> list[tuple[Ta
 def unfused_epilogues(sweep: SweepContext, captured: list[dict[str, Any]]) -> None:
     """Given the kernels of a capture with every winner forced: a credited site whose epilogue kernel still runs as
     often (``epilogues.still_apart``) took nothing in, and is only slower: back to Inductor's default. The others'
-    epilogues are confirmed taken in (``SweepContext.fused_epilogues``). On BERT-base (H100) the FFN's GELU kernel ran
-    12 times a step with the template forced: Inductor keeps apart an epilogue that reads the template's output
-    through a view (bench/results/h100/sweep-hf_bert-base-uncased-bf16-b8-s512-own-epilogue-2026-12-06.log)."""
+    epilogues are confirmed taken in (``SweepContext.fused_epilogues``). Inductor keeps apart an epilogue that reads
+    the template's output through a view, so a credit is never taken on trust."""
     apart = still_apart(sweep.epilogues, sweep.kernels, captured)
     sweep.fused_epilogues |= set(sweep.epilogues) - apart
     _revert(sweep, credited(sweep, apart), "which still runs with every winner forced (Inductor kept the epilogue apart)")

@@ -1,7 +1,7 @@
 """``tuner sweep --workers N``: N local sweep processes cooperating through the database's task claims.
 
 On CUDA each worker gets one visible GPU (round robin over those visible), unless they are asked to share; on the
-CPU each gets its own cores (``tuner.sweep.affinity``) and a thread count to match.
+CPU each gets its own cores (``tuner.measure.affinity``) and a thread count to match.
 Workers on other machines join by running the same ``tuner sweep`` against the same database URL.
 """
 
@@ -13,10 +13,11 @@ import os
 import queue
 from typing import Any
 
-from tuner.sweep.affinity import core_sets, pin
+from tuner.measure.affinity import core_sets, pin
 from tuner.sweep.progress import Progress
 from tuner.search_spaces.freezing import FREEZING
-from tuner.sweep.driver import SweepOptions, SweepReport, run_sweep
+from tuner.sweep.options import SweepOptions, SweepReport
+from tuner.sweep.driver import run_sweep
 
 
 class QueueProgress(Progress):

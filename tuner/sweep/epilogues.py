@@ -7,10 +7,7 @@ site's epilogue ops (``hooks/epilogue.pointwise_users``); Inductor names each ke
 launches as often as the site is met. Where several match, the fastest is taken. Where none does and a reduction kernel
 holds the ops (a residual add fused into the layer norm after it), a template taking them in saves no kernel: the
 reduction still runs, reading the sum instead of making it, so the site is credited nothing. Where no kernel holds them,
-the step's median pointwise kernel stands in (``gain.epilogue_ms``).
-
-On BERT-base (b8 x 512, H100), the step's median pointwise kernel ran 11.4 us, and the FFN's first GEMM's GELU ran 29 us
-in a kernel of its own, 12 times a step (bench/results/h100/sweep-hf_bert-base-uncased-bf16-b8-s512-2026-12-06.log).
+the step's median pointwise kernel stands in (``tuner.sweep.profile.epilogue_ms``).
 """
 
 from __future__ import annotations
@@ -74,13 +71,10 @@ def site_epilogue(site: dict[str, Any], kernels: list[dict[str, Any]]) -> Epilog
 
 def site_epilogues(sites: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> dict[str, Epilogue]:
     """{site key: its epilogue kernel} for the recorded ``sites`` where one matches. A kernel runs one site's epilogue:
-    where several sites match it, it is the one whose epilogue names the most of its ops, and no one's where two tie.
-    GPT-2's residual ``add`` after its projections matched its GELU kernel (``…_add_mul_pow_tanh_view``), which only
-    its FFN's first GEMM feeds (H100, b8 x 512: three sites credited, all three reverted once a capture showed it).
-    A site that owns no pointwise kernel and whose ops a reduction kernel holds is credited nothing (``Epilogue.ms``
-    0): on gpt2's decode step (H200) that residual add, fused into the next layer norm, was credited the step's median
-    pointwise kernel (4.4 us), and a Triton tile that takes the add in won over a split-K kernel 1.7 us faster alone
-    (bench/results/h200/hf_gpt2-decode-bf16-b8-s512-2026-12-06.jsonl.gz)."""
+    where several sites match it, it is the one whose epilogue names the most of its ops, and no one's where two tie
+    (a residual ``add`` matches the GELU kernel that only an FFN's first GEMM feeds). A site that owns no pointwise
+    kernel and whose ops a reduction kernel holds is credited nothing (``Epilogue.ms`` 0): taking the add in saves no
+    kernel there."""
     found = {s["key"]: (len(set(s.get("epilogue_ops") or [])), _matching(s, kernels)) for s in sites}
     claims: dict[str, list[int]] = {}
     for n, matched in found.values():

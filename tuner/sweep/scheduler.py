@@ -17,7 +17,7 @@ from tuner.study.context import StudyContext
 from tuner.study.settle import choose_winner
 from tuner.study.study import run_study
 from tuner.sweep.site_batches import EpilogueCredit, MeasureSites, sites_that_fit, tune_sites
-from tuner.sweep.winners import Winners, stored_outcome
+from tuner.sweep.winners import StoredWinners, stored_outcome
 
 
 # A claim expires this long after its last heartbeat beyond one trial's timeout (a site group's heartbeat comes once a
@@ -54,9 +54,8 @@ def tune_site_groups(
     site's epilogue costs where a library call leaves it to a kernel of its own (``site_batches.EpilogueCredit``;
     its ``note`` is ``progress``'s, once a message). A
     group the deadline cut short before it measured anything ends the phase, and a site's win is said once: the
-    time a smaller group was sized to had gone on opening its studies, so mobilenet_v3_large's 46 sites on the H100
-    were claimed again in ever smaller groups and verified eight times over in 10 s, measuring nothing
-    (bench/results/h100/sweep-mobilenet_v3_large-bf16-b32-default-2026-12-06-2.log)."""
+    time a smaller group was sized to had gone on opening its studies, and claiming again in ever smaller groups
+    measures nothing."""
     wid = worker_id()
     ttl = tuning.budget.trial_timeout_s + SITE_CLAIM_GRACE_S
     by_id = {r.id: (t, r) for t, r in sites}
@@ -132,7 +131,7 @@ def tune_tasks(
     tasks: list[TaskSpec],
     records: list[Any],
     measure_for: Callable[[TaskSpec, Forcing], Any],
-    winners: Winners,
+    winners: StoredWinners,
     progress: Progress | None = None,
     batch: int = 1,
     target: int | None = None,

@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.study.pruning import PRUNED_NOTE
+from tuner.backend.instrument.pruning import PRUNED_NOTE
 from tuner.db import TaskRecord, TrialRecord
-from tuner.sweep import clock
-from tuner.sweep.clock import CAPTURE, fits
+from tuner.budget import clock
+from tuner.budget.clock import CAPTURE, fits
 from tuner.sweep.epilogues import Epilogue
-from tuner.sweep.estimate import PRIOR_MARGIN, SITE_CHOICE
+from tuner.budget.estimate import PRIOR_MARGIN, SITE_CHOICE
 from tuner.core import TaskOutcome, TaskSpec
 from tuner.measure.result import Measurement, SiteTimings, Status
 from tuner.study.context import StudyContext
@@ -35,11 +35,10 @@ MeasureSites = Callable[[Request], SiteTimings]
 class EpilogueCredit:
     """What a site's epilogue costs where a library call leaves it to a kernel of its own: the kernel that runs it
     where the capture found one (``at``, by site key: ``tuner.sweep.epilogues``), else ``ms``, the step's median
-    pointwise kernel (``gain.epilogue_ms``; 0: no credit); and where a site won with it is said. With ``in_graph``
+    pointwise kernel (``tuner.sweep.profile.epilogue_ms``; 0: no credit); and where a site won with it is said. With ``in_graph``
     (the choices are timed as CUDA-graph replays, the device's time alone) a kernel is counted at its device time in
-    the step where profiled (``device_ms``: the median one's), as no launch is left to save: on gpt2's decode step
-    (H200) a pointwise kernel timed alone, launch and all, ran 4.4 us, and inside the step 1.0-1.5
-    (bench/results/h200/profile-hf_gpt2-decode-bf16-b8-s512-2026-12-04.json)."""
+    the step where profiled (``device_ms``: the median one's), as no launch is left to save (a short kernel's time
+    alone is mostly its launch)."""
 
     ms: float = 0.0
     note: Callable[[str], None] = lambda said: None

@@ -139,7 +139,7 @@ def _fusion_defaults(device: str) -> dict[str, Any]:
 def fusion_tasks(graphs: list[dict[str, Any]], model: str, short_kernels: int = 0) -> list[TaskSpec]:
     """One fusion-grouping task per recorded graph: knobs plus vetoes of its highest-scoring fusions, defaulting to
     Inductor's values as the recording read them (as this process reads them for a recording that has none).
-    ``short_kernels``: the step's Triton launches where it is a run of short kernels (``gain.short_launches``)."""
+    ``short_kernels``: the step's Triton launches where it is a run of short kernels (``tuner.sweep.profile.short_launches``)."""
     from tuner.search_spaces.fusion import MAX_PAIRS, REWRITE_KNOBS
 
     out = []

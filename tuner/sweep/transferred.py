@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import Forcing, Kind, valid_winners
+from tuner.core import Forcing, Kind
+from tuner.search_spaces import valid_winners
 from tuner.kinds import descriptor
 from tuner.nearest import Nearest, Transfer, parse_shapes
 

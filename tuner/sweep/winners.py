@@ -1,4 +1,4 @@
-"""The stored winners of a workload's tasks: one read of them (:class:`Winners`), what they force at compile time,
+"""The stored winners of a workload's tasks: one read of them (:class:`StoredWinners`), what they force at compile time,
 what a sweep reports of them, and putting them back to Inductor's defaults."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ Pairs = Iterable[tuple[TaskSpec, TaskRecord]]
 
 
 @dataclass
-class Winners:
+class StoredWinners:
     """The stored winner configs of some tasks on one device, read once ({task id: config}); a winner this process
     settles afterwards is added with :meth:`settled`, so a phase reads the database once, not once per task."""
 
     configs: dict[int, dict[str, Any]]
 
     @classmethod
-    def read(cls, db: Database, task_ids: list[int], device_id: int) -> Winners:
+    def read(cls, db: Database, task_ids: list[int], device_id: int) -> StoredWinners:
         return cls(db.winner_configs(task_ids, device_id))
 
     def settled(self, task_id: int, config: dict[str, Any]) -> None:
@@ -61,7 +61,7 @@ def revert_to_defaults(db: Database, device_id: int, pairs: Pairs) -> dict[int, 
     out = {}
     for t, r in pairs:
         if db.winner_config(r.id, device_id) != t.space.default:
-            db.set_winner(r.id, device_id, None, t.space.default, None, None)
+            db.keep_default(r.id, device_id, t.space.default)
             out[r.id] = t.space.default
     return out
 

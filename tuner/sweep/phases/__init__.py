@@ -21,7 +21,7 @@ def study_phases(device_type: str) -> list[str]:
 
 def search_names(device_type: str) -> list[str]:
     """The searches a sweep on this device runs between the CUDA-graph phase and the check, in their own order
-    (``tuner.sweep.driver.searches``): the template sites, the graph studies, the fusion groupings, and last the
+    (``tuner.sweep.plan.searches``): the template sites, the graph studies, the fusion groupings, and last the
     Triton kernels on CUDA, the codegen knobs on the CPU."""
     last = KernelPhase.name if device_type == "cuda" else GraphKnobPhase.name
     return [SitePhase.name, *study_phases(device_type), FusionPhase.name, last]

@@ -9,18 +9,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.sweep import clock
-from tuner.sweep.clock import CAPTURE, fits
+from tuner.budget import clock, timebox
+from tuner.budget.clock import CAPTURE, fits
 from tuner.core import Forcing, Kind, TaskOutcome, TaskSpec
 from tuner.db import Database, TaskRecord
 from tuner.keys import digest
-from tuner.sweep.estimate import expected_s
+from tuner.budget.estimate import expected_s
 from tuner.sweep.epilogues import Epilogue, site_epilogues
-from tuner.sweep.gain import epilogue_device_ms, epilogue_ms, short_launches
+from tuner.sweep.profile import epilogue_device_ms, epilogue_ms, short_launches
 from tuner.measure import CaptureGraphs, Recording, Worker
 from tuner.sweep.progress import Progress
 from tuner.study.context import StudyContext
-from tuner.sweep.winners import Winners
+from tuner.sweep.winners import StoredWinners
 
 
 
@@ -83,9 +83,9 @@ class SweepContext:
     workers: int = 1  # local workers sharing the sweep
     outcomes: dict[int, TaskOutcome] = field(default_factory=dict)
     recorded: list[dict[str, Any]] = field(default_factory=list)  # the graphs as the capture recorded them (Inductor's defaults)
-    short_kernels: int = 0  # the step's Triton launches, where it is a run of short kernels (``gain.short_launches``)
-    epilogue_ms: float = 0.0  # what a pointwise kernel of the step costs (``gain.epilogue_ms``): a site's epilogue credit
-    epilogue_device_ms: float | None = None  # ... inside the step, on the device (``gain.epilogue_device_ms``)
+    short_kernels: int = 0  # the step's Triton launches, where it is a run of short kernels (``tuner.sweep.profile.short_launches``)
+    epilogue_ms: float = 0.0  # what a pointwise kernel of the step costs (``tuner.sweep.profile.epilogue_ms``): a site's epilogue credit
+    epilogue_device_ms: float | None = None  # ... inside the step, on the device (``tuner.sweep.profile.epilogue_device_ms``)
     kernels: list[dict[str, Any]] = field(default_factory=list)  # the capture's Triton kernels (names, launches, default times)
     epilogues: dict[str, Epilogue] = field(default_factory=dict)  # {site key: the kernel that runs its epilogue} (``epilogues``)
     fused_epilogues: set[str] = field(default_factory=set)  # the sites whose epilogue a capture with the winners forced showed taken in
@@ -104,9 +104,9 @@ class SweepContext:
     def budget(self) -> Any:
         return self.tuning.budget
 
-    def winners(self) -> Winners:
+    def winners(self) -> StoredWinners:
         """One read of the stored winners of every task of the workload."""
-        return Winners.read(self.db, [r.id for r in self.workload.records], self.tuning.device_id)
+        return StoredWinners.read(self.db, [r.id for r in self.workload.records], self.tuning.device_id)
 
     def add(self, outcomes: list[TaskOutcome]) -> None:
         self.outcomes.update({o.task.id: o for o in outcomes})
@@ -137,9 +137,7 @@ class SweepContext:
 
     def can_capture(self, keep_end: bool = False) -> bool:
         """Whether one more capture compile (its recent cost) ends by the sweep's own deadline; with ``keep_end``, by
-        the phases' deadline, so the time kept for the whole-workload check stays whole (a 240-s resnet50 training
-        sweep on the H200 started a 50-s recording compile 28 s before that deadline, and its check found no time:
-        ``bench/results/h200/sweep-resnet50-train-ampbf16-b32-240-2026-12-02.log``)."""
+        the phases' deadline, so the time kept for the whole-workload check stays whole."""
         end = self.tuning.deadline if keep_end else self.tuning.settle_by
         return fits(end, self.tuning.costs.expect(CAPTURE))
 
@@ -204,15 +202,9 @@ class Phase(abc.ABC):
 
 
 def deadline_for(sweep: SweepContext, share: float, compiles: float = 0.0) -> float | None:
-    """A deadline ``share`` of the way from now to the sweep's own (None without a time budget), but at least
-    ``compiles`` compiles of the workload from now when the sweep's own deadline leaves room for them: a phase whose
-    every step is a compile (a site batch) is not given less than one step while the sweep could afford it."""
-    end = sweep.tuning.deadline
-    if end is None:
-        return None
-    now = clock.now()
-    left = max(0.0, end - now)
-    return now + min(left, max(share * left, compiles * sweep.tuning.costs.expect(CAPTURE)))
+    """The deadline of a phase that takes ``share`` of the time left, but at least ``compiles`` compiles
+    (``tuner.budget.timebox.deadline_for``)."""
+    return timebox.deadline_for(sweep.tuning.deadline, share, compiles, sweep.tuning.costs.expect(CAPTURE))
 
 
 def planned(target: int | Callable[[TaskSpec], int], tasks: list[TaskSpec]) -> int:

@@ -1,35 +1,32 @@
 """The CUDA-graph phase: where Inductor's default step leaves the device idle (the host's work, a launch per kernel,
 outlasts the kernels), the workload under CUDA graphs against the defaults, once, before any other trial. Later
 whole-workload trials then time the workload as it will run, where a choice between kernels is no longer hidden
-behind launches. On the H200, resnet50's training step at batch 32 ran 6.4 ms of kernels in 17 ms
-(``bench/results/h200/resnet50-train-profile-2026-12-02.json``) while its 240-s sweep's template winners moved it 3%."""
+behind launches: where the host's launches outlast the kernels, no kernel choice shows until they are gone."""
 
 from __future__ import annotations
 
-from tuner.sweep.clock import CAPTURE, Costs, fits
+from tuner.budget.estimate import REPLAY_S
+from tuner.budget import names
+from tuner.budget.clock import CAPTURE, Costs, fits
 from tuner.core import Forcing, Kind, TaskOutcome
 from tuner.kinds import where
 from tuner.measure import GraphReplay, GraphTrial, Measurement
 from tuner.sweep.phases.base import Phase, Plan, SweepContext
 from tuner.study.context import record
-from tuner.sweep.winners import Winners
+from tuner.sweep.winners import StoredWinners
 from tuner.search_spaces.cuda_graph import on
 
 # The least idle share worth a measurement: CUDA graphs gain at most the share of the step the device waits, and one
-# compile buys that answer, more than most kernel searches win. An 8-layer Qwen2 prefill at batch 8 x 512 on the H200
-# kept the GPU busy 92% of its step, and Inductor's default kernels under CUDA graphs ran it 8.5% faster than tuned
-# without them (bench/results/h200/qwen2-8l-bf16-b8-s512-2026-12-03.json): at 10% the phase skipped it. Below 2% a
-# gain is within the minimum a winner must beat the default by.
+# compile buys that answer, more than most kernel searches win, even where the device is busy most of the step. Below
+# 2% a gain is within the minimum a winner must beat the default by.
 LEAST_IDLE = 0.02
 # By hand, CUDA graphs cost no compile: the capture's compile replayed as one graph (``tuner.measure.replay``). That
-# leaves out what Inductor's CUDA graphs spend on the host per call, which overlaps the device's work: up to 0.57 ms
-# measured (efficientnet_b0 at batch 32, frozen, H200: bench/results/h200/graph-launch-bf16-b32-2026-12-04.json).
+# leaves out what Inductor's CUDA graphs spend on the host per call, which overlaps the device's work.
 # A replay decides where the default step, less the least gain, still outlasts both the replay and GRAPH_HOST_MS; a
 # closer call compiles the workload under Inductor's CUDA graphs and times that. A replay no faster than the
 # defaults decides too: Inductor's CUDA graphs do the replay's work and more.
 GRAPH_HOST_MS = 1.0
 REPLAY = "CUDA graphs by hand"  # its cost's name in ``Costs``
-REPLAY_S = 3.0  # a replay's expected cost before one is timed: its capture and its interleaved rounds
 
 
 def _store_defaults(sweep: SweepContext, pairs: list) -> None:
@@ -38,10 +35,10 @@ def _store_defaults(sweep: SweepContext, pairs: list) -> None:
     stored = sweep.db.winner_configs([r.id for _, r in pairs], sweep.tuning.device_id)
     for t, r in pairs:
         if r.id not in stored:
-            sweep.db.set_winner(r.id, sweep.tuning.device_id, None, t.space.default, None, None)
+            sweep.db.keep_default(r.id, sweep.tuning.device_id, t.space.default)
 
 
-def kept(sweep: SweepContext, winners: Winners | None = None) -> dict[int, Forcing]:
+def kept(sweep: SweepContext, winners: StoredWinners | None = None) -> dict[int, Forcing]:
     """{task id: what it forces} of the forward graphs the sweep runs under CUDA graphs (their answer is on), from
     ``winners`` where the caller has read them already."""
     return (winners or sweep.winners()).parts(sweep.workload.pairs(where(phase=CudaGraphPhase.name)), defaults=False)
@@ -68,7 +65,7 @@ def worth_measuring(idle_share: float | None) -> bool:
 
 
 class CudaGraphPhase(Phase):
-    name = "CUDA graphs"
+    name = names.CUDA_GRAPHS
 
     def __init__(self, idle_share: float | None, by_hand: bool = False):
         self.idle = idle_share  # of the default step (``CaptureResult.idle_share``); None: not measured

@@ -1,5 +1,5 @@
 """The expected time of a whole sweep, said before its phases start: each phase's planned trials (as the phases
-plan them: their own ``trials``) times the cost per trial (``tuner.sweep.estimate``), from what the capture compile found.
+plan them: their own ``trials``) times the cost per trial (``tuner.budget.estimate``), from what the capture compile found.
 An estimate, labelled as one; the later phases' tasks may still change (a fusion grouping that wins makes new
 kernels)."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.sweep.clock import CAPTURE
+from tuner.budget.clock import CAPTURE
 from tuner.core import Kind
 from tuner.kinds import where
-from tuner.sweep.estimate import expected_s
+from tuner.budget.estimate import UNFROZEN_COMPILES, WHOLE_COMPILES, expected_s
 from tuner.sweep.phases.base import SweepContext
 from tuner.sweep.phases.cuda_graphs import CudaGraphPhase
 from tuner.sweep.phases.freezing import FreezingPhase
@@ -18,7 +18,7 @@ from tuner.sweep.phases import study_phases
 from tuner.sweep.phases.graphs import FusionPhase, GraphKnobPhase, GraphStudyPhase
 from tuner.sweep.phases.kernels import KernelPhase
 from tuner.sweep.phases.sites import SitePhase
-from tuner.sweep.phases.whole import UNFROZEN_COMPILES, WHOLE_COMPILES, WholeCheckPhase
+from tuner.sweep.phases.whole import WholeCheckPhase
 from tuner.sweep.tasks import kernel_tasks
 
 
@@ -47,7 +47,7 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_g
 
 def first_trials(sweep: SweepContext, fusion_graphs: int) -> dict[str, float]:
     """{phase: the expected seconds of its first trial} for the phases whose first trial holds a gain of its own
-    (``tuner.sweep.gain.Profile.front_ms``): the fusion study's, which measures the space-to-depth rewrite."""
+    (``tuner.budget.gain.Profile.front_ms``): the fusion study's, which measures the space-to-depth rewrite."""
     if not fusion_graphs:
         return {}
     return {FusionPhase.name: expected_s(sweep.tuning.costs, sweep.device_type, [(str(Kind.FUSION), 1)])}

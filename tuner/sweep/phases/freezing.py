@@ -1,10 +1,8 @@
 """The freezing phase: whether an inference workload runs frozen, decided before any search.
 
 Freezing (weights folded in as constants, oneDNN's weight prepacking on the CPU) is what Inductor's strongest mode
-does, and it loses on some models: mnasnet0_5 at 64x64 ran 6.90 ms frozen against 5.76 unfrozen on a 2-core CPU, a
-2-layer BERT 1.94 against 1.82 (bench/results/cpu-epyc-2c/). Decided at the end, after the searches had tuned the
-frozen graphs, an unfrozen answer threw their winners away, and a short sweep found no time for it at all: tuned then
-ran 1.108x slower than Inductor's default. Here the workload with every frozen graph compiled unfrozen is timed
+does, and it loses on some models. Decided at the end, after the searches had tuned the frozen graphs, an unfrozen
+answer would throw their winners away, and a short sweep might find no time for it at all. Here the workload with every frozen graph compiled unfrozen is timed
 against the capture's frozen compile first, in one run; where it wins by the budget's minimum gain and past the
 noise, those graphs' answer (``search_spaces/freezing.py``) is to compile unfrozen, and the workload is captured again without freezing, so the
 searches tune the graphs a compile with ``backend="tuned"`` will run (the frozen graph's answer restarts its compile
@@ -16,12 +14,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tuner.budget import names
 from tuner.core import Forcing, TaskOutcome
 from tuner.errors import TunerError
 from tuner.kinds import where
 from tuner.measure import GraphTrial
-from tuner.sweep import clock
-from tuner.sweep.clock import CAPTURE, fits, with_instances
+from tuner.budget import clock
+from tuner.budget.clock import CAPTURE, fits, with_instances
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, Workload
 from tuner.sweep.phases import cuda_graphs
 from tuner.sweep.phases.graphs import verify_instances
@@ -34,7 +33,7 @@ UNFROZEN = "whole workload unfrozen"  # the cost kind of one measurement of the 
 
 
 class FreezingPhase(Phase):
-    name = "freezing"
+    name = names.FREEZING
     whole_step = True
     # Of the time left when it starts, as the template sites' first share, but at least its measurement (one compile,
     # two on top of CUDA graphs) where the sweep's deadline holds it: the question moves a small CPU model more than
@@ -168,7 +167,7 @@ def store(sweep: SweepContext, pairs: list[Any], m: Any, against: str) -> bool:
         if wins:
             sweep.db.set_winner(r.id, sweep.tuning.device_id, trial.id, unfrozen(), m.median_ms, m.baseline_ms)
         elif m.ok:
-            sweep.db.set_winner(r.id, sweep.tuning.device_id, None, t.space.default, None, None)
+            sweep.db.keep_default(r.id, sweep.tuning.device_id, t.space.default)
         sweep.outcomes[r.id] = TaskOutcome(r, unfrozen() if wins else t.space.default, not wins, m.baseline_ms,
                                            m.median_ms if wins else m.baseline_ms, 1, 1)
     sweep.unfrozen_ratio = m.ratio if wins else None

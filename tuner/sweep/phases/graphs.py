@@ -8,6 +8,8 @@ import dataclasses
 import functools
 from typing import Any
 
+from tuner.budget.estimate import TRIAL_COMPILES
+from tuner.budget import names
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.errors import WorkloadError
 from tuner.kinds import KERNEL_HOOK, where
@@ -15,20 +17,17 @@ from tuner.measure import GraphTrial
 from tuner.search_spaces.attention import KIND as ATTENTION
 from tuner.search_spaces.fusion import REWRITE_KNOBS
 from tuner.sweep.attention_alone import math_sites, rank_math, settle_alone, timed_alone
-from tuner.sweep.estimate import ALONE
+from tuner.budget.estimate import ALONE
 from tuner.sweep.phases.base import Phase, Plan, SweepContext, planned
 from tuner.sweep.scheduler import tune_tasks
 from tuner.study.context import Measure
 from tuner.sweep.tasks import fusion_tasks
-from tuner.sweep.winners import Winners
+from tuner.sweep.winners import StoredWinners
 
 
 # Instances of each side a verification times where compiled instances differ measurably (the CPU): a trial times its
 # candidate against the capture's one instance, so the best of several trials is as likely the best-placed instance.
 VERIFY_INSTANCES = 2
-# A whole-workload trial on CUDA compiles the baseline and the candidate, then times both: the least time worth giving
-# a phase of such trials, in compiles of the workload, while the sweep can afford it (``phases.base.deadline_for``).
-TRIAL_COMPILES = 2.25
 
 
 def verify_instances(worker: Any) -> int:
@@ -67,7 +66,7 @@ def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: 
 class GraphKnobPhase(Phase):
     """The CPU codegen knobs of each compiled graph, with the template-site winners forced."""
 
-    name = "graph knobs"
+    name = names.GRAPH_KNOBS
     whole_step = True
 
     def __init__(self, share: float = 1.0):
@@ -124,7 +123,7 @@ class GraphStudyPhase(GraphKnobPhase):
             _tune(sweep, deadline, left, sweep.winners().forcing(sweep.workload.pairs()))
 
 
-def lowering(sweep: SweepContext, winners: Winners, ignore: tuple[Kind, ...] = ()) -> dict[int, dict[str, Any]]:
+def lowering(sweep: SweepContext, winners: StoredWinners, ignore: tuple[Kind, ...] = ()) -> dict[int, dict[str, Any]]:
     """{task id: what it forces} of the stored winners that change how the graphs lower: every winner but Inductor's
     defaults, CUDA graphs and Triton kernel configs (which launch or tune the kernels a lowering made, not which ones),
     and those of the kinds in ``ignore``."""
@@ -133,7 +132,7 @@ def lowering(sweep: SweepContext, winners: Winners, ignore: tuple[Kind, ...] = (
     return {r.id: changed[r.id].to_json() for t, r in pairs if r.id in changed and str(t.kind) not in neutral}
 
 
-def lowers_as_captured(sweep: SweepContext, winners: Winners) -> bool:
+def lowers_as_captured(sweep: SweepContext, winners: StoredWinners) -> bool:
     """Whether the stored winners leave every graph's lowering as the capture recorded it."""
     return not lowering(sweep, winners)
 
@@ -141,7 +140,7 @@ def lowers_as_captured(sweep: SweepContext, winners: Winners) -> bool:
 class FusionPhase(Phase):
     """Each graph's fusion grouping, measured end to end with every winner so far forced."""
 
-    name = "fusion groupings"
+    name = names.FUSION
     whole_step = True
 
     def __init__(self, share: float = 1.0, compiles: float = 0.0):
@@ -163,7 +162,7 @@ class FusionPhase(Phase):
         trials = planned(sweep.budget.fusion_target, groupings)
         return Plan(groupings, trials, cost=[(str(Kind.FUSION), trials)])
 
-    def _recorded(self, sweep: SweepContext, winners: Winners) -> list[dict[str, Any]]:
+    def _recorded(self, sweep: SweepContext, winners: StoredWinners) -> list[dict[str, Any]]:
         """The graphs whose fusions are searched, said: the capture's while no winner changes how they lower; else those
         a recording compile with every winner so far forced meets, where it fits; else (no time, or it failed) the
         capture's where it recorded any: the rewrites and knobs apply to the graph as it was before lowering, whatever

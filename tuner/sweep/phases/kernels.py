@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from tuner.budget import names
 from tuner.core import Forcing, TaskSpec
 from tuner.db import TaskRecord
 from tuner.measure import CaptureKernels, KernelBatch, Measurement, Status, Worker
@@ -26,11 +27,9 @@ class KernelPhase(Phase):
     Captured even past the phases' deadline, with no time left to tune, where the compile still ends by the sweep's
     own (the time budget stands): each new kernel keeps Inductor's config as its answer, so the tuned compile
     benchmarks none. Where it does not fit, the kernels the winners make have no stored config, and the tuned compile
-    autotunes them at their first call as Inductor's own does: a gpt2 decode sweep on the H200 that skipped the
-    capture after its check (5.8 s) left 2 such benchmarks (bench/results/h200/hf_gpt2-decode-bf16-b8-s512-credit-2026-12-06.json),
-    and one on the H100 with 5 s of its 60-s budget left after its check, 2 too (h100/hf_gpt2-decode-bf16-b8-s512-decode-attention-2026-12-07.json)."""
+    autotunes them at their first call as Inductor's own does."""
 
-    name = "Triton kernels"
+    name = names.KERNELS
     past_budget = True
 
     def __init__(self, why: str, when: Callable[[SweepContext], bool] = lambda sweep: True, after_check: bool = False):
@@ -100,7 +99,7 @@ class KernelPhase(Phase):
         """Inductor's config as a new kernel's answer; for a kernel that cannot be measured, a trial saying why."""
         tuning = sweep.tuning
         if not has_winner:
-            sweep.db.set_winner(rec.id, tuning.device_id, None, task.space.default, None, task.signature.get("default_ms"))
+            sweep.db.keep_default(rec.id, tuning.device_id, task.space.default, None, task.signature.get("default_ms"))
         if failure is not None and sweep.db.find_trial(rec.id, tuning.device_id, task.space.default) is None:
             record(tuning, rec, task.space.default, Measurement(failure[0], error=f"cannot be measured on its own: {failure[1]}"))
 

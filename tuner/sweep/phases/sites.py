@@ -8,23 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from tuner.budget import names
 from tuner.core import Kind, TaskSpec
 from tuner.kinds import where
 from tuner.measure import SiteBatch, SiteTimings
 from tuner.measure.result import Recording
-from tuner.sweep import clock
-from tuner.sweep.clock import fits
+from tuner.budget import clock
+from tuner.budget.clock import fits
 from tuner.sweep.epilogues import site_epilogues
 from tuner.sweep.phases.base import CAPTURE, Phase, Plan, SweepContext, planned
 from tuner.sweep.phases import cuda_graphs
 from tuner.sweep.phases.graphs import lowering
 from tuner.sweep.scheduler import tune_site_groups, wait_for_others
 from tuner.settings import settings
-from tuner.sweep.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL, expected_s
+from tuner.budget.estimate import SITE_CHOICE, SITE_CHOICE_MARGINAL, expected_s
 from tuner.sweep.site_batches import EpilogueCredit, Request, choices_that_fit, site_target
 from tuner.sweep.site_batches import expected_s as batched_s
 from tuner.sweep.tasks import site_tasks, site_work
-from tuner.sweep.winners import Winners
+from tuner.sweep.winners import StoredWinners
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
 TIMING_SAID = {"cudagraph": "as CUDA-graph replays, the device's time alone, as the workload runs under CUDA graphs",
@@ -56,7 +57,7 @@ def site_timing(sweep: SweepContext) -> str:
     return "cudagraph" if cuda_graphs.kept(sweep) else "pipelined"
 
 
-def reshaping(sweep: SweepContext, winners: Winners) -> list[str]:
+def reshaping(sweep: SweepContext, winners: StoredWinners) -> list[str]:
     """The names of the tasks whose kept winners change which template sites the graphs make (``lowering``, where
     their space says so: ``Space.reshapes_sites``); a site's own winner never does."""
     changed = lowering(sweep, winners, ignore=(Kind.SITE,))
@@ -64,7 +65,7 @@ def reshaping(sweep: SweepContext, winners: Winners) -> list[str]:
 
 
 class SitePhase(Phase):
-    name = "template sites"
+    name = names.SITES
     compiles = 2.5  # a probe batch (a compile that also benchmarks) and the verification of its finalists
 
     def __init__(self, share: float = 1.0):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from tuner.budget.estimate import UNFROZEN_COMPILES, WHOLE_COMPILES
+from tuner.budget import names
 from tuner.core import Forcing, Kind, TaskSpec
 from tuner.kinds import beside_base, groups, where
 from tuner.db import TaskRecord
@@ -14,7 +16,7 @@ from tuner.db.claims import held_by_others, worker_id
 from tuner.measure import GraphTrial, Measurement
 from tuner.sweep.phases.base import Phase, Plan, SweepContext
 from tuner.sweep import credited
-from tuner.sweep.clock import CLOSING_S
+from tuner.budget.clock import CLOSING_S
 from tuner.sweep.phases import cuda_graphs
 from tuner.search_spaces.freezing import KIND as FREEZING_KIND, unfrozen
 from tuner.sweep.phases.freezing import UNFROZEN, store
@@ -25,19 +27,10 @@ from tuner.sweep.workload_check import check_whole
 
 WHOLE = "whole workload"  # the cost kind of one whole-workload measurement
 TRANSFERRED = "transferred"  # the check's group of answers transferred from other sizes (``tuner.sweep.transferred``)
-# What one costs before it has been timed: the winners' compile (the defaults' is the capture's, which a live worker
-# keeps; one that must start again compiles them first). Estimated before from a fusion trial's time scaled to the
-# check's rounds, a 231-s resnet50 sweep (H200) skipped its check with 34 s left: that trial's 31 s were two compiles,
-# and the check's winners were the trial's compiled base (bench/results/h200/sweep-cost/sweep-resnet50-default-2026-12-01-2.log).
-WHOLE_COMPILES = 1
-# The workload unfrozen (``backend/hooks/restart.py``), timed against the winners kept: its own compile, and the
-# winners' if the worker no longer holds them. Where every winner is the default, the baseline is the capture's own
-# compile, which a live worker keeps: one compile.
-UNFROZEN_COMPILES = 2
 
 
 class WholeCheckPhase(Phase):
-    name = "whole-workload check"
+    name = names.WHOLE_CHECK
     past_budget = True  # it settles what was measured; a compile of the result must not be slower than Inductor's
 
     def __init__(self) -> None:
@@ -48,7 +41,7 @@ class WholeCheckPhase(Phase):
         self.baseline = "Inductor's defaults"  # what ``default_ms`` timed
 
     def plan(self, sweep: SweepContext) -> Plan:
-        self.baseline = _said(sweep, self.baseline)
+        self.baseline = _baseline_name(sweep, self.baseline)
         _collect_outcomes(sweep)
         if not sweep.time_left():
             sweep.progress.note("time budget reached: unfinished tasks keep their best so far or Inductor's defaults; rerun to continue them")
@@ -86,7 +79,7 @@ class WholeCheckPhase(Phase):
         base, parts = base_and_parts(sweep)
         measure = _measurer(sweep, base)
         if base != Forcing():
-            self.baseline = _said(sweep, "Inductor's defaults under CUDA graphs")
+            self.baseline = _baseline_name(sweep, "Inductor's defaults under CUDA graphs")
         m, dropped = None, []
         if parts[TRANSFERRED]:
             sweep.progress.note(f"{len(parts[TRANSFERRED])} task(s) with no winner would take the answer of the nearest stored sizes in a "
@@ -150,16 +143,14 @@ class WholeCheckPhase(Phase):
 
 def _keeping_unfrozen(sweep: SweepContext, measure: Callable[..., Measurement | None]) -> Callable[[Forcing], Measurement | None]:
     """The drop search's measurements, each taken only when the workload's unfrozen measurement still fits after it:
-    that one decides in one measurement what can move the whole by 10-20% (freezing cost hf:gpt2 ~10% on the H200,
-    efficientnet_b0 ~19% on a CPU), and a 240-s gpt2 sweep spent its last 32 s dropping winners worth 3% and left
-    it no time (bench/results/h200/hf_gpt2-bf16-b8-s512-2026-12-02-2.json)."""
+    that one decides in one measurement what can move the whole by far more than a dropped winner does."""
     if not _frozen(sweep):
         return measure
     tuning = sweep.tuning
     return lambda f: measure(f, reserve_s=tuning.expected(UNFROZEN, None, UNFROZEN_COMPILES))
 
 
-def _said(sweep: SweepContext, baseline: str) -> str:
+def _baseline_name(sweep: SweepContext, baseline: str) -> str:
     """What the check's baseline is called: without freezing where the workload was captured again so (``FreezingPhase``)."""
     return baseline + (" without freezing" if sweep.former and not baseline.endswith("without freezing") else "")
 

@@ -36,7 +36,7 @@ class Budget:
 PRESETS = {
     "quick": Budget("quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02, ranked=4, fusion_trials=3),
     # Fusion: Inductor's grouping, the (up to 3) seeds from other graphs' winning knobs, and one more; each is a
-    # whole compile (~25 s for resnet50 on an H200), so 8 would take the default sweep past max-autotune's compile.
+    # whole compile, so more would take the default sweep past max-autotune's compile.
     "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02, site_trials=8, fusion_trials=5,
                       as_fast_as_max_autotune=True),
     "full": Budget("full", trials=60, rounds=25, min_sample_ms=30.0, verify_rounds=40, min_gain=0.01, ranked=16),
@@ -44,7 +44,7 @@ PRESETS = {
 
 
 # The share of max-autotune's expected compile time a budget sized by it takes as its time budget: a sweep usually
-# ends before its time budget, and may end 1.1x past it (+20 s) at worst (tuner.sweep.driver.promised_end_s).
+# ends before its time budget, and may end 1.1x past it (+20 s) at worst (tuner.budget.shares.promised_end_s).
 MAX_AUTOTUNE_SHARE = 0.9
 
 

@@ -74,12 +74,9 @@ class Costs:
         prior slope (none: through zero, all of it per item). Before the first: ``fixed_prior`` with the prior
         slope, where both are known; else None. Neither part is ever negative.
 
-        One size cannot tell a batch's compile from its items, and the next batch is sized on the split: on an H100,
-        mnasnet1_0's first site batch of 136 choices took 30 s against the capture's 18-s compile (0.09 s a choice
-        beyond it, under the prior 0.13), and the second, sized on that, took 50 s for 238 and ended 14 s past its
-        phase's deadline (bench/results/h100/sweep-mnasnet1_0-bf16-b32-default-2026-12-06-continued.log). The line
-        through the batch with the prior slope instead put an H200 resnet50 batch's compile at 6 s against the
-        measured 24.5, and that second batch ran 10 s past its deadline: so the larger of both parts is taken."""
+        One size cannot tell a batch's compile from its items, and the next batch is sized on the split: taking the
+        measured compile alone, or the line through the batch with the prior slope alone, each sized a second batch
+        that ran past its deadline. So the larger of both parts is taken."""
         per_item_prior = self.slopes.get(kind)
         seen = self.sized.get(kind)
         if not seen:
@@ -129,8 +126,8 @@ def fits(deadline: float | None, seconds: float) -> bool:
     return t + seconds <= deadline if seconds else t < deadline
 
 
-# The share of a time budget the capture may have spent when it times compiled instances of its config (CPU): where a
-# cold resnet18 capture took 17 s of a 40-s budget, two more compiles and their timing (6 s) left its searches no time.
+# The share of a time budget the capture may have spent when it times compiled instances of its config (CPU): past it,
+# two more compiles and their timing would leave a short budget's searches no time.
 INSTANCES_SHARE = 0.5
 
 
