@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where does max-autotune's compile spend its time, workload by workload? (For the estimate of that compile,
-# tuner/sweep/estimate.py, which is under on every LLM prefill.) One `tuner bench` of freezing + max-autotune alone
+# tuner/budget/estimate.py, which is under on every LLM prefill.) One `tuner bench` of freezing + max-autotune alone
 # per workload, fresh caches, each mode's record holding Inductor's own timers (`compile_regions`). One call on
 # nvidia-h200 (carry .whl, and .whl-hf for hf: models). Usage: bash bench/device/compile_regions.sh "MODEL FLAGS" ...
 #   e.g. bash bench/device/compile_regions.sh "vit_b_32 --dtype bf16 --batch 32" "hf:qwen2,... --dtype bf16 --batch 8 --seq-len 512"
