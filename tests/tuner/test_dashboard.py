@@ -7,14 +7,14 @@ from tests.helpers.replay import _context, replay_measure, tasks
 from tuner.db import Database
 from tuner.keys import canonical_json
 from tuner.sweep.scheduler import tune_tasks
-from tuner.sweep.winners import Winners
+from tuner.sweep.winners import StoredWinners
 
 
 def test_studies_are_named_for_their_tasks_and_carry_default_best_and_winner(db_url):
     db = Database.open(db_url)
     specs = tasks(2)[:2]
     records = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
-    outcomes, _ = tune_tasks(_context(db_url, db, 4), specs, records, lambda task, base: replay_measure, Winners({}))
+    outcomes, _ = tune_tasks(_context(db_url, db, 4), specs, records, lambda task, base: replay_measure, StoredWinners({}))
     db.close()
 
     summaries = {s.study_name: s for s in optuna.get_all_study_summaries(f"{db_url}")}
@@ -23,7 +23,11 @@ def test_studies_are_named_for_their_tasks_and_carry_default_best_and_winner(db_
         name = next(n for n in summaries if n.startswith(spec.name))
         assert f"[{spec.kind}]" in name and spec.key[:12] in name
         attrs = summaries[name].user_attrs
-        assert attrs["task"] == spec.name and attrs["default_ms"] == outcome.default_ms and attrs["best_ms"] == outcome.best_ms
+        assert (
+            attrs["task"] == spec.name
+            and attrs["default_ms"] == outcome.default_ms
+            and attrs["best_ms"] == outcome.best_ms
+        )
         assert attrs["winner"] == ("Inductor's default" if outcome.is_default else canonical_json(outcome.winner))
         study = optuna.load_study(study_name=name, storage=db_url)
         assert len(study.trials) >= 4 and study.best_value > 0

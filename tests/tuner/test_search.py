@@ -256,7 +256,7 @@ def test_a_phase_with_no_time_for_a_trial_says_so_and_measures_nothing(db_url, m
     from tuner.budget.clock import CAPTURE
     from tuner.sweep.progress import Progress
     from tuner.sweep.scheduler import tune_tasks
-    from tuner.sweep.winners import Winners
+    from tuner.sweep.winners import StoredWinners
 
     class Said(Progress):
         def __init__(self):
@@ -273,7 +273,11 @@ def test_a_phase_with_no_time_for_a_trial_says_so_and_measures_nothing(db_url, m
     tuning = dataclasses.replace(_context(db_url, db, trials=4), deadline=clock.t + 19.0)
     tuning.costs.observe(CAPTURE, 12.0)  # a graph trial: two compiles, 24 s
     said = Said()
-    outcomes, measured = tune_tasks(tuning, specs, records, lambda task, base: pytest.fail("nothing may be measured"), Winners({}), said)
+    outcomes, measured = tune_tasks(
+        tuning, specs, records, lambda task, base: pytest.fail("nothing may be measured"), StoredWinners({}), said
+    )
     assert (outcomes, measured) == ([], 0) and db.stats()["trials"] == 0
-    assert said.notes == [f"{specs[0].name} and 1 more: a trial (~24 s) would end past this phase's deadline: not measured within this time budget"]
+    assert said.notes == [
+        f"{specs[0].name} and 1 more: a trial (~24 s) would end past this phase's deadline: not measured within this time budget"
+    ]
     db.close()
