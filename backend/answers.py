@@ -68,7 +68,9 @@ def store(url: str) -> Any:
 
     identity = _identity(url)
     if identity is None:
-        warn_once(f"no tuning database at {sqlite_path(url)}; compiling with Inductor's defaults (run `tuner sweep` first)")
+        warn_once(
+            f"no tuning database at {sqlite_path(url)}; compiling with Inductor's defaults (run `tuner sweep` first)"
+        )
         return None
     with _lock:
         kept = _stores.get(url)

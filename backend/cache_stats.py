@@ -44,7 +44,10 @@ def compile_key(gm: Any, example_inputs: Sequence[Any], forcing_digest: str, ext
 def _key(gm: Any, example_inputs: Sequence[Any], forcing_digest: str, extra: Any) -> str:
     import torch
 
-    meta = [(tuple(x.shape), str(x.dtype), tuple(x.stride()), str(x.device)) if isinstance(x, torch.Tensor) else repr(x) for x in example_inputs]
+    meta = [
+        (tuple(x.shape), str(x.dtype), tuple(x.stride()), str(x.device)) if isinstance(x, torch.Tensor) else repr(x)
+        for x in example_inputs
+    ]
     text = json.dumps([str(getattr(gm, "code", "")), repr(meta), forcing_digest, repr(extra), torch.__version__])
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -109,7 +109,10 @@ def _unpinned(knobs: dict[str, Any], pinned: Collection[str]) -> dict[str, Any]:
 
 
 def compile_with_context(
-    gm: Any, example_inputs: Sequence[Any], ctx: CompileContext, extra_patches: dict[str, Any] | None = None,
+    gm: Any,
+    example_inputs: Sequence[Any],
+    ctx: CompileContext,
+    extra_patches: dict[str, Any] | None = None,
     pinned: Collection[str] = (),
 ) -> Any:
     """``extra_patches``: Inductor config for the whole compile; those named in ``pinned`` (the user's own options)
@@ -117,9 +120,15 @@ def compile_with_context(
     import torch._inductor.config as inductor_config
 
     install_hooks(ctx.device_type)
-    ambient = conv_lowering.flags_now()  # the lowering's 1x1 decision reads these, not base_patches' (hooks/conv_lowering)
-    patches = {**base_patches(ctx.device_type), **_compile_patches(ctx.device_type, inductor_config, extra_patches or {}),
-               **(extra_patches or {}), **kernel_hook.lookup_table_patch(ctx.kernel_table)}
+    ambient = (
+        conv_lowering.flags_now()
+    )  # the lowering's 1x1 decision reads these, not base_patches' (hooks/conv_lowering)
+    patches = {
+        **base_patches(ctx.device_type),
+        **_compile_patches(ctx.device_type, inductor_config, extra_patches or {}),
+        **(extra_patches or {}),
+        **kernel_hook.lookup_table_patch(ctx.kernel_table),
+    }
     tag = ctx.answers_digest
     if ctx.fresh_kernels:
         kernel_hook.forget_loaded_kernels()  # else kernels loaded earlier in this process keep their configs

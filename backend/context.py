@@ -39,8 +39,14 @@ class CompileContext:
     answer, the nearest stored one stands in, counted as ``transferred``); ``cuda_graphs``: whether an answer may turn
     CUDA graphs on; ``rewrites_off``: rewrite knobs of the groupings left off (an ablation)."""
 
-    def __init__(self, forcing: Forcing, device_type: str, nearest: Nearest | None = None, cuda_graphs: bool = True,
-                 rewrites_off: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        forcing: Forcing,
+        device_type: str,
+        nearest: Nearest | None = None,
+        cuda_graphs: bool = True,
+        rewrites_off: tuple[str, ...] = (),
+    ):
         self.forcing = forcing
         self.device_type = device_type
         self.transfer = nearest is not None
@@ -103,7 +109,11 @@ class CompileContext:
     @property
     def answers_digest(self) -> str:
         """What this compile applies, for Inductor's cache keys."""
-        return self.forcing.digest + (f"+{self.nearest.digest}" if self.nearest else "") + "".join(f"-{k}" for k in self.rewrites_off)
+        return (
+            self.forcing.digest
+            + (f"+{self.nearest.digest}" if self.nearest else "")
+            + "".join(f"-{k}" for k in self.rewrites_off)
+        )
 
     def _answer(self, key: str, payload: dict[str, Any]) -> tuple[str | None, Transfer | None]:
         """A site's stored choice, else the one transferred from the nearest stored site (with where from)."""
@@ -129,7 +139,9 @@ class CompileContext:
 
         return not inductor_config.max_autotune
 
-    def select_site(self, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> list[int]:
+    def select_site(
+        self, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None
+    ) -> list[int]:
         """Indices of the choices to hand Inductor: one, so nothing is benchmarked."""
         key = task_key(Kind.SITE, payload)
         want, moved = self._answer(key, payload)
@@ -160,7 +172,14 @@ class CompileContext:
             if config is not None:
                 self._decide(Kind.triton(heuristic), h, name, HIT, config)
             else:
-                self._decide(Kind.triton(heuristic), h, name, MISS, None, reason="no stored config for this kernel's source; Inductor's heuristics")
+                self._decide(
+                    Kind.triton(heuristic),
+                    h,
+                    name,
+                    MISS,
+                    None,
+                    reason="no stored config for this kernel's source; Inductor's heuristics",
+                )
 
     def _no_entry(self, what: str, family: str) -> str:
         if not self.transfer:
@@ -177,7 +196,9 @@ class CompileContext:
             self._decide(kind, key, what, MISS, None, reason="no stored winner for it; Inductor's default")
         return answer
 
-    def _decide(self, kind: str, key: str, what: str, outcome: str, answer: Any, moved: Transfer | None = None, reason: str = "") -> None:
+    def _decide(
+        self, kind: str, key: str, what: str, outcome: str, answer: Any, moved: Transfer | None = None, reason: str = ""
+    ) -> None:
         """Count, log and journal one lookup's outcome."""
         counters.bump({HIT: "hits", TRANSFERRED: "transferred", MISS: "misses"}[outcome])
         if moved is not None:
@@ -227,10 +248,19 @@ class CompileContext:
                 continue  # Inductor's own choice; the graph's other lookups say whether the graph is known at all
             what = f"{name} {kind.label}".rstrip()
             if answer is None:
-                self._decide(kind.value, key, what, MISS, None, reason=self._no_entry("graph", "of the same code") + "; Inductor's defaults")
+                self._decide(
+                    kind.value,
+                    key,
+                    what,
+                    MISS,
+                    None,
+                    reason=self._no_entry("graph", "of the same code") + "; Inductor's defaults",
+                )
                 continue
             self._decide(kind.value, key, what, TRANSFERRED if moved else HIT, answer, moved)
-            out.update(answer, **({FREEZING: False} if out.get(FREEZING) is False else {}))  # an older fusion answer's "frozen" yields
+            out.update(
+                answer, **({FREEZING: False} if out.get(FREEZING) is False else {})
+            )  # an older fusion answer's "frozen" yields
         if not self.cuda_graphs:
             out.pop(CUDA_GRAPHS, None)
         for knob in self.rewrites_off:

@@ -33,7 +33,13 @@ def fusion_defaults(device: str) -> dict[str, Any]:
         "loop_ordering_after_fusion": bool(flag("loop_ordering_after_fusion")),
     }
     if not cpu:  # each that this Inductor has (PDL is newer than the oldest torch supported)
-        d.update({name: int(flag(name)) if name in fusion.CHOICES else bool(flag(name)) for name in fusion.CUDA_ONLY if has_inductor_flag(name)})
+        d.update(
+            {
+                name: int(flag(name)) if name in fusion.CHOICES else bool(flag(name))
+                for name in fusion.CUDA_ONLY
+                if has_inductor_flag(name)
+            }
+        )
     return d
 
 

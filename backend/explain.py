@@ -25,19 +25,27 @@ def stored_workloads(dbs: Sequence[Any], device_type: str) -> list[WorkloadName]
     return out
 
 
-def reasons(stored: list[WorkloadName], shapes: list[tuple[int, ...]], dtypes: set[str], frozen: bool, grad: bool) -> list[str]:
+def reasons(
+    stored: list[WorkloadName], shapes: list[tuple[int, ...]], dtypes: set[str], frozen: bool, grad: bool
+) -> list[str]:
     """What differs between every stored workload and this graph, with the fix for each."""
     out = []
     infer = [w for w in stored if w.mode == "infer"]
     if not grad and infer and not frozen and all(w.frozen for w in infer):
-        out.append("the database's inference workloads were swept with freezing and this compile runs without it: set "
-                   "torch._inductor.config.freezing = True before torch.compile (Dynamo reads it when it traces)")
+        out.append(
+            "the database's inference workloads were swept with freezing and this compile runs without it: set "
+            "torch._inductor.config.freezing = True before torch.compile (Dynamo reads it when it traces)"
+        )
     if not any(w.shape in shapes for w in stored):
-        out.append(f"no stored workload has this graph's input shapes ({_shown(shapes)}); stored: "
-                   f"{_shown([w.shape for w in stored])}: sweep this batch and input size")
+        out.append(
+            f"no stored workload has this graph's input shapes ({_shown(shapes)}); stored: "
+            f"{_shown([w.shape for w in stored])}: sweep this batch and input size"
+        )
     stored_dtypes = {f"torch.{DTYPES.get(w.dtype, w.dtype)}" for w in stored}
     if dtypes and not dtypes & stored_dtypes:
-        out.append(f"this graph computes in {', '.join(sorted(dtypes))}, the stored workloads in {', '.join(sorted(stored_dtypes))}")
+        out.append(
+            f"this graph computes in {', '.join(sorted(dtypes))}, the stored workloads in {', '.join(sorted(stored_dtypes))}"
+        )
     return out
 
 
@@ -64,13 +72,23 @@ def untuned(dbs: Sequence[Any], missed: Sequence[str], here: Any = None) -> list
     if elsewhere:
         on = ", ".join(f"{n} on the {name}" for name, n in sorted(elsewhere.items()))
         this = f" on this {here.name}" if here is not None else " on this device"
-        return [f"{head}{this}; it has winners for them measured on other device models ({on}), and winners are kept "
-                "per device model: sweep on this one"]
-    return [f"{head} yet: the sweep captured them and stopped before tuning them; sweep again with a longer --time-budget"]
+        return [
+            f"{head}{this}; it has winners for them measured on other device models ({on}), and winners are kept "
+            "per device model: sweep on this one"
+        ]
+    return [
+        f"{head} yet: the sweep captured them and stopped before tuning them; sweep again with a longer --time-budget"
+    ]
 
 
-def why_no_hit(dbs: Sequence[Any], device_type: str, example_inputs: Sequence[Any], frozen: bool, grad: bool,
-               missed: Sequence[str] = ()) -> str | None:
+def why_no_hit(
+    dbs: Sequence[Any],
+    device_type: str,
+    example_inputs: Sequence[Any],
+    frozen: bool,
+    grad: bool,
+    missed: Sequence[str] = (),
+) -> str | None:
     """One line on why nothing matched, or None when the databases hold no workload for this device type.
     ``missed``: the task keys this compile looked up and missed, when known."""
     import torch
@@ -83,7 +101,11 @@ def why_no_hit(dbs: Sequence[Any], device_type: str, example_inputs: Sequence[An
     dtypes = {str(x.dtype) for x in tensors if x.is_floating_point()}
     found = untuned(dbs, missed, _here(device_type)) or reasons(stored, shapes, dtypes, frozen, grad)
     head = f"backend 'tuned': no stored answer matched this graph ({len(stored)} workload(s) stored for {device_type})"
-    return head + (": " + "; ".join(found) if found else "; its graph code differs from every stored one (another model or torch version?)")
+    return head + (
+        ": " + "; ".join(found)
+        if found
+        else "; its graph code differs from every stored one (another model or torch version?)"
+    )
 
 
 def _here(device_type: str) -> Any:

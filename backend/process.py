@@ -101,8 +101,9 @@ def warm_compile_workers() -> None:
     try:
         from torch._inductor.async_compile import maybe_warm_pool
     except ImportError:
-        logging.getLogger("tuner.backend").info("torch._inductor.async_compile.maybe_warm_pool is missing: the compile "
-                                                "workers start with the first compile")
+        logging.getLogger("tuner.backend").info(
+            "torch._inductor.async_compile.maybe_warm_pool is missing: the compile workers start with the first compile"
+        )
         return
     maybe_warm_pool()
 
@@ -136,8 +137,10 @@ def share_triton_cache() -> None:
     try:
         from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
     except ImportError:
-        logging.getLogger("tuner.backend").info("torch._inductor.runtime.compile_tasks._set_triton_ptxas_path is missing: "
-                                                "Triton kernels the compile workers built may be built again when timed")
+        logging.getLogger("tuner.backend").info(
+            "torch._inductor.runtime.compile_tasks._set_triton_ptxas_path is missing: "
+            "Triton kernels the compile workers built may be built again when timed"
+        )
         return
     _set_triton_ptxas_path()
 
@@ -179,4 +182,14 @@ def has_inductor_flag(name: str) -> bool:
     return True
 
 
-__all__ = ["applied", "configure_measuring", "has_inductor_flag", "inductor_flag", "inductor_options", "patch", "rebind", "restore", "tracing_frozen"]
+__all__ = [
+    "applied",
+    "configure_measuring",
+    "has_inductor_flag",
+    "inductor_flag",
+    "inductor_options",
+    "patch",
+    "rebind",
+    "restore",
+    "tracing_frozen",
+]

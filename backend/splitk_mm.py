@@ -28,9 +28,35 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton's interpreter 
 
 
 @triton.jit
-def _kernel(a, b, bias, c, ws, counts, M, N, K, sam, sak, sbk, sbn, sxm, sxn, scm, scn, alpha, beta, K_PER_SPLIT,
-            HAS_BIAS: tl.constexpr, SPLIT_K: tl.constexpr, FENCE: tl.constexpr, THREADS: tl.constexpr,
-            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _kernel(
+    a,
+    b,
+    bias,
+    c,
+    ws,
+    counts,
+    M,
+    N,
+    K,
+    sam,
+    sak,
+    sbk,
+    sbn,
+    sxm,
+    sxn,
+    scm,
+    scn,
+    alpha,
+    beta,
+    K_PER_SPLIT,
+    HAS_BIAS: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    FENCE: tl.constexpr,
+    THREADS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     pid_m, pid_n, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -49,7 +75,14 @@ def _kernel(a, b, bias, c, ws, counts, M, N, K, sam, sak, sbk, sbn, sxm, sxn, sc
         offs = tile * (BLOCK_M * BLOCK_N) + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
         tl.store(ws + pid_k * tiles * (BLOCK_M * BLOCK_N) + offs, acc)
         if FENCE:  # each thread's partial is in L2 before its tile's count goes up (a GPU-scope fence, once a thread)
-            tl.inline_asm_elementwise("fence.acq_rel.gpu; mov.b32 $0, $1;", "=r,r", [tl.arange(0, THREADS)], dtype=tl.int32, is_pure=False, pack=1)
+            tl.inline_asm_elementwise(
+                "fence.acq_rel.gpu; mov.b32 $0, $1;",
+                "=r,r",
+                [tl.arange(0, THREADS)],
+                dtype=tl.int32,
+                is_pure=False,
+                pack=1,
+            )
         tl.debug_barrier()
         last = tl.atomic_add(counts + tile, 1, sem="acq_rel") == SPLIT_K - 1
         full = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int1) | last
@@ -99,22 +132,64 @@ def reserve(device: Any) -> None:
     COUNTS_BY_DEVICE.get(device)
 
 
-def launch(a: Any, b: Any, bias: Any, out: Any, *, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, SPLIT_K: int,  # noqa: N803
-           num_warps: int, num_stages: int, alpha: float = 1.0, beta: float = 1.0) -> Any:
+def launch(
+    a: Any,
+    b: Any,
+    bias: Any,
+    out: Any,
+    *,
+    BLOCK_M: int,
+    BLOCK_N: int,
+    BLOCK_K: int,
+    SPLIT_K: int,  # noqa: N803
+    num_warps: int,
+    num_stages: int,
+    alpha: float = 1.0,
+    beta: float = 1.0,
+) -> Any:
     """``out = alpha * a @ b + beta * bias`` (``bias`` may be None, or broadcast to ``out``); the config's names are
     those of its choice id (``tuner.search_spaces.splitk``)."""
     block_m, block_n, block_k, split_k = BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K
     (m, k), n = a.shape, b.shape[1]
     grid_m, grid_n = triton.cdiv(m, block_m), triton.cdiv(n, block_n)
     per_split = triton.cdiv(triton.cdiv(k, split_k), block_k) * block_k
-    ws, counts = (out, out) if split_k == 1 else _split_buffers(a.device, split_k * grid_m * grid_n * block_m * block_n, grid_m * grid_n)
+    ws, counts = (
+        (out, out)
+        if split_k == 1
+        else _split_buffers(a.device, split_k * grid_m * grid_n * block_m * block_n, grid_m * grid_n)
+    )
     x = bias.expand(m, n) if bias is not None else out
     sx = (x.stride(0), x.stride(1)) if bias is not None else (0, 0)
     _kernel[(grid_m, grid_n, split_k)](
-        a, b, x, out, ws, counts, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), *sx,
-        out.stride(0), out.stride(1), alpha, beta, per_split, HAS_BIAS=bias is not None, SPLIT_K=split_k,
-        FENCE=not INTERPRETED, THREADS=32 * num_warps,
-        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=num_warps, num_stages=num_stages)
+        a,
+        b,
+        x,
+        out,
+        ws,
+        counts,
+        m,
+        n,
+        k,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        *sx,
+        out.stride(0),
+        out.stride(1),
+        alpha,
+        beta,
+        per_split,
+        HAS_BIAS=bias is not None,
+        SPLIT_K=split_k,
+        FENCE=not INTERPRETED,
+        THREADS=32 * num_warps,
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        BLOCK_K=block_k,
+        num_warps=num_warps,
+        num_stages=num_stages,
+    )
     return out
 
 

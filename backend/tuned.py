@@ -65,8 +65,10 @@ class Options:
         inductor = {k: v for k, v in options.items() if k not in OPTIONS}
         unknown = sorted(set(inductor) - _inductor_names())
         if unknown:
-            raise TunerError(f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)} and Inductor's config "
-                             "names (torch._inductor.config, as torch.compile's options=)")
+            raise TunerError(
+                f"backend 'tuned': unknown option(s) {unknown}; known: {list(OPTIONS)} and Inductor's config "
+                "names (torch._inductor.config, as torch.compile's options=)"
+            )
         for name in SWITCHES:
             if not isinstance(options.get(name, True), bool):
                 raise TunerError(f"backend 'tuned': option {name!r} must be true or false")
@@ -83,7 +85,9 @@ class Options:
         fusion, kernels = options.get("fusion", True), options.get("kernels", True)
         without = options.get("without", ())
         if isinstance(without, str) or not all(isinstance(n, str) for n in without):
-            raise TunerError("backend 'tuned': option 'without' must be a list of winner groups, task kinds or rewrites")
+            raise TunerError(
+                "backend 'tuned': option 'without' must be a list of winner groups, task kinds or rewrites"
+            )
         rewrites = tuple(n for n in without if n in REWRITE_KNOBS)
         kinds = _without([n for n in without if n not in REWRITE_KNOBS], fusion, kernels)
         return cls(urls, fusion, transfer, mode, kernels, options.get("cuda_graphs", True), kinds, rewrites, inductor)
@@ -101,10 +105,14 @@ def _without(names: list[str], fusion: bool, kernels: bool) -> tuple[str, ...]:
     try:
         return named([*names, *([] if fusion else [Kind.FUSION]), *([] if kernels else where(hook=KERNEL_HOOK))])
     except KeyError as e:
-        raise TunerError(f"backend 'tuned': option 'without': {e.args[0]}, nor a rewrite ({', '.join(REWRITE_KNOBS)})") from None
+        raise TunerError(
+            f"backend 'tuned': option 'without': {e.args[0]}, nor a rewrite ({', '.join(REWRITE_KNOBS)})"
+        ) from None
 
 
-def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any) -> Any:
+def tuned(
+    gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | None = None, mode: str | None = None, **_: Any
+) -> Any:
     """The backend registered as ``torch.compile(backend="tuned")``."""
     configure_logging()
     opts = Options.parse(options)
@@ -112,24 +120,37 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
     import torch
 
     device_type = device_type_of(example_inputs)
-    index = next((x.device.index or 0 for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == device_type), 0)
+    index = next(
+        (x.device.index or 0 for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == device_type), 0
+    )
     forcing, nearest = load_answers(opts.urls, device_type, index)  # local first, then shared
     if opts.without:
         forcing, nearest = forcing.without(*opts.without), nearest.without(*opts.without)
-    ctx = CompileContext(forcing, device_type, nearest=nearest if opts.transfer else None, cuda_graphs=opts.cuda_graphs,
-                         rewrites_off=opts.rewrites_off)
+    ctx = CompileContext(
+        forcing,
+        device_type,
+        nearest=nearest if opts.transfer else None,
+        cuda_graphs=opts.cuda_graphs,
+        rewrites_off=opts.rewrites_off,
+    )
     mode = mode or opts.mode
     mode_patches = torch._inductor.list_mode_options(mode) if mode else {}
     patches = {**mode_patches, **opts.inductor}  # the user's own Inductor options last: they win
     import torch._inductor.config as inductor_config
 
-    key = cache_stats.compile_key(gm, example_inputs, ctx.answers_digest, (sorted(patches.items()), bool(inductor_config.freezing)))
+    key = cache_stats.compile_key(
+        gm, example_inputs, ctx.answers_digest, (sorted(patches.items()), bool(inductor_config.freezing))
+    )
     before, served_before = counters.stats(), cache_stats.inductor_cache_hits()
     with journal.recording() as decisions:
         try:
             return compile_with_context(gm, example_inputs, ctx, patches, pinned=tuple(opts.inductor))
         except HookUnavailable as e:
-            log.error("backend 'tuned' cannot hook Inductor on torch %s: %s; compiling with plain Inductor", torch.__version__, e)
+            log.error(
+                "backend 'tuned' cannot hook Inductor on torch %s: %s; compiling with plain Inductor",
+                torch.__version__,
+                e,
+            )
             from torch._inductor.compile_fx import compile_fx
 
             return compile_fx(gm, example_inputs, config_patches=patches)
@@ -141,10 +162,14 @@ def tuned(gm: Any, example_inputs: Sequence[Any], *, options: dict[str, Any] | N
             if ctx.cuda_graphs_on or patches.get("triton.cudagraphs", inductor_config.triton.cudagraphs):
                 counters.bump("cuda_graph_compiles")  # what ``tuner bench`` records of a tuned mode
             if ctx.cuda_graphs_on:  # it changes how the step's outputs live: each replay reuses their memory
-                warn_once("backend 'tuned': this workload runs under CUDA graphs, as its sweep measured it faster with "
-                           "them (options={'cuda_graphs': False}: not)")
+                warn_once(
+                    "backend 'tuned': this workload runs under CUDA graphs, as its sweep measured it faster with "
+                    "them (options={'cuda_graphs': False}: not)"
+                )
             if counters.matched_nothing(delta):
-                _explain(opts.urls, device_type, example_inputs, [d.key for d in decisions if d.outcome == journal.MISS])
+                _explain(
+                    opts.urls, device_type, example_inputs, [d.key for d in decisions if d.outcome == journal.MISS]
+                )
 
 
 def _explain(urls: list[str], device_type: str, example_inputs: Sequence[Any], missed: list[str]) -> None:
@@ -155,7 +180,9 @@ def _explain(urls: list[str], device_type: str, example_inputs: Sequence[Any], m
     from tuner.backend.explain import why_no_hit
 
     try:
-        line = why_no_hit(stores(urls), device_type, example_inputs, bool(inductor_config.freezing), torch.is_grad_enabled(), missed)
+        line = why_no_hit(
+            stores(urls), device_type, example_inputs, bool(inductor_config.freezing), torch.is_grad_enabled(), missed
+        )
     except StorageError as e:
         line = f"backend 'tuned': no stored answer matched this graph, and the database could not say why ({e})"
     if line:

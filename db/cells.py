@@ -60,8 +60,12 @@ def readable(*cells: Any, where: str = "") -> bool:
     """Whether none of ``cells`` is :class:`Unreadable`; the first time a process meets one, one warning says so."""
     if not any(isinstance(c, Unreadable) for c in cells):
         return True
-    warn_once(log, f"{where or 'tuning database'}: skipped a stored row whose JSON cannot be read; `tuner db check` "
-              "lists such rows and `tuner db check --drop` removes them", key=where)
+    warn_once(
+        log,
+        f"{where or 'tuning database'}: skipped a stored row whose JSON cannot be read; `tuner db check` "
+        "lists such rows and `tuner db check --drop` removes them",
+        key=where,
+    )
     return False
 
 

@@ -13,7 +13,12 @@ from tuner.db.cells import Unreadable
 from tuner.db.models import Claim, Device, Task, Trial, Winner, WorkloadTask
 from tuner.db.repository import Database
 
-_CELLS = ((Task, "signature", Task.name), (Trial, "config", Trial.uid), (Winner, "config", Winner.task_id), (Device, "info", Device.name))
+_CELLS = (
+    (Task, "signature", Task.name),
+    (Trial, "config", Trial.uid),
+    (Winner, "config", Winner.task_id),
+    (Device, "info", Device.name),
+)
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,10 @@ def claim_next(db: Database, task_ids: list[int], device_id: int, worker: str, t
 
 def _candidates(db: Database, task_ids: list[int], device_id: int, target: int, now: dt.datetime) -> list[int]:
     with db.session() as s:
-        rows = {c.task_id: c for c in s.scalars(select(Claim).where(Claim.task_id.in_(task_ids), Claim.device_id == device_id))}
+        rows = {
+            c.task_id: c
+            for c in s.scalars(select(Claim).where(Claim.task_id.in_(task_ids), Claim.device_id == device_id))
+        }
     return [tid for tid in task_ids if tid not in rows or _takeable(rows[tid], target, now)]
 
 
@@ -93,7 +96,12 @@ def renew(db: Database, task_id: int, device_id: int, worker: str, ttl_s: float)
     with db.session() as s:
         res = s.execute(
             update(Claim)
-            .where(Claim.task_id == task_id, Claim.device_id == device_id, Claim.worker == worker, Claim.done_target.is_(None))
+            .where(
+                Claim.task_id == task_id,
+                Claim.device_id == device_id,
+                Claim.worker == worker,
+                Claim.done_target.is_(None),
+            )
             .values(expires_at=utcnow() + dt.timedelta(seconds=ttl_s))
         )
         return res.rowcount == 1
@@ -111,7 +119,11 @@ def finish(db: Database, task_id: int, device_id: int, worker: str, target: int)
 def _expire(db: Database, *where: Any) -> None:
     """Expire the unfinished claims matching ``where``: whoever asks next may take them."""
     with db.session() as s:
-        s.execute(update(Claim).where(Claim.done_target.is_(None), *where).values(expires_at=utcnow() - dt.timedelta(seconds=1)))
+        s.execute(
+            update(Claim)
+            .where(Claim.done_target.is_(None), *where)
+            .values(expires_at=utcnow() - dt.timedelta(seconds=1))
+        )
 
 
 def release(db: Database, task_id: int, device_id: int, worker: str) -> None:
@@ -124,7 +136,9 @@ def pending(db: Database, task_ids: list[int], device_id: int, target: int) -> i
     with db.session() as s:
         done = s.scalars(
             select(Claim.task_id).where(
-                Claim.task_id.in_(task_ids), Claim.device_id == device_id, and_(Claim.done_target.is_not(None), Claim.done_target >= target)
+                Claim.task_id.in_(task_ids),
+                Claim.device_id == device_id,
+                and_(Claim.done_target.is_not(None), Claim.done_target >= target),
             )
         ).all()
     return len(set(task_ids) - set(done))
@@ -136,7 +150,12 @@ def held_by_others(db: Database, task_ids: list[int], device_id: int, worker: st
     now = utcnow()
     with db.session() as s:
         rows = s.scalars(
-            select(Claim).where(Claim.task_id.in_(task_ids), Claim.device_id == device_id, Claim.worker != worker, Claim.done_target.is_(None))
+            select(Claim).where(
+                Claim.task_id.in_(task_ids),
+                Claim.device_id == device_id,
+                Claim.worker != worker,
+                Claim.done_target.is_(None),
+            )
         ).all()
     live = {c.task_id for c in rows if _aware(c.expires_at) >= now and not _dead_here(c.worker)}
     return [t for t in task_ids if t in live]

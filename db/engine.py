@@ -55,7 +55,11 @@ def make_engine(url: str, *, create_dirs: bool = True, read_only: bool = False) 
             engine = create_engine(u, connect_args={"timeout": 60})
             event.listen(engine, "connect", _sqlite_pragmas if not read_only else _sqlite_read_pragmas)
         else:
-            args = {"options": "-c default_transaction_read_only=on"} if read_only and u.get_backend_name() == "postgresql" else {}
+            args = (
+                {"options": "-c default_transaction_read_only=on"}
+                if read_only and u.get_backend_name() == "postgresql"
+                else {}
+            )
             engine = create_engine(u, pool_pre_ping=True, connect_args=args)
     except (SQLAlchemyError, ImportError) as e:
         raise StorageError(f"cannot use database {_safe(url)}: {e}") from e

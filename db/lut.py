@@ -71,8 +71,12 @@ def export_lut(db: Database, device: str | None = None) -> tuple[dict[str, list[
             .join(Device, Device.id == Winner.device_id)
             .where(Task.kind == str(Kind.SITE), Device.kind == "cuda")
         ).all()
-    rows = [r for r in rows if (device is None or device in r.fingerprint or device.lower() in r.name.lower())
-            and db.intact(r.signature, r.config)]
+    rows = [
+        r
+        for r in rows
+        if (device is None or device in r.fingerprint or device.lower() in r.name.lower())
+        and db.intact(r.signature, r.config)
+    ]
     models = sorted({r.name for r in rows})
     notes: list[str] = []
     if len(models) > 1:
@@ -100,8 +104,12 @@ def export_lut(db: Database, device: str | None = None) -> tuple[dict[str, list[
             assumed += 1
         table[key] = [entry]
     if own:
-        notes.append(f"{own} site(s) won by tuner's own split-K kernel, which Inductor's lookup table cannot name, are left out "
-                     "(Inductor picks there as it would without the table)")
+        notes.append(
+            f"{own} site(s) won by tuner's own split-K kernel, which Inductor's lookup table cannot name, are left out "
+            "(Inductor picks there as it would without the table)"
+        )
     if assumed:
-        notes.append(f"{assumed} site(s) swept before tuner recorded alpha/beta: written with Inductor's defaults alpha=1, beta=1")
+        notes.append(
+            f"{assumed} site(s) swept before tuner recorded alpha/beta: written with Inductor's defaults alpha=1, beta=1"
+        )
     return table, notes

@@ -29,7 +29,6 @@ def space_for(kind: str, signature: dict[str, Any]) -> Space:
         raise InvalidConfig(f"task of kind {kind!r} has a malformed signature: {e}") from None
 
 
-
 def valid_winners(winners: Winners) -> Winners:
     """The winners whose config is valid in the space its signature describes (one warning for each other)."""
     out = {}

@@ -27,7 +27,9 @@ from tuner.search_spaces.base import Space, choice
 
 FAMILY = "attention"
 ANSWER_KNOB = "tuner.attention_backends"  # not an Inductor flag: the backend turns it into a post-grad pass
-DECODE = "decode"  # tuner's own kernel: offered only at a site the capture marked as one it takes (older records never are)
+DECODE = (
+    "decode"  # tuner's own kernel: offered only at a site the capture marked as one it takes (older records never are)
+)
 BACKENDS = {"cuda": ("flash", "efficient", "cudnn", "math", DECODE), "cpu": ("flash_cpu", "math")}
 KV_HEADS = "kv_heads"  # a site's key/value heads, where fewer than its query heads (grouped; older records never say)
 DECOMPOSED = "math"  # the backend Inductor lowers itself, into batched GEMMs (template sites) and a softmax
@@ -42,13 +44,19 @@ _DTYPE = re.compile(r"^[a-z0-9_]{0,24}$")
 def site_class(dtype: str, head_dim: int, mask: bool, causal: bool) -> str:
     """What a site is at any sizes (its dtype, head size, mask and causality): the key under which an answer stands in
     for the same model's sites at other batch sizes and lengths (``tuner.nearest``), as ``class:<id>``."""
-    return "class:" + digest({"dtype": dtype, "head_dim": int(head_dim), "mask": bool(mask), "causal": bool(causal)})[:16]
+    return (
+        "class:" + digest({"dtype": dtype, "head_dim": int(head_dim), "mask": bool(mask), "causal": bool(causal)})[:16]
+    )
 
 
 def _options(device: str, site: dict[str, Any]) -> list[str]:
     """The backends a site may take on ``device``: its own first; flash only without a mask; tuner's decode kernel only
     where the site is marked as one it takes."""
-    allowed = [b for b in BACKENDS[device] if not (b == "flash" and site.get("mask")) and (b != DECODE or site.get(DECODE) is True)]
+    allowed = [
+        b
+        for b in BACKENDS[device]
+        if not (b == "flash" and site.get("mask")) and (b != DECODE or site.get(DECODE) is True)
+    ]
     return [site["backend"], *(b for b in allowed if b != site["backend"])]
 
 
@@ -81,10 +89,21 @@ def _checked(context: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         dtype = str(s.get("dtype", ""))
         if not _DTYPE.match(dtype):
             raise ValueError("an attention site's dtype is a short name")
-        out.append({"site": s["site"], "backend": s["backend"], "mask": bool(s.get("mask")), "count": count,
-                    "shape": [int(d) for d in (s.get("shape") or [])][:5], "causal": bool(s.get("causal")), "dtype": dtype,
-                    **_strides(s.get("strides")), **_mask_layout(s.get("mask_layout")), **({DECODE: True} if s.get(DECODE) is True else {}),
-                    **_kv_heads(s)})
+        out.append(
+            {
+                "site": s["site"],
+                "backend": s["backend"],
+                "mask": bool(s.get("mask")),
+                "count": count,
+                "shape": [int(d) for d in (s.get("shape") or [])][:5],
+                "causal": bool(s.get("causal")),
+                "dtype": dtype,
+                **_strides(s.get("strides")),
+                **_mask_layout(s.get("mask_layout")),
+                **({DECODE: True} if s.get(DECODE) is True else {}),
+                **_kv_heads(s),
+            }
+        )
     return device, out
 
 
@@ -105,9 +124,13 @@ def _mask_layout(layout: Any) -> dict[str, Any]:
     if layout is None:
         return {}
     shape, stride = (layout.get(k) if isinstance(layout, dict) else None for k in ("shape", "stride"))
-    ok = isinstance(layout, dict) and layout.get("dtype") in MASK_DTYPES and _sizes(shape, 1, 4) and _sizes(stride, 1, 4)
+    ok = (
+        isinstance(layout, dict) and layout.get("dtype") in MASK_DTYPES and _sizes(shape, 1, 4) and _sizes(stride, 1, 4)
+    )
     if not ok or len(shape) != len(stride):
-        raise ValueError("an attention site's mask layout is a dtype (bool or floating) and one to four sizes and strides")
+        raise ValueError(
+            "an attention site's mask layout is a dtype (bool or floating) and one to four sizes and strides"
+        )
     return {"mask_layout": {"dtype": layout["dtype"], "shape": list(shape), "stride": list(stride)}}
 
 
@@ -117,13 +140,19 @@ def _strides(strides: Any) -> dict[str, Any]:
     if strides is None:
         return {}
     if not (isinstance(strides, list) and len(strides) == 3 and all(_sizes(t, 4, 4) for t in strides)):
-        raise ValueError("an attention site's strides are three lists of four non-negative integers (query, key, value)")
+        raise ValueError(
+            "an attention site's strides are three lists of four non-negative integers (query, key, value)"
+        )
     return {"strides": [list(t) for t in strides]}
 
 
 def _sizes(t: Any, least: int, most: int) -> bool:
     """Whether ``t`` is a list of ``least`` to ``most`` non-negative integers (sizes or strides)."""
-    return isinstance(t, list) and least <= len(t) <= most and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**40 for x in t)
+    return (
+        isinstance(t, list)
+        and least <= len(t) <= most
+        and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**40 for x in t)
+    )
 
 
 def space(context: dict[str, Any]) -> Space:
@@ -141,8 +170,12 @@ class AttentionSpace(Space):
         the order of their times alone where the sites were timed (:func:`ranked`), without a backend a site refused."""
         out, refused = [], self.context.get("refused") or {}
         for backend in self.context.get("order") or BACKENDS[self.context["device"]]:
-            config = {p.name: backend if backend in p.options and backend not in refused.get(p.name, ()) else self.default[p.name]  # type: ignore[attr-defined]
-                      for p in self.params}
+            config = {
+                p.name: backend
+                if backend in p.options and backend not in refused.get(p.name, ())
+                else self.default[p.name]  # type: ignore[attr-defined]
+                for p in self.params
+            }
             if config != self.default and config not in out:
                 out.append(config)
         return out
@@ -188,7 +221,10 @@ def _answer(key: str, config: dict[str, Any], signature: dict[str, Any]) -> tupl
     classes: dict[str, str] = {}
     for s in (signature.get("space") or {}).get("sites") or []:
         if s.get("site") in backends and len(s.get("shape") or []) >= 4:
-            classes.setdefault(site_class(str(s.get("dtype", "")), s["shape"][3], bool(s.get("mask")), bool(s.get("causal"))), backends[s["site"]])
+            classes.setdefault(
+                site_class(str(s.get("dtype", "")), s["shape"][3], bool(s.get("mask")), bool(s.get("causal"))),
+                backends[s["site"]],
+            )
     return key, {ANSWER_KNOB: {**backends, **classes}}
 
 
@@ -211,7 +247,23 @@ def _work(space: dict[str, Any]) -> float:
     return total
 
 
-KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="attention backends", cost="graph", group="attention", answer=_answer, beside_base=True,
-                forward_only=True, quiet_miss=True, label="attention", graph_task=_graph_task, adapter="tuner.backend.hooks.attention",
-                work=_work, library_ops=tuple(f"_scaled_dot_product_{op}" for op in ("flash_attention", "efficient_attention", "cudnn_attention",
-                                                                                   "flash_attention_for_cpu")))
+KIND = TaskKind(
+    FAMILY,
+    space,
+    GRAPH_HOOK,
+    phase="attention backends",
+    cost="graph",
+    group="attention",
+    answer=_answer,
+    beside_base=True,
+    forward_only=True,
+    quiet_miss=True,
+    label="attention",
+    graph_task=_graph_task,
+    adapter="tuner.backend.hooks.attention",
+    work=_work,
+    library_ops=tuple(
+        f"_scaled_dot_product_{op}"
+        for op in ("flash_attention", "efficient_attention", "cudnn_attention", "flash_attention_for_cpu")
+    ),
+)

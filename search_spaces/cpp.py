@@ -18,7 +18,6 @@ FAMILY = Kind.CPP_GRAPH
 _CACHE_BLOCKINGS = (None, "1,1,4", "2,4,8", "4,8,16", "8,16,32")
 
 
-
 MAX_THREADS = 1024  # more than any CPU a graph is compiled for has: a task claiming more came from a crafted file
 _ISA = re.compile(r"^[A-Za-z0-9_ +-]{0,32}$")
 
@@ -37,17 +36,31 @@ def _thread_factors(threads: int, limit: int = 12) -> list[str]:
 
 
 KNOBS = (
-    "cpp.simdlen", "cpp.min_chunk_size", "cpp.max_horizontal_fusion_size", "cpp.enable_tiling_heuristics",
-    "cpp.enable_loop_tail_vec", "cpp.gemm_max_k_slices", "cpp.gemm_thread_factors", "cpp.gemm_cache_blocking",
+    "cpp.simdlen",
+    "cpp.min_chunk_size",
+    "cpp.max_horizontal_fusion_size",
+    "cpp.enable_tiling_heuristics",
+    "cpp.enable_loop_tail_vec",
+    "cpp.gemm_max_k_slices",
+    "cpp.gemm_thread_factors",
+    "cpp.gemm_cache_blocking",
 )
 
 
 # Inductor's own values of the knobs, the same on torch 2.11 to 2.14: a space never reads Inductor (only backend/ does);
 # tests/search_spaces/test_spaces.py holds these to the installed Inductor's (backend/defaults.py).
 DEFAULTS = {
-    "cpp.simdlen": None, "cpp.min_chunk_size": 512, "cpp.max_horizontal_fusion_size": 16, "cpp.enable_tiling_heuristics": True,
-    "cpp.enable_loop_tail_vec": True, "cpp.gemm_max_k_slices": 1, "cpp.gemm_thread_factors": None, "cpp.gemm_cache_blocking": None,
+    "cpp.simdlen": None,
+    "cpp.min_chunk_size": 512,
+    "cpp.max_horizontal_fusion_size": 16,
+    "cpp.enable_tiling_heuristics": True,
+    "cpp.enable_loop_tail_vec": True,
+    "cpp.gemm_max_k_slices": 1,
+    "cpp.gemm_thread_factors": None,
+    "cpp.gemm_cache_blocking": None,
 }
+
+
 def space(context: dict[str, Any]) -> Space:
     """``context``: ``isa`` (e.g. AVX512), ``threads``, ``has_cpp_gemm``; all from the task's signature."""
     d = DEFAULTS
@@ -68,7 +81,9 @@ def space(context: dict[str, Any]) -> Space:
     if context.get("has_cpp_gemm"):
         params += [
             choice("cpp.gemm_max_k_slices", with_default([1, 2, 4], d["cpp.gemm_max_k_slices"])),
-            choice("cpp.gemm_thread_factors", with_default([None, *_thread_factors(threads)], d["cpp.gemm_thread_factors"])),
+            choice(
+                "cpp.gemm_thread_factors", with_default([None, *_thread_factors(threads)], d["cpp.gemm_thread_factors"])
+            ),
             choice("cpp.gemm_cache_blocking", with_default(list(_CACHE_BLOCKINGS), d["cpp.gemm_cache_blocking"])),
         ]
         keep = [p.name for p in params]
@@ -82,5 +97,14 @@ def graph_task(graph: dict[str, Any], sites: list[dict[str, Any]], info: dict[st
     return {"isa": info.get("isa", ""), "threads": info.get("threads", 1), "has_cpp_gemm": has_gemm}
 
 
-KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="graph knobs", cost="graph", group="graph-knob", devices=("cpu",), beside_base=True,
-                graph_task=graph_task)
+KIND = TaskKind(
+    FAMILY,
+    space,
+    GRAPH_HOOK,
+    phase="graph knobs",
+    cost="graph",
+    group="graph-knob",
+    devices=("cpu",),
+    beside_base=True,
+    graph_task=graph_task,
+)

@@ -29,5 +29,17 @@ def on() -> dict[str, Any]:
 
 
 # Off is Inductor's own choice, not a miss; measured once, where the step leaves the device idle.
-KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="CUDA graphs", cost="graph", group="graph-knob", devices=("cuda",), beside_base=True,
-                forward_only=True, quiet_miss=True, label="CUDA graphs", graph_task=lambda graph, sites, info: {})
+KIND = TaskKind(
+    FAMILY,
+    space,
+    GRAPH_HOOK,
+    phase="CUDA graphs",
+    cost="graph",
+    group="graph-knob",
+    devices=("cuda",),
+    beside_base=True,
+    forward_only=True,
+    quiet_miss=True,
+    label="CUDA graphs",
+    graph_task=lambda graph, sites, info: {},
+)

@@ -34,5 +34,16 @@ def _graph_task(graph: dict[str, Any], sites: list[dict[str, Any]], info: dict[s
 
 
 # Frozen is Inductor's choice (where the user froze), not a miss; measured once, before the searches.
-KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="freezing", cost="graph", group="graph-knob", beside_base=True, forward_only=True,
-                quiet_miss=True, label="freezing", graph_task=_graph_task)
+KIND = TaskKind(
+    FAMILY,
+    space,
+    GRAPH_HOOK,
+    phase="freezing",
+    cost="graph",
+    group="graph-knob",
+    beside_base=True,
+    forward_only=True,
+    quiet_miss=True,
+    label="freezing",
+    graph_task=_graph_task,
+)

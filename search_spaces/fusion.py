@@ -75,16 +75,36 @@ class RewriteKnob:
 
 # Each rewrite, in the order its pass runs and its knob is offered: the stem rewritten first, so that its new
 # convolution's ReLU is fused into cuDNN's epilogue too.
-REWRITE_KNOBS = {r.knob: r for r in (
-    RewriteKnob(SPACE_TO_DEPTH, "s2d_convs", "{n} strided convolution(s) read at most 4 channels (rewritten over their input's space-to-depth form)",
-                "s2d_shapes"),
-    RewriteKnob(CONV_EPILOGUE, "epilogue_convs", "{n} convolution(s) end in a ReLU (cuDNN runs it, with the bias and residual add before it)",
-                devices=("cuda",)),
-    RewriteKnob(MERGE_GEMMS, "sibling_gemms", "{n} matrix multiplies read one input through frozen weights (each such group as one GEMM)",
-                "sibling_dims"),
-    RewriteKnob(COMPUTE_ONCE, "broadcast_values", "{n} transcendental value(s) are read broadcast, recomputed in every kernel that reads them "
-                "(each stored once)", "broadcast_ops"),
-)}
+REWRITE_KNOBS = {
+    r.knob: r
+    for r in (
+        RewriteKnob(
+            SPACE_TO_DEPTH,
+            "s2d_convs",
+            "{n} strided convolution(s) read at most 4 channels (rewritten over their input's space-to-depth form)",
+            "s2d_shapes",
+        ),
+        RewriteKnob(
+            CONV_EPILOGUE,
+            "epilogue_convs",
+            "{n} convolution(s) end in a ReLU (cuDNN runs it, with the bias and residual add before it)",
+            devices=("cuda",),
+        ),
+        RewriteKnob(
+            MERGE_GEMMS,
+            "sibling_gemms",
+            "{n} matrix multiplies read one input through frozen weights (each such group as one GEMM)",
+            "sibling_dims",
+        ),
+        RewriteKnob(
+            COMPUTE_ONCE,
+            "broadcast_values",
+            "{n} transcendental value(s) are read broadcast, recomputed in every kernel that reads them "
+            "(each stored once)",
+            "broadcast_ops",
+        ),
+    )
+}
 
 
 def rewrite_knobs(device: str) -> list[str]:
@@ -98,16 +118,33 @@ def _offered(rewrite: RewriteKnob, device: Any) -> bool:
 
 
 MULTI_KERNEL = "triton.multi_kernel"
-CUDA_ONLY = ("combo_kernels", "triton.tiling_prevents_pointwise_fusion", "triton.tiling_prevents_reduction_fusion", "triton.enable_pdl",
-             MULTI_KERNEL)
+CUDA_ONLY = (
+    "combo_kernels",
+    "triton.tiling_prevents_pointwise_fusion",
+    "triton.tiling_prevents_reduction_fusion",
+    "triton.enable_pdl",
+    MULTI_KERNEL,
+)
 # Knobs of a few values: {name: (the values offered, the largest Inductor takes)}; Inductor's own value is offered too
 # where it is another (multi_kernel's 1 times both variants at a compile's first call, so it is never offered otherwise).
 CHOICES = {MULTI_KERNEL: ((0, 2, 3), 3)}
-_INTS = ("max_fusion_size", "score_fusion_memory_threshold", "realize_reads_threshold", "realize_opcount_threshold",
-         "realize_acc_reads_threshold")
+_INTS = (
+    "max_fusion_size",
+    "score_fusion_memory_threshold",
+    "realize_reads_threshold",
+    "realize_opcount_threshold",
+    "realize_acc_reads_threshold",
+)
 # Every Inductor flag this space may set: a signature naming any other (from a crafted file, say) has no space.
-KNOBS = (*_INTS, "aggressive_fusion", "epilogue_fusion", "prologue_fusion", "split_reductions", "loop_ordering_after_fusion",
-         *CUDA_ONLY)
+KNOBS = (
+    *_INTS,
+    "aggressive_fusion",
+    "epilogue_fusion",
+    "prologue_fusion",
+    "split_reductions",
+    "loop_ordering_after_fusion",
+    *CUDA_ONLY,
+)
 MAX_INT_KNOB = 1 << 20
 
 
@@ -139,7 +176,12 @@ def space(context: dict[str, Any]) -> Space:
     params += [Bool(f"veto.{p}") for p in pairs]
     default = {**{p.name: d[p.name] for p in params if p.name in d}, **{f"veto.{p}": False for p in pairs}}
     ctx = {"device": context.get("device"), "defaults": d, "pairs": pairs}
-    for seen in ("unshared_epilogues", *(r.seen for r in REWRITE_KNOBS.values()), "short_kernels", "frozen"):  # absent otherwise: older tasks keep their fingerprint
+    for seen in (
+        "unshared_epilogues",
+        *(r.seen for r in REWRITE_KNOBS.values()),
+        "short_kernels",
+        "frozen",
+    ):  # absent otherwise: older tasks keep their fingerprint
         if int(context.get(seen) or 0) > 0:
             ctx[seen] = int(context[seen])
     for r in REWRITE_KNOBS.values():
@@ -179,7 +221,11 @@ class FusionSpace(Space):
         """The default with ``aggressive_fusion``, where the graph has template epilogues only it would fuse, with each
         rewrite knob offered (where the graph has what it applies to), and with ``combo_kernels`` where the step is a
         run of short kernels: all of them together first, then each alone."""
-        levers = [{"aggressive_fusion": True}] if self.context.get("unshared_epilogues") and not self.default.get("aggressive_fusion", True) else []
+        levers = (
+            [{"aggressive_fusion": True}]
+            if self.context.get("unshared_epilogues") and not self.default.get("aggressive_fusion", True)
+            else []
+        )
         levers += [{knob: True} for knob in REWRITE_KNOBS if knob in self.default]
         if self.context.get("short_kernels") and self.default.get("combo_kernels") is False:
             levers.append({"combo_kernels": True})
@@ -208,5 +254,14 @@ def _patches(key: str, config: dict[str, Any], signature: dict[str, Any]) -> tup
     return key, to_patches(config)
 
 
-KIND = TaskKind(FAMILY, space, GRAPH_HOOK, phase="fusion groupings", cost="graph", group="fusion-grouping", answer=_patches, beside_base=True,
-                label="fusion")
+KIND = TaskKind(
+    FAMILY,
+    space,
+    GRAPH_HOOK,
+    phase="fusion groupings",
+    cost="graph",
+    group="fusion-grouping",
+    answer=_patches,
+    beside_base=True,
+    label="fusion",
+)

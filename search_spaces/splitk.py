@@ -20,7 +20,14 @@ MIN_K = 64
 SPLIT_FIRST = 2
 PROGRAMS_PER_SM = 4  # a split K's programs: gpt2's 3072-deep GEMM (8 x 768 out) ran best split 8 ways over 16 columns
 PARAMS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps", "num_stages")
-_RANGES = {"BLOCK_M": (16, 64), "BLOCK_N": (16, 256), "BLOCK_K": (16, 256), "SPLIT_K": (1, 64), "num_warps": (1, 8), "num_stages": (1, 6)}
+_RANGES = {
+    "BLOCK_M": (16, 64),
+    "BLOCK_N": (16, 256),
+    "BLOCK_K": (16, 256),
+    "SPLIT_K": (1, 64),
+    "num_warps": (1, 8),
+    "num_stages": (1, 6),
+}
 _POW2 = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps")
 
 
@@ -37,7 +44,7 @@ def parse(cid: Any) -> dict[str, int] | None:
     if not is_id(cid):
         return None
     try:
-        params = json.loads(cid[len(PREFIX):]) if len(cid) < 500 else None
+        params = json.loads(cid[len(PREFIX) :]) if len(cid) < 500 else None
     except ValueError:
         params = None
     if not isinstance(params, dict) or set(params) != set(PARAMS):
@@ -45,7 +52,9 @@ def parse(cid: Any) -> dict[str, int] | None:
     for k, v in params.items():
         low, high = _RANGES[k]
         if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high or (k in _POW2 and v & (v - 1)):
-            raise ValueError(f"{cid[:120]!r}: {k}={v!r} is outside {low}..{high}" + (" (a power of two)" if k in _POW2 else ""))
+            raise ValueError(
+                f"{cid[:120]!r}: {k}={v!r} is outside {low}..{high}" + (" (a power of two)" if k in _POW2 else "")
+            )
     return params
 
 

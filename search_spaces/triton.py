@@ -26,7 +26,6 @@ WARPS = (1, 32)
 STAGES = (1, 5)
 
 
-
 def _hint(size_hints: Any, prefix: str) -> int | None:
     if isinstance(size_hints, dict):
         v = size_hints.get(prefix.lower())
@@ -55,10 +54,14 @@ def space(family: Kind | str, context: dict[str, Any]) -> Space:
     size_hints = _checked_hints(context.get("size_hints"))
     persistent = family == Kind.TRITON_PERSISTENT_REDUCTION
     blocks = sorted(k for k in default if k.endswith("BLOCK"))
-    params: list[Param] = [_block_param(b, size_hints, default[b], not (persistent and b.startswith("R"))) for b in blocks]
+    params: list[Param] = [
+        _block_param(b, size_hints, default[b], not (persistent and b.startswith("R"))) for b in blocks
+    ]
     params.append(PowerOfTwo("num_warps", min(WARPS[0], default["num_warps"]), max(WARPS[1], default["num_warps"])))
     if family == Kind.TRITON_REDUCTION:  # only a looped reduction has a loop to pipeline
-        params.append(IntRange("num_stages", min(STAGES[0], default["num_stages"]), max(STAGES[1], default["num_stages"])))
+        params.append(
+            IntRange("num_stages", min(STAGES[0], default["num_stages"]), max(STAGES[1], default["num_stages"]))
+        )
     else:
         params.append(Choice("num_stages", (default["num_stages"],)))
     rnumel = _hint(size_hints, "R0_") if persistent else None
@@ -111,8 +114,13 @@ def _checked_default(config: dict[str, Any]) -> dict[str, int]:
 def _checked_hints(size_hints: Any) -> Any:
     if size_hints is None:
         return None
-    if not isinstance(size_hints, dict) or len(size_hints) > 5 or not all(
-            isinstance(k, str) and len(k) <= 4 and _is_int(v) and 0 <= v <= MAX_HINT for k, v in size_hints.items()):
+    if (
+        not isinstance(size_hints, dict)
+        or len(size_hints) > 5
+        or not all(
+            isinstance(k, str) and len(k) <= 4 and _is_int(v) and 0 <= v <= MAX_HINT for k, v in size_hints.items()
+        )
+    ):
         raise ValueError("size hints are up to five dimensions of at most 2**40 elements")
     return size_hints
 
@@ -128,7 +136,16 @@ def _by_lookup_hash(key: str, config: dict[str, Any], signature: dict[str, Any])
 
 
 KINDS = tuple(
-    TaskKind(f, builder(f), KERNEL_HOOK, phase="Triton kernels", cost="kernel", group="Triton-kernel", answer=_by_lookup_hash,
-             devices=("cuda",), transfers=False)
+    TaskKind(
+        f,
+        builder(f),
+        KERNEL_HOOK,
+        phase="Triton kernels",
+        cost="kernel",
+        group="Triton-kernel",
+        answer=_by_lookup_hash,
+        devices=("cuda",),
+        transfers=False,
+    )
     for f in FAMILIES
 )

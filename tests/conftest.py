@@ -113,8 +113,24 @@ def sweep_at_batch_1(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("batch1")
     url = f"sqlite:///{folder / 'tuning.db'}"
-    args = ["sweep", "--model", "tests.helpers.models:mlp", "--device", "cpu", "--threads", "2", "--input-shape", "1,64",
-            "--budget", "quick", "--trials", "3", "--no-time-unfrozen", "--db", url]
+    args = [
+        "sweep",
+        "--model",
+        "tests.helpers.models:mlp",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--input-shape",
+        "1,64",
+        "--budget",
+        "quick",
+        "--trials",
+        "3",
+        "--no-time-unfrozen",
+        "--db",
+        url,
+    ]
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)  # the spawned worker imports tests.helpers.models
         mp.setenv("TUNER_CACHE_DIR", str(folder / "cache"))

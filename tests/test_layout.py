@@ -17,7 +17,9 @@ def _sources(*packages: str) -> list[Path]:
     return sorted(p for pkg in packages for p in (ROOT / pkg).rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", _sources("tuner", "db", "backend", "search_spaces"), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path", _sources("tuner", "db", "backend", "search_spaces"), ids=lambda p: str(p.relative_to(ROOT))
+)
 def test_functions_and_modules_are_short(path):
     text = path.read_text()
     assert text.count("\n") <= MAX_MODULE_LINES, f"{path.name} has {text.count(chr(10))} lines"
@@ -30,27 +32,61 @@ def test_functions_and_modules_are_short(path):
 @pytest.mark.parametrize("path", _sources("tuner", "search_spaces", "db"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_only_backend_imports_inductor(path):
     for node in ast.walk(ast.parse(path.read_text())):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
         assert not any(n.startswith("torch._inductor") for n in names), f"{path.name}:{node.lineno} imports {names}"
 
 
-SWEEP_SIDE = ("tuner.sweep", "tuner.study", "tuner.measure", "tuner.workloads", "tuner.commands", "tuner.cli", "tuner.backend.instrument")
+SWEEP_SIDE = (
+    "tuner.sweep",
+    "tuner.study",
+    "tuner.measure",
+    "tuner.workloads",
+    "tuner.commands",
+    "tuner.cli",
+    "tuner.backend.instrument",
+)
 
 
-@pytest.mark.parametrize("path", [p for p in _sources("backend", "db") if "instrument" not in p.parts], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _sources("backend", "db") if "instrument" not in p.parts],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_the_read_path_imports_nothing_of_the_sweep(path):
     """``backend/`` (but its instrument) and ``db/`` serve ``backend="tuned"``: they never import the sweep's packages."""
     for node in ast.walk(ast.parse(path.read_text())):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-        assert not any(n == p or n.startswith(p + ".") for n in names for p in SWEEP_SIDE), f"{path.name}:{node.lineno} imports {names}"
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+        assert not any(n == p or n.startswith(p + ".") for n in names for p in SWEEP_SIDE), (
+            f"{path.name}:{node.lineno} imports {names}"
+        )
 
 
 @pytest.mark.parametrize("path", _sources("search_spaces"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_search_spaces_are_data_and_import_no_backend(path):
     """A space is built from a signature alone: ``search_spaces/`` never imports the backend or the sweep."""
     for node in ast.walk(ast.parse(path.read_text())):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-        assert not any(n.startswith(("tuner.backend", *SWEEP_SIDE)) for n in names), f"{path.name}:{node.lineno} imports {names}"
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+        assert not any(n.startswith(("tuner.backend", *SWEEP_SIDE)) for n in names), (
+            f"{path.name}:{node.lineno} imports {names}"
+        )
 
 
 # The installed packages' folders: tuner/ is ``tuner``; db/, backend/ and search_spaces/ install under it.
@@ -109,8 +145,10 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
 @functools.cache
 def _graph() -> dict[str, frozenset[str]]:
     """{module: the installed modules it imports}."""
-    return {m: frozenset(x for node in _runtime_imports(ast.parse(p.read_text())) for x in _imported(m, p, node))
-            for m, p in _modules().items()}
+    return {
+        m: frozenset(x for node in _runtime_imports(ast.parse(p.read_text())) for x in _imported(m, p, node))
+        for m, p in _modules().items()
+    }
 
 
 def _package(module: str) -> str:
@@ -130,7 +168,7 @@ def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := walk(nxt)):
                 return found
         state[node] = 2
@@ -155,8 +193,12 @@ def test_the_packages_import_each_other_in_no_cycle():
     for a, bs in _graph().items():
         edges.setdefault(_package(a), set()).update(_package(b) for b in bs if _package(b) != _package(a))
     cycle = _cycle(edges)
-    assert cycle is None, "package cycle " + " -> ".join(cycle) + ": " + "; ".join(
-        ", ".join(_why(a, b)) for a, b in zip(cycle, cycle[1:]))
+    assert cycle is None, (
+        "package cycle "
+        + " -> ".join(cycle)
+        + ": "
+        + "; ".join(", ".join(_why(a, b)) for a, b in zip(cycle, cycle[1:]))
+    )
 
 
 # {package: the packages it must never import}: measurement knows nothing of search, a study nothing of the sweep
@@ -170,7 +212,13 @@ NEVER = {
 
 @pytest.mark.parametrize("package", sorted(NEVER))
 def test_a_package_never_imports_what_sits_above_it(package):
-    bad = [f"{a} -> {b}" for a, bs in _graph().items() if _package(a) == package for b in bs if _package(b) in NEVER[package]]
+    bad = [
+        f"{a} -> {b}"
+        for a, bs in _graph().items()
+        if _package(a) == package
+        for b in bs
+        if _package(b) in NEVER[package]
+    ]
     assert not bad, f"{package} imports {bad}"
 
 

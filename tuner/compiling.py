@@ -68,9 +68,16 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     from tuner.backend.tuned import tuned
 
     if "backend" in compile_kwargs:
-        raise TunerError("tuner.compile: it compiles with backend 'tuned'; give db=, transfer=, fusion= or options= instead of backend=")
-    options = {**(compile_kwargs.pop("options", None) or {}), "transfer": transfer, "fusion": fusion, **({"db": db} if db else {}),
-               **({"shared_db": shared_db} if shared_db else {})}
+        raise TunerError(
+            "tuner.compile: it compiles with backend 'tuned'; give db=, transfer=, fusion= or options= instead of backend="
+        )
+    options = {
+        **(compile_kwargs.pop("options", None) or {}),
+        "transfer": transfer,
+        "fusion": fusion,
+        **({"db": db} if db else {}),
+        **({"shared_db": shared_db} if shared_db else {}),
+    }
 
     def backend(gm: Any, example_inputs: Any) -> Any:
         return tuned(gm, example_inputs, options=options, mode=mode)

@@ -35,7 +35,9 @@ class Status(str, enum.Enum):
     INVALID = "invalid"
     INACCURATE = "inaccurate"
     WORKER_DIED = "worker_died"
-    PRUNED = "pruned"  # stopped after a short probe: clearly slower than the best known; never a winner, never re-measured
+    PRUNED = (
+        "pruned"  # stopped after a short probe: clearly slower than the best known; never a winner, never re-measured
+    )
 
 
 class Kind(str):
@@ -72,8 +74,13 @@ class Kind(str):
 
 
 for _name, _value in (
-    ("SITE", "template_choice"), ("CPP_GRAPH", "cpp_graph"), ("FUSION", "fusion_graph"), ("TRITON_POINTWISE", "triton_pointwise"),
-    ("TRITON_REDUCTION", "triton_reduction"), ("TRITON_PERSISTENT_REDUCTION", "triton_persistent_reduction"), ("CUDA_GRAPH", "cuda_graph"),
+    ("SITE", "template_choice"),
+    ("CPP_GRAPH", "cpp_graph"),
+    ("FUSION", "fusion_graph"),
+    ("TRITON_POINTWISE", "triton_pointwise"),
+    ("TRITON_REDUCTION", "triton_reduction"),
+    ("TRITON_PERSISTENT_REDUCTION", "triton_persistent_reduction"),
+    ("CUDA_GRAPH", "cuda_graph"),
 ):
     setattr(Kind, _name, str.__new__(Kind, _value))  # the built-in kinds' names, for code that names one
 
@@ -106,7 +113,16 @@ class WorkloadName:
         except ValueError:
             return None
         model, mode, device, dtype, flags = parts[0], parts[1], parts[2], parts[3], set(parts[5:])
-        return cls(model, mode, device, dtype, shape, "cl" in flags, mode == "infer" and "nofreeze" not in flags, kv[0] if kv else None)
+        return cls(
+            model,
+            mode,
+            device,
+            dtype,
+            shape,
+            "cl" in flags,
+            mode == "infer" and "nofreeze" not in flags,
+            kv[0] if kv else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -126,7 +142,13 @@ class InputRow:
         n = (len(row) - 3) // 2
         if n < 0 or len(row) != 2 * n + 3:
             raise ValueError(f"unexpected input row {row!r}")
-        return cls(str(row[0]), str(row[1]), tuple(int(v) for v in row[2 : 2 + n]), tuple(int(v) for v in row[2 + n : 2 + 2 * n]), row[-1])
+        return cls(
+            str(row[0]),
+            str(row[1]),
+            tuple(int(v) for v in row[2 : 2 + n]),
+            tuple(int(v) for v in row[2 + n : 2 + 2 * n]),
+            row[-1],
+        )
 
 
 def site_name(op: str, inputs: list[list[Any]]) -> str:
@@ -143,7 +165,11 @@ def site_name(op: str, inputs: list[list[Any]]) -> str:
 def kernel_lookup_hash(signature: dict[str, Any]) -> str | None:
     """Inductor's lookup hash, recomputed here from the stored source and size hints (a stored hash is
     never trusted); None when the signature's size hints disagree with each other."""
-    src, hints_str, hints = signature.get("src"), signature.get("size_hints_str"), signature.get("space", {}).get("size_hints")
+    src, hints_str, hints = (
+        signature.get("src"),
+        signature.get("size_hints_str"),
+        signature.get("space", {}).get("size_hints"),
+    )
     if not isinstance(src, str) or not isinstance(hints_str, str) or len(hints_str) > 1000:
         return None
     try:
@@ -267,6 +293,15 @@ class TaskOutcome:
 
 
 __all__ = [
-    "DTYPES", "Forcing", "InputRow", "Kind", "Status", "TaskOutcome", "TaskSpec",
-    "Winners", "WorkloadName", "kernel_lookup_hash", "site_name",
+    "DTYPES",
+    "Forcing",
+    "InputRow",
+    "Kind",
+    "Status",
+    "TaskOutcome",
+    "TaskSpec",
+    "Winners",
+    "WorkloadName",
+    "kernel_lookup_hash",
+    "site_name",
 ]

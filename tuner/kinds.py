@@ -126,8 +126,11 @@ def graph_knobs_kind(device_type: str) -> str | None:
 
 def adapted(device_type: str, hook: str | None = None) -> tuple[tuple[TaskKind, Any], ...]:
     """(kind, its adapter module) of every kind with an adapter on this device type (of ``hook`` where given)."""
-    return tuple((k, importlib.import_module(k.adapter)) for k in registered()
-                 if k.adapter and device_type in k.devices and (hook is None or k.hook == hook))
+    return tuple(
+        (k, importlib.import_module(k.adapter))
+        for k in registered()
+        if k.adapter and device_type in k.devices and (hook is None or k.hook == hook)
+    )
 
 
 def named(names: Iterable[str]) -> tuple[str, ...]:
@@ -140,7 +143,9 @@ def named(names: Iterable[str]) -> tuple[str, ...]:
         elif name in where():
             out.append(str(name))
         else:
-            raise KeyError(f"{name!r} is neither a winner group ({', '.join(by_group)}) nor a task kind ({', '.join(where())})")
+            raise KeyError(
+                f"{name!r} is neither a winner group ({', '.join(by_group)}) nor a task kind ({', '.join(where())})"
+            )
     return tuple(dict.fromkeys(out))
 
 
@@ -152,4 +157,19 @@ def groups() -> dict[str, tuple[str, ...]]:
     return out
 
 
-__all__ = ["GRAPH_HOOK", "KERNEL_HOOK", "SITE_HOOK", "TaskKind", "adapted", "beside_base", "descriptor", "graph_hooked", "graph_knobs_kind", "groups", "named", "register", "registered", "where"]
+__all__ = [
+    "GRAPH_HOOK",
+    "KERNEL_HOOK",
+    "SITE_HOOK",
+    "TaskKind",
+    "adapted",
+    "beside_base",
+    "descriptor",
+    "graph_hooked",
+    "graph_knobs_kind",
+    "groups",
+    "named",
+    "register",
+    "registered",
+    "where",
+]

@@ -125,7 +125,9 @@ class Nearest:
             elif descriptor(kind).hook == GRAPH_HOOK and descriptor(kind).transfers:
                 shapes, family = parse_shapes(sig.get("shapes")), sig.get("family")
                 if shapes is not None and isinstance(family, str):  # the answer as a compile applies it
-                    graphs.append(_Graph(key, str(kind), family, shapes, Forcing.of_task(kind, key, config, sig).get(kind, key)))
+                    graphs.append(
+                        _Graph(key, str(kind), family, shapes, Forcing.of_task(kind, key, config, sig).get(kind, key))
+                    )
         return cls(tuple(sites), tuple(graphs))
 
     @property
@@ -150,7 +152,9 @@ class Nearest:
         if key not in self._cache:
             same = [s for s in self.sites if s.matches(op, precision, rows)]
             sizes = tuple(r.sizes for r in rows)
-            self._cache[key] = _nearest(((s.key, tuple(r.sizes for r in s.rows), {"choice": s.choice}) for s in same), sizes)
+            self._cache[key] = _nearest(
+                ((s.key, tuple(r.sizes for r in s.rows), {"choice": s.choice}) for s in same), sizes
+            )
         return self._cache[key]
 
     def graph(self, kind: str, family: str, shapes: Sizes | None) -> Transfer | None:

@@ -14,4 +14,3 @@ def warn_once(log: logging.Logger, message: str, key: str | None = None) -> None
     if seen not in _said:
         _said.add(seen)
         log.warning(message)
-

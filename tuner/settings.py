@@ -45,7 +45,9 @@ class Settings:
     transfer: bool = True
     prior: bool = True
     site_defer: bool = True
-    bytecode: bool = True  # TUNER_BYTECODE_CACHE: keep bytecode for tuner's processes where Python writes none (tuner.bytecode)
+    bytecode: bool = (
+        True  # TUNER_BYTECODE_CACHE: keep bytecode for tuner's processes where Python writes none (tuner.bytecode)
+    )
     lock_dir: Path = Path(tempfile.gettempdir()) / "tuner-locks"
 
     @classmethod
@@ -63,10 +65,19 @@ class Settings:
         if not threads.isdigit() or int(threads) < 1:
             raise TunerError(f"TUNER_COMPILE_THREADS must be a positive whole number, not {threads!r}")
         transfer, prior, defer = _flag(env, "TUNER_TRANSFER"), _flag(env, "TUNER_PRIOR"), _flag(env, "TUNER_SITE_DEFER")
-        return cls(cache_dir=cache_dir, db_url=db_url, log_level=env.get("TUNER_LOG") or None,
-                   shared_db_url=env.get("TUNER_SHARED_DB") or None, site_timing=site_timing, compile_threads=int(threads),
-                   transfer=transfer, prior=prior, site_defer=defer, bytecode=_flag(env, "TUNER_BYTECODE_CACHE"),
-                   lock_dir=Path(env.get("TUNER_LOCK_DIR") or Path(tempfile.gettempdir()) / "tuner-locks"))
+        return cls(
+            cache_dir=cache_dir,
+            db_url=db_url,
+            log_level=env.get("TUNER_LOG") or None,
+            shared_db_url=env.get("TUNER_SHARED_DB") or None,
+            site_timing=site_timing,
+            compile_threads=int(threads),
+            transfer=transfer,
+            prior=prior,
+            site_defer=defer,
+            bytecode=_flag(env, "TUNER_BYTECODE_CACHE"),
+            lock_dir=Path(env.get("TUNER_LOCK_DIR") or Path(tempfile.gettempdir()) / "tuner-locks"),
+        )
 
 
 def _flag(env: dict[str, str], name: str) -> bool:

@@ -31,10 +31,17 @@ def _ops() -> dict[Any, str]:
     import torch
 
     aten = torch.ops.aten
-    names = {"flash": "_scaled_dot_product_flash_attention", "efficient": "_scaled_dot_product_efficient_attention",
-             "cudnn": "_scaled_dot_product_cudnn_attention", "flash_cpu": "_scaled_dot_product_flash_attention_for_cpu",
-             "math": "_scaled_dot_product_attention_math"}
-    return {**{getattr(aten, op).default: backend for backend, op in names.items() if hasattr(aten, op)}, attention_math.op(): "math"}
+    names = {
+        "flash": "_scaled_dot_product_flash_attention",
+        "efficient": "_scaled_dot_product_efficient_attention",
+        "cudnn": "_scaled_dot_product_cudnn_attention",
+        "flash_cpu": "_scaled_dot_product_flash_attention_for_cpu",
+        "math": "_scaled_dot_product_attention_math",
+    }
+    return {
+        **{getattr(aten, op).default: backend for backend, op in names.items() if hasattr(aten, op)},
+        attention_math.op(): "math",
+    }
 
 
 def _arguments(node: Any) -> dict[str, Any] | None:
@@ -46,14 +53,23 @@ def _arguments(node: Any) -> dict[str, Any] | None:
         return {"q": q, "k": k, "v": v, "mask": mask, "dropout": 0.0, "causal": causal, "scale": scale}
 
     try:
-        args = torch.fx.operator_schemas.normalize_function(node.target, node.args, node.kwargs, normalize_to_only_use_kwargs=True)
+        args = torch.fx.operator_schemas.normalize_function(
+            node.target, node.args, node.kwargs, normalize_to_only_use_kwargs=True
+        )
     except Exception:  # noqa: BLE001 - an op this torch spells otherwise is left alone
         return None
     if args is None:
         return None
     kw = args.kwargs
-    return {"q": kw["query"], "k": kw["key"], "v": kw["value"], "mask": kw.get("attn_bias", kw.get("attn_mask")),
-            "dropout": float(kw.get("dropout_p", 0.0)), "causal": bool(kw.get("is_causal", False)), "scale": kw.get("scale")}
+    return {
+        "q": kw["query"],
+        "k": kw["key"],
+        "v": kw["value"],
+        "mask": kw.get("attn_bias", kw.get("attn_mask")),
+        "dropout": float(kw.get("dropout_p", 0.0)),
+        "causal": bool(kw.get("is_causal", False)),
+        "scale": kw.get("scale"),
+    }
 
 
 def _output_only(node: Any) -> bool:
@@ -62,7 +78,9 @@ def _output_only(node: Any) -> bool:
 
     if node.target is attention_math.op():
         return True  # one output
-    return bool(node.users) and all(u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0 for u in node.users)
+    return bool(node.users) and all(
+        u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0 for u in node.users
+    )
 
 
 def _tensor(x: Any) -> list[Any] | None:
@@ -85,11 +103,28 @@ def describe(node: Any) -> dict[str, Any] | None:
         return None
     if q is None or k is None or v is None or len(q[1]) != 4:
         return None
-    site = {"q": q, "k": k, "v": v, "mask": mask, "causal": a["causal"], "scale": None if a["scale"] is None else float(a["scale"])}
+    site = {
+        "q": q,
+        "k": k,
+        "v": v,
+        "mask": mask,
+        "causal": a["causal"],
+        "scale": None if a["scale"] is None else float(a["scale"]),
+    }
     layout = {"mask_layout": dict(zip(("dtype", "shape", "stride"), mask))} if mask is not None else {}
-    return {"site": digest(site)[:16], "backend": backend, "shape": [*q[1], k[1][2]], "dtype": q[0], "mask": mask is not None,
-            "causal": a["causal"], "class": site_class(q[0], q[1][3], mask is not None, a["causal"]), "strides": [q[2], k[2], v[2]], **layout,
-            **({DECODE: True} if _decodes(a, q, k, v) else {}), **({KV_HEADS: k[1][1]} if k[1][1] != q[1][1] else {})}
+    return {
+        "site": digest(site)[:16],
+        "backend": backend,
+        "shape": [*q[1], k[1][2]],
+        "dtype": q[0],
+        "mask": mask is not None,
+        "causal": a["causal"],
+        "class": site_class(q[0], q[1][3], mask is not None, a["causal"]),
+        "strides": [q[2], k[2], v[2]],
+        **layout,
+        **({DECODE: True} if _decodes(a, q, k, v) else {}),
+        **({KV_HEADS: k[1][1]} if k[1][1] != q[1][1] else {}),
+    }
 
 
 def _decodes(a: dict[str, Any], q: list[Any], k: list[Any], v: list[Any]) -> bool:
@@ -135,11 +170,23 @@ def call(backend: str, a: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict[st
     if backend == "flash":
         return aten._scaled_dot_product_flash_attention.default, (q, k, v, 0.0, causal, False), {"scale": scale}
     if backend == "efficient":
-        return aten._scaled_dot_product_efficient_attention.default, (q, k, v, mask, False, 0.0, causal), {"scale": scale}
+        return (
+            aten._scaled_dot_product_efficient_attention.default,
+            (q, k, v, mask, False, 0.0, causal),
+            {"scale": scale},
+        )
     if backend == "cudnn":
-        return aten._scaled_dot_product_cudnn_attention.default, (q, k, v, mask, False, 0.0, causal, False), {"scale": scale}
+        return (
+            aten._scaled_dot_product_cudnn_attention.default,
+            (q, k, v, mask, False, 0.0, causal, False),
+            {"scale": scale},
+        )
     if backend == "flash_cpu":
-        return aten._scaled_dot_product_flash_attention_for_cpu.default, (q, k, v, 0.0, causal), {"attn_mask": mask, "scale": scale}
+        return (
+            aten._scaled_dot_product_flash_attention_for_cpu.default,
+            (q, k, v, 0.0, causal),
+            {"attn_mask": mask, "scale": scale},
+        )
     raise ValueError(f"unknown attention backend {backend!r}")
 
 
@@ -176,7 +223,10 @@ def _fused(node: Any, backend: str, a: dict[str, Any], fake_mode: Any) -> Any:
     with g.inserting_before(node):
         new = g.call_function(op, args, kwargs)
         with fake_mode:
-            new.meta["val"] = op(*torch.fx.node.map_arg(args, lambda x: x.meta["val"]), **torch.fx.node.map_arg(kwargs, lambda x: x.meta["val"]))
+            new.meta["val"] = op(
+                *torch.fx.node.map_arg(args, lambda x: x.meta["val"]),
+                **torch.fx.node.map_arg(kwargs, lambda x: x.meta["val"]),
+            )
         if attention_of(backend):
             return new
         out = g.call_function(operator.getitem, (new, 0))
@@ -187,7 +237,9 @@ def _fused(node: Any, backend: str, a: dict[str, Any], fake_mode: Any) -> Any:
 def _decomposed(node: Any, a: dict[str, Any], fake_mode: Any) -> Any:
     """ATen's math attention, traced through Inductor's decompositions (two batched GEMMs and a softmax that Inductor
     compiles as its own kernels) and inserted before ``node``; the node of its output."""
-    return attention_math.inserted(node, "math", (a["q"], a["k"], a["v"], a["mask"]), a["causal"], a["scale"], False, fake_mode)
+    return attention_math.inserted(
+        node, "math", (a["q"], a["k"], a["v"], a["mask"]), a["causal"], a["scale"], False, fake_mode
+    )
 
 
 def _rewrite(node: Any, backend: str, fake_mode: Any) -> None:
@@ -197,7 +249,9 @@ def _rewrite(node: Any, backend: str, fake_mode: Any) -> None:
     if backend == "flash" and a["mask"] is not None:
         raise ValueError("the flash kernel takes no attention mask")
     g = node.graph
-    if node.target is attention_math.op():  # kept whole through AOT tracing: one output, lowered here whatever the answer
+    if (
+        node.target is attention_math.op()
+    ):  # kept whole through AOT tracing: one output, lowered here whatever the answer
         node.replace_all_uses_with(attention_math.lowered(node, backend, fake_mode))
         g.erase_node(node)
         return
@@ -217,11 +271,17 @@ class AttentionBackends(Base):  # type: ignore[misc,valid-type]
     def __call__(self, graph: Any) -> None:
         from torch._guards import detect_fake_mode
 
-        kept = attention_math.op()  # math attention kept whole by the pre-grad pass: lowered here, as math where no answer says otherwise
+        kept = (
+            attention_math.op()
+        )  # math attention kept whole by the pre-grad pass: lowered here, as math where no answer says otherwise
         todo = []
         for n in graph.nodes:
             d = describe(n)
-            want = (self.backends.get(d["site"]) or self.backends.get(d["class"], d["backend"])) if d is not None else "math"
+            want = (
+                (self.backends.get(d["site"]) or self.backends.get(d["class"], d["backend"]))
+                if d is not None
+                else "math"
+            )
             if n.target is kept or (d is not None and want != d["backend"]):
                 todo.append((n, want))
         if not todo:
@@ -231,7 +291,12 @@ class AttentionBackends(Base):  # type: ignore[misc,valid-type]
             try:
                 _rewrite(node, backend, fake_mode)
             except Exception as e:  # noqa: BLE001 - this torch or these inputs refuse it: the site keeps its kernel
-                log.warning("tuner: attention rewritten to %s failed (%s: %s); the site keeps its kernel", backend, type(e).__name__, e)
+                log.warning(
+                    "tuner: attention rewritten to %s failed (%s: %s); the site keeps its kernel",
+                    backend,
+                    type(e).__name__,
+                    e,
+                )
                 if node.target is kept and backend != "math" and node.graph is graph:
                     _rewrite(node, "math", fake_mode)
         graph.lint()
@@ -246,7 +311,11 @@ def patches(knobs: dict[str, Any], config: Any) -> dict[str, Any]:
     torch has no custom-pass interface, or the user set a post-grad pass of their own (in Inductor's ``config``), an
     answer is dropped with a warning and the sites keep the kernels the dispatcher chose."""
     out = dict(knobs)
-    backends = {str(k): str(v) for k, v in (out.pop(ANSWER_KNOB, None) or {}).items() if any(v in names for names in BACKENDS.values())}
+    backends = {
+        str(k): str(v)
+        for k, v in (out.pop(ANSWER_KNOB, None) or {}).items()
+        if any(v in names for names in BACKENDS.values())
+    }
     if DECODE in backends.values():  # defined before a compile, whose cached code may call it without this pass running
         from tuner.backend.decode_attention import op
 
@@ -254,7 +323,9 @@ def patches(knobs: dict[str, Any], config: Any) -> dict[str, Any]:
     slot = "post_grad_custom_post_pass"
     if not backends and getattr(config, slot) is not None:
         return out
-    return placed(out, slot, getattr(config, slot), lambda: AttentionBackends(backends), "the stored attention backends")
+    return placed(
+        out, slot, getattr(config, slot), lambda: AttentionBackends(backends), "the stored attention backends"
+    )
 
 
 def compile_patches(config: Any, given: dict[str, Any]) -> dict[str, Any]:

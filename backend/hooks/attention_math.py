@@ -29,8 +29,13 @@ from tuner.search_spaces.attention import DECODE
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
 SCHEMA = "attention(Tensor q, Tensor k, Tensor v, Tensor? mask, bool causal, float? scale, bool gqa) -> Tensor"
 # The dispatcher's names of the backends tuner's attention space names (``search_spaces/attention.BACKENDS``).
-SDP_BACKENDS = {"flash": "FLASH_ATTENTION", "flash_cpu": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
-                "cudnn": "CUDNN_ATTENTION", "math": "MATH"}
+SDP_BACKENDS = {
+    "flash": "FLASH_ATTENTION",
+    "flash_cpu": "FLASH_ATTENTION",
+    "efficient": "EFFICIENT_ATTENTION",
+    "cudnn": "CUDNN_ATTENTION",
+    "math": "MATH",
+}
 log = logging.getLogger("tuner.backend")
 _LIBS: list[Any] = []
 
@@ -59,7 +64,7 @@ def sdpa(backend: str | None, q: Any, k: Any, v: Any, mask: Any, causal: bool, s
     if backend not in (None, "math"):
         q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
         if mask is not None:
-            mask = (mask.unsqueeze(0) if mask.dim() == 3 else mask)
+            mask = mask.unsqueeze(0) if mask.dim() == 3 else mask
             mask = mask if mask.stride(-1) == 1 else mask.contiguous()
     if backend == DECODE:  # tuner's own kernel (``backend/decode_attention.py``), grouped heads read as they are
         from tuner.backend.decode_attention import op
@@ -67,7 +72,9 @@ def sdpa(backend: str | None, q: Any, k: Any, v: Any, mask: Any, causal: bool, s
         return op()(q, k, v, mask, scale).contiguous()
     extra = {"enable_gqa": True} if gqa else {}
     with sdpa_kernel([getattr(SDPBackend, SDP_BACKENDS[backend])]) if backend else contextlib.nullcontext():
-        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale, **extra)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=causal, scale=scale, **extra
+        )
     return out.contiguous()
 
 
@@ -88,15 +95,30 @@ def _call(node: Any) -> dict[str, Any] | None:
         return None
     names = ("q", "k", "v", "mask", "dropout", "causal", "scale", "gqa")
     given = dict(zip(names, node.args))
-    for kw, name in (("query", "q"), ("key", "k"), ("value", "v"), ("attn_mask", "mask"), ("dropout_p", "dropout"),
-                     ("is_causal", "causal"), ("scale", "scale"), ("enable_gqa", "gqa")):
+    for kw, name in (
+        ("query", "q"),
+        ("key", "k"),
+        ("value", "v"),
+        ("attn_mask", "mask"),
+        ("dropout_p", "dropout"),
+        ("is_causal", "causal"),
+        ("scale", "scale"),
+        ("enable_gqa", "gqa"),
+    ):
         if kw in node.kwargs:
             given[name] = node.kwargs[kw]
     flags = [given.get(n) for n in ("dropout", "causal", "scale", "gqa")]
     if any(hasattr(f, "meta") for f in flags) or given.get("dropout", 0.0) != 0.0 or not all(n in given for n in "qkv"):
         return None  # a flag computed in the graph, or dropout: left as it is
-    return {"q": given["q"], "k": given["k"], "v": given["v"], "mask": given.get("mask"), "causal": bool(given.get("causal", False)),
-            "scale": given.get("scale"), "gqa": bool(given.get("gqa", False))}
+    return {
+        "q": given["q"],
+        "k": given["k"],
+        "v": given["v"],
+        "mask": given.get("mask"),
+        "causal": bool(given.get("causal", False)),
+        "scale": given.get("scale"),
+        "gqa": bool(given.get("gqa", False)),
+    }
 
 
 def _value(x: Any) -> Any:
@@ -140,7 +162,14 @@ class KeepMathAttention(Base):  # type: ignore[misc,valid-type]
             args = [_value(a[n]) for n in ("q", "k", "v", "mask")] + [a["causal"], a["scale"], a["gqa"]]
             if any(x is None for x in args[:3]):
                 continue
-            key = digest([[list(x.shape), list(x.stride()), str(x.dtype), str(x.device)] if isinstance(x, torch.Tensor) else repr(x) for x in args])
+            key = digest(
+                [
+                    [list(x.shape), list(x.stride()), str(x.dtype), str(x.device)]
+                    if isinstance(x, torch.Tensor)
+                    else repr(x)
+                    for x in args
+                ]
+            )
             try:
                 if key not in seen:
                     with getattr(args[0], "fake_mode", None) or contextlib.nullcontext():
@@ -176,10 +205,12 @@ def lowered(node: Any, backend: str, fake_mode: Any) -> Any:
     return inserted(node, backend, (q, k, v, mask), causal, scale, gqa, fake_mode)
 
 
-def inserted(before: Any, backend: str, nodes: tuple[Any, ...], causal: bool, scale: float | None, gqa: bool, fake_mode: Any) -> Any:
+def inserted(
+    before: Any, backend: str, nodes: tuple[Any, ...], causal: bool, scale: float | None, gqa: bool, fake_mode: Any
+) -> Any:
     """``backend``'s attention over ``nodes`` (query, key, value and the mask or None), traced as Inductor decomposes
     it and inserted before the node ``before``; the node of its output."""
-    val = (lambda n: n.meta["val"] if n is not None else None)
+    val = lambda n: n.meta["val"] if n is not None else None
     with fake_mode:
         sub = traced(backend, [*map(val, nodes), causal, scale, gqa])
     placeholders = [p for p in sub.graph.nodes if p.op == "placeholder"]
@@ -205,5 +236,10 @@ def pre_grad_patches(config: Any, given: dict[str, Any]) -> dict[str, Any]:
 def _unavailable() -> None:
     """Said once per process: this torch has no pre-grad pass interface, and attention run as math stays as Inductor
     traces it (two batched GEMMs and a softmax)."""
-    log.warning("tuner: %s", HookUnavailable("Inductor's pre_grad_custom_pass or custom-pass interface is unavailable: attention the "
-                                             "dispatcher runs as math is compiled as Inductor traces it"))
+    log.warning(
+        "tuner: %s",
+        HookUnavailable(
+            "Inductor's pre_grad_custom_pass or custom-pass interface is unavailable: attention the "
+            "dispatcher runs as math is compiled as Inductor traces it"
+        ),
+    )

@@ -19,9 +19,13 @@ from tuner.keys import task_key
 class TunedChoices(_Base):  # type: ignore[misc, valid-type]
     @staticmethod
     def can_fuse(scheduler: Any, node1: Any, node2: Any, shared_data_score: int) -> bool:
-        return fusion.allowed(_Base.can_fuse(scheduler, node1, node2, shared_data_score), node1, node2, shared_data_score)
+        return fusion.allowed(
+            _Base.can_fuse(scheduler, node1, node2, shared_data_score), node1, node2, shared_data_score
+        )
 
-    def _finalize_template_configs(self, template_choices: Any, kernel_inputs: Any, templates_: Any, op_name: str, *args: Any, **kwargs: Any) -> Any:
+    def _finalize_template_configs(
+        self, template_choices: Any, kernel_inputs: Any, templates_: Any, op_name: str, *args: Any, **kwargs: Any
+    ) -> Any:
         out = super()._finalize_template_configs(template_choices, kernel_inputs, templates_, op_name, *args, **kwargs)
         ctx = active()
         if ctx is None:

@@ -45,7 +45,9 @@ def _passes_through(node: Any) -> bool:
     import torch
 
     op = aten_op(node)
-    return op is not None and (torch.Tag.pointwise in op.tags or op.is_view or op.overloadpacket.__name__ in _PASS_THROUGH)
+    return op is not None and (
+        torch.Tag.pointwise in op.tags or op.is_view or op.overloadpacket.__name__ in _PASS_THROUGH
+    )
 
 
 def _reach(node: Any) -> int:
@@ -117,8 +119,13 @@ class ComputeOnce(Base):  # type: ignore[misc,valid-type]
             log.warning("tuner: %s; broadcast values are computed where they are read", e)
             return
         fake_mode = detect_fake_mode([found[0].meta["val"]])
-        rewrite_each(graph, found, lambda node: _store(graph, node, op, fake_mode), "storing a broadcast value once",
-                     "it is computed where it is read")
+        rewrite_each(
+            graph,
+            found,
+            lambda node: _store(graph, node, op, fake_mode),
+            "storing a broadcast value once",
+            "it is computed where it is read",
+        )
 
     def uuid(self) -> Any:
         return f"tuner-compute-once-{VERSION}"

@@ -38,7 +38,9 @@ def ops() -> Any:
     lib.impl("conv_relu", _conv_relu, "CUDA")
     lib.impl("conv_add_relu", _conv_add_relu, "CUDA")
     torch.library.register_fake("tuner::conv_relu", lambda x, w, bias, *conv: _out_like(x, w, *conv[:3]), lib=lib)
-    torch.library.register_fake("tuner::conv_add_relu", lambda x, w, z, bias, *conv: _out_like(x, w, *conv[:3]), lib=lib)
+    torch.library.register_fake(
+        "tuner::conv_add_relu", lambda x, w, z, bias, *conv: _out_like(x, w, *conv[:3]), lib=lib
+    )
     _LIBS.append(lib)  # the registrations live as long as the library object
     return torch.ops.tuner
 
@@ -46,18 +48,24 @@ def ops() -> Any:
 _LIBS: list[Any] = []
 
 
-def _conv_relu(x: Any, w: Any, bias: Any, stride: list[int], padding: list[int], dilation: list[int], groups: int) -> Any:
+def _conv_relu(
+    x: Any, w: Any, bias: Any, stride: list[int], padding: list[int], dilation: list[int], groups: int
+) -> Any:
     import torch
 
     out = torch.cudnn_convolution_relu(x, w, bias, stride, padding, dilation, groups)
     return out.contiguous(memory_format=_format(x, w))
 
 
-def _conv_add_relu(x: Any, w: Any, z: Any, bias: Any, stride: list[int], padding: list[int], dilation: list[int], groups: int) -> Any:
+def _conv_add_relu(
+    x: Any, w: Any, z: Any, bias: Any, stride: list[int], padding: list[int], dilation: list[int], groups: int
+) -> Any:
     import torch
 
     fmt = _format(x, w)
-    out = torch.cudnn_convolution_add_relu(x, w, z.contiguous(memory_format=fmt), 1.0, bias, stride, padding, dilation, groups)
+    out = torch.cudnn_convolution_add_relu(
+        x, w, z.contiguous(memory_format=fmt), 1.0, bias, stride, padding, dilation, groups
+    )
     return out.contiguous(memory_format=fmt)
 
 
@@ -88,8 +96,16 @@ def _conv(node: Any) -> bool:
         return False
     x, w = node.args[:2]
     xv, wv = getattr(x, "meta", {}).get("val"), getattr(w, "meta", {}).get("val")
-    return (xv is not None and wv is not None and xv.dim() == 4 and xv.device.type == "cuda" and not node.args[6]
-            and str(xv.dtype).removeprefix("torch.") in DTYPES and wv.dtype == xv.dtype and not _depthwise(wv, node.args[8]))
+    return (
+        xv is not None
+        and wv is not None
+        and xv.dim() == 4
+        and xv.device.type == "cuda"
+        and not node.args[6]
+        and str(xv.dtype).removeprefix("torch.") in DTYPES
+        and wv.dtype == xv.dtype
+        and not _depthwise(wv, node.args[8])
+    )
 
 
 def _depthwise(w: Any, groups: Any) -> bool:
@@ -115,7 +131,13 @@ def _residual(add: Any, conv: Any) -> Any:
     """The other operand of ``add = conv + z`` (no alpha), a tensor of the convolution's shape and dtype; else None."""
     import torch
 
-    if add is None or add.op != "call_function" or add.target is not torch.ops.aten.add.Tensor or add.kwargs or len(add.args) != 2:
+    if (
+        add is None
+        or add.op != "call_function"
+        or add.target is not torch.ops.aten.add.Tensor
+        or add.kwargs
+        or len(add.args) != 2
+    ):
         return None
     z = add.args[1] if add.args[0] is conv else add.args[0]
     zv, cv = getattr(z, "meta", {}).get("val"), conv.meta.get("val")

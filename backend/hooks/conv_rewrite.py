@@ -42,14 +42,20 @@ def _rewritable(node: Any) -> bool:
         return False
     s = list(stride)
     return (
-        not transposed and groups == 1 and all(d == 1 for d in dilation) and len(s) == 2 and s[0] == s[1] >= 2
-        and 0 < wv.shape[1] <= MAX_CHANNELS and min(wv.shape[2:]) >= s[0]
+        not transposed
+        and groups == 1
+        and all(d == 1 for d in dilation)
+        and len(s) == 2
+        and s[0] == s[1] >= 2
+        and 0 < wv.shape[1] <= MAX_CHANNELS
+        and min(wv.shape[2:]) >= s[0]
     )
 
 
 def eligible_shapes(gm: Any) -> list[list[list[int]]]:
     """The input and weight shapes of each convolution of this (post-AOT) graph the rewrite would change (a
     dynamic size as -1): what the capture's profile finds them by, to weigh the rewrite by their time."""
+
     def sizes(node: Any) -> list[int]:
         return [d if isinstance(d, int) else -1 for d in node.meta["val"].shape]
 
@@ -132,7 +138,13 @@ class SpaceToDepth(Base):  # type: ignore[misc,valid-type]
         if gm is None or not convs:
             return
         fake_mode = detect_fake_mode([n.meta["val"] for n in convs[0].args[:2]])
-        rewrite_each(graph, convs, lambda conv: _rewrite(gm, conv, fake_mode), "the space-to-depth rewrite", "the convolution is compiled as it is")
+        rewrite_each(
+            graph,
+            convs,
+            lambda conv: _rewrite(gm, conv, fake_mode),
+            "the space-to-depth rewrite",
+            "the convolution is compiled as it is",
+        )
 
     def uuid(self) -> Any:
         return f"tuner-space-to-depth-{VERSION}"

@@ -32,7 +32,10 @@ def placed(knobs: dict[str, Any], slot: str, current: Any, make: Any, what: str)
     Where this torch has no custom-pass interface, or the user set a pass of their own there (``current``), ``what``
     is skipped with a warning and Inductor compiles the graph as it is."""
     if IMPORT_ERROR is not None:
-        log.warning("tuner: %s", HookUnavailable(f"torch._inductor.custom_graph_pass is unavailable ({IMPORT_ERROR}); {what} is skipped"))
+        log.warning(
+            "tuner: %s",
+            HookUnavailable(f"torch._inductor.custom_graph_pass is unavailable ({IMPORT_ERROR}); {what} is skipped"),
+        )
         return knobs
     if current is not None:
         log.warning("tuner: a %s is already set; %s is skipped", slot, what)

@@ -51,7 +51,11 @@ def current_site_epilogue() -> list[str]:
 
         node = V.graph.current_node
     except (ImportError, AttributeError, AssertionError) as e:
-        warn_once(log, f"tuner: this Inductor does not say which node it lowers ({e}); no template site is credited "
-                  "with an epilogue", key="current_node")
+        warn_once(
+            log,
+            f"tuner: this Inductor does not say which node it lowers ({e}); no template site is credited "
+            "with an epilogue",
+            key="current_node",
+        )
         return []
     return pointwise_users(node) if node is not None else []

@@ -27,7 +27,9 @@ else:
 
 def check() -> None:
     if _IMPORT_ERROR is not None or not hasattr(_Base, "can_fuse") or not hasattr(V, "set_choices_handler"):
-        raise HookUnavailable("InductorChoices.can_fuse / V.set_choices_handler are missing; fusion groupings cannot be applied")
+        raise HookUnavailable(
+            "InductorChoices.can_fuse / V.set_choices_handler are missing; fusion groupings cannot be applied"
+        )
 
 
 def _describe(node: Any) -> list[str]:

@@ -37,7 +37,11 @@ def _parts(node: Any) -> tuple[Any, Any, Any] | None:
     if node.op != "call_function" or node.kwargs or node.target not in (mm, addmm):
         return None
     bias, x, w = (None, *node.args) if node.target is mm else node.args
-    if len(node.args) != (2 if node.target is mm else 3) or not _constant(w, 2) or (bias is not None and not _constant(bias, 1)):
+    if (
+        len(node.args) != (2 if node.target is mm else 3)
+        or not _constant(w, 2)
+        or (bias is not None and not _constant(bias, 1))
+    ):
         return None
     return x, w, bias
 
@@ -57,6 +61,7 @@ def groups(graph: Any) -> list[list[Any]]:
 def eligible_dims(gm: Any) -> list[list[Any]]:
     """``[op, M, K, N]`` of each GEMM of this (post-AOT) graph the rewrite would merge (``mm`` or ``addmm``; a dynamic
     size as -1): what the capture's profile finds them by, to weigh the rewrite by their time."""
+
     def size(d: Any) -> int:
         return d if isinstance(d, int) else -1
 
@@ -128,7 +133,13 @@ class MergeGemms(Base):  # type: ignore[misc,valid-type]
         if not found:
             return
         fake_mode = detect_fake_mode([found[0][0].meta["val"]])
-        rewrite_each(graph, found, lambda nodes: _merge(gm, nodes, fake_mode), "merging GEMMs that read one input", "they are compiled as they are")
+        rewrite_each(
+            graph,
+            found,
+            lambda nodes: _merge(gm, nodes, fake_mode),
+            "merging GEMMs that read one input",
+            "they are compiled as they are",
+        )
 
     def uuid(self) -> Any:
         return f"tuner-merge-gemms-{VERSION}"

@@ -31,7 +31,12 @@ def _meta(x: Any) -> Any:
     import torch
 
     if isinstance(x, torch.Tensor):
-        return {"dtype": str(x.dtype), "shape": [str(s) for s in x.shape], "stride": [str(s) for s in x.stride()], "device": x.device.type}
+        return {
+            "dtype": str(x.dtype),
+            "shape": [str(s) for s in x.shape],
+            "stride": [str(s) for s in x.stride()],
+            "device": x.device.type,
+        }
     if isinstance(x, (int, float, bool)) or x is None:
         return x
     return type(x).__name__

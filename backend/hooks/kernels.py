@@ -35,9 +35,13 @@ def check() -> None:
         raise HookUnavailable(f"torch._inductor.runtime.triton_heuristics is unavailable: {_IMPORT_ERROR}")
     for name in ("CachingAutotuner", "generate_lookup_hash_from_source_code"):
         if not hasattr(_th, name):
-            raise HookUnavailable(f"torch._inductor.runtime.triton_heuristics.{name} is missing; Triton kernel configs cannot be forced")
+            raise HookUnavailable(
+                f"torch._inductor.runtime.triton_heuristics.{name} is missing; Triton kernel configs cannot be forced"
+            )
     if not hasattr(_th.CachingAutotuner, "_precompile_config"):
-        raise HookUnavailable("CachingAutotuner._precompile_config is missing; Triton kernel configs cannot be benchmarked")
+        raise HookUnavailable(
+            "CachingAutotuner._precompile_config is missing; Triton kernel configs cannot be benchmarked"
+        )
 
 
 # --- finding kernels ---------------------------------------------------------------------------
@@ -82,7 +86,9 @@ def tunable(kernels: list[Any]) -> list[tuple[str, str, str]]:
 
 @functools.cache
 def _uncounted(why: str) -> None:
-    logging.getLogger("tuner").warning("backend 'tuned': a Triton kernel could not be keyed (%s); such kernels are not counted in stats()", why)
+    logging.getLogger("tuner").warning(
+        "backend 'tuned': a Triton kernel could not be keyed (%s); such kernels are not counted in stats()", why
+    )
 
 
 def lookup_hash(k: Any) -> str:

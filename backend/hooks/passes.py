@@ -27,12 +27,20 @@ def _counted() -> bool:
 
         found = PAD_MM[1] in inspect.getsource(pad_mm)
     except (ImportError, OSError, TypeError) as e:
-        log.warning("backend 'tuned': cannot read Inductor's pad_mm pass on torch %s (%s): its benchmarks at compile "
-                    "time are not counted in stats()", torch.__version__, e)
+        log.warning(
+            "backend 'tuned': cannot read Inductor's pad_mm pass on torch %s (%s): its benchmarks at compile "
+            "time are not counted in stats()",
+            torch.__version__,
+            e,
+        )
         return False
     if not found:
-        log.warning("backend 'tuned': Inductor's pad_mm pass on torch %s has no '%s' counter: its benchmarks at "
-                    "compile time are not counted in stats()", torch.__version__, PAD_MM[1])
+        log.warning(
+            "backend 'tuned': Inductor's pad_mm pass on torch %s has no '%s' counter: its benchmarks at "
+            "compile time are not counted in stats()",
+            torch.__version__,
+            PAD_MM[1],
+        )
     return found
 
 

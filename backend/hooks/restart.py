@@ -51,7 +51,9 @@ def second_compile(patches: dict[str, Any]) -> Iterator[None]:
 
 def describe(patches: dict[str, Any]) -> str:
     """What a restart's patches do, in words."""
-    said = (["without freezing"] if patches.get(FREEZING) is False else []) + (["under CUDA graphs"] if patches.get(CUDA_GRAPHS) else [])
+    said = (["without freezing"] if patches.get(FREEZING) is False else []) + (
+        ["under CUDA graphs"] if patches.get(CUDA_GRAPHS) else []
+    )
     return " and ".join(said) or f"with {patches}"
 
 

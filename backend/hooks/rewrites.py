@@ -17,11 +17,19 @@ from tuner.backend.hooks.custom_pass import Base, placed
 from tuner.search_spaces.fusion import COMPUTE_ONCE, CONV_EPILOGUE, MERGE_GEMMS, SPACE_TO_DEPTH
 
 # Each rewrite knob with its pass, in the order they run (``REWRITE_KNOBS``'s)
-REWRITES = {SPACE_TO_DEPTH: SpaceToDepth, CONV_EPILOGUE: conv_epilogue.FuseEpilogues, MERGE_GEMMS: gemm_merge.MergeGemms,
-            COMPUTE_ONCE: compute_once.ComputeOnce}
+REWRITES = {
+    SPACE_TO_DEPTH: SpaceToDepth,
+    CONV_EPILOGUE: conv_epilogue.FuseEpilogues,
+    MERGE_GEMMS: gemm_merge.MergeGemms,
+    COMPUTE_ONCE: compute_once.ComputeOnce,
+}
 # ... and its finder: where in a graph about to be lowered it applies, as a count or a list (one entry a place)
-FINDERS = {SPACE_TO_DEPTH: conv_rewrite.eligible_shapes, CONV_EPILOGUE: conv_epilogue.eligible, MERGE_GEMMS: gemm_merge.eligible_dims,
-           COMPUTE_ONCE: compute_once.eligible_ops}
+FINDERS = {
+    SPACE_TO_DEPTH: conv_rewrite.eligible_shapes,
+    CONV_EPILOGUE: conv_epilogue.eligible,
+    MERGE_GEMMS: gemm_merge.eligible_dims,
+    COMPUTE_ONCE: compute_once.eligible_ops,
+}
 
 
 def found_in(gm: Any) -> dict[str, Any]:

@@ -99,7 +99,9 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         ctx = active()
         if ctx is not None and timings:
             counters.bump("benchmarks")
-            ctx.record_timings(site_payload(name, list(input_nodes)), {choice_id(c): float(ms) for c, ms in timings.items()})
+            ctx.record_timings(
+                site_payload(name, list(input_nodes)), {choice_id(c): float(ms) for c, ms in timings.items()}
+            )
 
     def __call__(self, name, choices, input_nodes, layout, *args, **kwargs):  # type: ignore[no-untyped-def]
         ctx = active()
@@ -124,7 +126,10 @@ class TunedSelector(_Base):  # type: ignore[misc, valid-type]
         missing = [c for c in ctx.site_wants(task_key(Kind.SITE, payload), payload) if c not in ids]
         if missing and name == "convolution":
             ctx.refused.clear()  # this site's refusals alone
-            choices = [*choices, *templates.conv_choices(missing, input_nodes, layout, templates.conv_site(choices, input_nodes))]
+            choices = [
+                *choices,
+                *templates.conv_choices(missing, input_nodes, layout, templates.conv_site(choices, input_nodes)),
+            ]
             ids = [choice_id(c) for c in choices]
         if len(choices) > 1:  # a site plain Inductor settles alone (one choice) is not one tuner searches either
             extra = splitk.choices(name, input_nodes, layout, tuple(missing), scalars_of(choices))

@@ -32,7 +32,10 @@ def _externs() -> dict[str, Any]:
 
         from tuner.backend.splitk_mm import splitk_addmm, splitk_mm
 
-        return {"mm": ExternKernelChoice(splitk_mm, None, name=NAMES["mm"]), "addmm": ExternKernelChoice(splitk_addmm, None, name=NAMES["addmm"])}
+        return {
+            "mm": ExternKernelChoice(splitk_mm, None, name=NAMES["mm"]),
+            "addmm": ExternKernelChoice(splitk_addmm, None, name=NAMES["addmm"]),
+        }
     except (ImportError, AttributeError, TypeError, AssertionError) as e:
         log.error("split-K choices are unavailable with this torch (Inductor's ExternKernelChoice, or Triton): %s", e)
         return {}
@@ -95,8 +98,14 @@ def _sms(index: int) -> int:
     return int(torch.cuda.get_device_properties(index).multi_processor_count)
 
 
-def choices(name: str, input_nodes: list[Any], layout: Any, wanted: tuple[str, ...], scalars: dict[str, Any] | None,
-            sms: int | None = None) -> list[Any]:
+def choices(
+    name: str,
+    input_nodes: list[Any],
+    layout: Any,
+    wanted: tuple[str, ...],
+    scalars: dict[str, Any] | None,
+    sms: int | None = None,
+) -> list[Any]:
     """The split-K choices of this site: its menu (for ``sms`` SMs, else its device's), then the wanted split-K ids it
     lacks (none where it takes none)."""
     mnk, extern = _shape(name, input_nodes, layout), _externs().get(name)
@@ -115,5 +124,7 @@ def choices(name: str, input_nodes: list[Any], layout: Any, wanted: tuple[str, .
             continue
         if c is not None and c not in configs and _fits(c, *mnk):
             configs.append(c)
-    extra = {"alpha": (scalars or {}).get("alpha", 1), "beta": (scalars or {}).get("beta", 1)} if name == "addmm" else {}
+    extra = (
+        {"alpha": (scalars or {}).get("alpha", 1), "beta": (scalars or {}).get("beta", 1)} if name == "addmm" else {}
+    )
     return [extern.bind(tuple(input_nodes), layout, **extra, **c) for c in configs]

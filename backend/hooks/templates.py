@@ -52,7 +52,9 @@ def _ktc_classes() -> tuple[Any, Any]:
 # accumulator type from the dtypes, a persistent template's SM count and operand layouts, ...) and a config built
 # from an id (a stored, transferred or imported answer) must carry the site's. ``EVEN_K`` says that BLOCK_K divides
 # K: set where it does not, the template's K loop loads past K unmasked.
-FREE_PARAMS = frozenset({"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "EVEN_K", "hint_override"})
+FREE_PARAMS = frozenset(
+    {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "EVEN_K", "hint_override"}
+)
 
 
 def mm_mismatch(params: dict[str, Any], site_params: dict[str, Any], k: int | None) -> str | None:
@@ -94,8 +96,13 @@ def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: 
     except HookUnavailable as e:
         log.error("cannot build template configs %s: %s", [cid[:80] for cid in ids], e)
         return out
-    bases = {uid: next(iter(handler.get_ktc(kernel_inputs, by_uid[uid], op_name)), None) for uid in dict.fromkeys(u for _, u, _ in wanted)}
-    site_params = {uid: json.loads(canonical_json(b.params.to_kwargs())) for uid, b in bases.items() if b is not None}  # as ids hold them
+    bases = {
+        uid: next(iter(handler.get_ktc(kernel_inputs, by_uid[uid], op_name)), None)
+        for uid in dict.fromkeys(u for _, u, _ in wanted)
+    }
+    site_params = {
+        uid: json.loads(canonical_json(b.params.to_kwargs())) for uid, b in bases.items() if b is not None
+    }  # as ids hold them
     k = _static_k(kernel_inputs)
     for cid, uid, params in wanted:
         base = bases[uid]
@@ -105,7 +112,15 @@ def extra_ktcs(handler: Any, kernel_inputs: Any, templates: list[Any], op_name: 
         if (why := mm_mismatch(params, site_params[uid], k)) is not None:
             _refuse(cid, why)
             continue
-        out.append(ktc_cls(template=base.template, params=params_cls(dict(params)), extra_kwargs=base.extra_kwargs, layout=base.layout, inputs=base.inputs))
+        out.append(
+            ktc_cls(
+                template=base.template,
+                params=params_cls(dict(params)),
+                extra_kwargs=base.extra_kwargs,
+                layout=base.layout,
+                inputs=base.inputs,
+            )
+        )
     return out
 
 
@@ -156,16 +171,25 @@ def untrimmed(ids: list[str], listed: list[str]) -> list[str]:
 GEOMETRY = ("KERNEL_H", "KERNEL_W", "STRIDE_H", "STRIDE_W", "PADDING_H", "PADDING_W", "GROUPS", "UNROLL")
 
 
-def conv_geometry(aten_kwargs: dict[str, Any], weight_sizes: list[int], float32: bool, allow_tf32: bool) -> dict[str, Any] | None:
+def conv_geometry(
+    aten_kwargs: dict[str, Any], weight_sizes: list[int], float32: bool, allow_tf32: bool
+) -> dict[str, Any] | None:
     """The site's values of :data:`GEOMETRY` (and ``ALLOW_TF32`` where its inputs are float32, the one dtype it
     changes), from its ATen choice's keyword arguments and its weight's sizes, as Inductor's lowering passes them to
     the template; None where the template does not compute this convolution (not 2-D, dilated, transposed, an output
     padding), so that no choice is built there."""
     try:
         kernel = [int(k) for k in weight_sizes[2:]]
-        stride, padding, groups = [int(v) for v in aten_kwargs["stride"]], [int(v) for v in aten_kwargs["padding"]], int(aten_kwargs["groups"])
-        plain = all(int(d) == 1 for d in aten_kwargs["dilation"]) and not aten_kwargs.get("transposed") and \
-            all(int(v) == 0 for v in aten_kwargs.get("output_padding") or ())
+        stride, padding, groups = (
+            [int(v) for v in aten_kwargs["stride"]],
+            [int(v) for v in aten_kwargs["padding"]],
+            int(aten_kwargs["groups"]),
+        )
+        plain = (
+            all(int(d) == 1 for d in aten_kwargs["dilation"])
+            and not aten_kwargs.get("transposed")
+            and all(int(v) == 0 for v in aten_kwargs.get("output_padding") or ())
+        )
     except (KeyError, TypeError, ValueError):
         return None
     if len(kernel) != 2 or len(stride) != 2 or len(padding) != 2 or not plain:
@@ -192,8 +216,10 @@ def conv_site(choices: list[Any], input_nodes: list[Any]) -> dict[str, Any] | No
     if aten is None:
         from tuner.backend.answers import warn_once
 
-        warn_once("Inductor's ATen convolution choice carries no stride or padding here (its ExternKernelCaller.kwargs): stored "
-                  "Triton conv configs cannot be checked against their sites and are not built; those sites run Inductor's default")
+        warn_once(
+            "Inductor's ATen convolution choice carries no stride or padding here (its ExternKernelCaller.kwargs): stored "
+            "Triton conv configs cannot be checked against their sites and are not built; those sites run Inductor's default"
+        )
         return None
     if len(input_nodes) < 2:
         return None
@@ -220,7 +246,10 @@ def conv_choices(ids: list[str], input_nodes: list[Any], layout: Any, geometry: 
     if not wanted:
         return []
     if geometry is None:
-        log.info("the conv template does not compute this convolution, or its geometry is unknown: %d stored config(s) not built", len(wanted))
+        log.info(
+            "the conv template does not compute this convolution, or its geometry is unknown: %d stored config(s) not built",
+            len(wanted),
+        )
         return []
     try:
         from torch._inductor.kernel.conv import conv2d_template

@@ -94,13 +94,17 @@ def _error(backend: str, a: dict[str, Any], ref: Any, front_end: bool) -> float:
 def _graph(backend: str, a: dict[str, Any], front_end: bool) -> tuple[Any, int]:
     """A CUDA graph of the backend's calls over rotated copies of q, k and v, and how many calls it holds."""
     sets = rotated((a["q"], a["k"], a["v"]))
-    return _graph_of([functools.partial(runner, backend, {**a, "q": q, "k": k, "v": v}, front_end) for q, k, v in sets]), len(sets)
+    return _graph_of(
+        [functools.partial(runner, backend, {**a, "q": q, "k": k, "v": v}, front_end) for q, k, v in sets]
+    ), len(sets)
 
 
 ROUNDS = 5  # each backend's graph replayed in turn, round by round: its time, the median of its rounds
 
 
-def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda", rounds: int = ROUNDS, front_end: bool = False) -> dict[str, dict[str, Any]]:
+def time_backends(
+    site: dict[str, Any], backends: list[str], device: str = "cuda", rounds: int = ROUNDS, front_end: bool = False
+) -> dict[str, dict[str, Any]]:
     """{backend: {"ms": per call (median of ``rounds``), "spread": the rounds' interquartile range, "error": relative
     error} or {"error": why it has no time} for ``site`` on ``device`` (CUDA): the backends interleaved, round by round,
     each called as :func:`runner` calls it."""
@@ -116,7 +120,9 @@ def time_backends(site: dict[str, Any], backends: list[str], device: str = "cuda
             out[backend] = {"error": "the flash kernel takes no mask"}
             continue
         if backend == DECODE and not site.get(DECODE):
-            out[backend] = {"error": "tuner's decode kernel takes at most 16 queries a head, half precision, no causal mask"}
+            out[backend] = {
+                "error": "tuner's decode kernel takes at most 16 queries a head, half precision, no causal mask"
+            }
             continue
         try:
             err = _error(backend, a, ref, front_end)

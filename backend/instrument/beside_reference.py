@@ -68,7 +68,12 @@ def beside_reference(choices: list[Any]) -> None:
             try:
                 ms = reference.time(run_fn(_t, args, out), can_refer=getattr(_t, "bmreq", None) is None)
             except Exception as e:  # noqa: BLE001 - any failure to run it so: time it as Inductor would
-                log.warning("cannot time %s beside the site's reference (%s: %s); timing it as Inductor does", _t, type(e).__name__, e)
+                log.warning(
+                    "cannot time %s beside the site's reference (%s: %s); timing it as Inductor does",
+                    _t,
+                    type(e).__name__,
+                    e,
+                )
                 counters.bump(FALLBACK)
                 return float(_full(*args, out=out))
             counters.bump(COUNTER)

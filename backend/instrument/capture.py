@@ -81,7 +81,9 @@ def capture_first_call(kernels: list[Any]) -> list[Captured]:
         cap = Captured(k)
         original = k.run
 
-        def run(self: Any, *args: Any, _cap: Captured = cap, _orig: Callable[..., Any] = original, **kwargs: Any) -> Any:
+        def run(
+            self: Any, *args: Any, _cap: Captured = cap, _orig: Callable[..., Any] = original, **kwargs: Any
+        ) -> Any:
             _cap.calls += _cap.counting
             if not _cap.called:
                 _cap.called = True

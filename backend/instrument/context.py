@@ -61,7 +61,9 @@ class MeasuringContext(CompileContext):
     def trims_conv(self) -> bool:
         return self.recorder is None and not self.benchmark and super().trims_conv()
 
-    def select_site(self, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None) -> list[int]:
+    def select_site(
+        self, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None
+    ) -> list[int]:
         """The benchmarked set where this site is benchmarked, else the one answer."""
         key = task_key(Kind.SITE, payload)
         self.met.add(key)
@@ -151,8 +153,11 @@ class MeasuringContext(CompileContext):
         from tuner.backend.hooks import restart, rewrites
 
         if self.recorder is not None:
-            found = {k.value: a.found(gm) for k, a in adapted(self.device_type, GRAPH_HOOK)
-                     if hasattr(a, "found") and not (k.forward_only and is_backward)}
+            found = {
+                k.value: a.found(gm)
+                for k, a in adapted(self.device_type, GRAPH_HOOK)
+                if hasattr(a, "found") and not (k.forward_only and is_backward)
+            }
             self.recorder.lowering(restart.frozen_now(is_backward), found, rewrites.found_in(gm))
 
     @property

@@ -44,7 +44,9 @@ class GraphRecord:
     broadcast_values: int = 0  # transcendental values kernels read broadcast, recomputed (``hooks/compute_once``)
     broadcast_ops: list[str] = field(default_factory=list)  # ... each one's op (``cos``)
     frozen: bool = False  # compiled with Inductor's freezing (``hooks/restart``)
-    found: dict[str, Any] = field(default_factory=dict)  # what it holds for kinds with an adapter (``TaskKind.adapter``)
+    found: dict[str, Any] = field(
+        default_factory=dict
+    )  # what it holds for kinds with an adapter (``TaskKind.adapter``)
     family: str = ""  # the graph at any sizes (``hooks/graph.graph_family``), for answers at other sizes
     shapes: list[list[int]] | None = None  # its inputs' sizes
     keys: dict[str, str] = field(default_factory=dict)  # its task key for each kind a graph of its device looks up
@@ -60,10 +62,19 @@ class Recorder:
     current_graph: str | None = None
     # Inductor's fusion knobs by device, read before the compile patches any: the sweep's process then builds the
     # fusion tasks without importing Inductor itself (7 s on the H200's host, inside a 100-s budget).
-    defaults: dict[str, dict[str, Any]] = field(default_factory=lambda: {d: fusion_defaults(d) for d in ("cpu", "cuda")})
+    defaults: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {d: fusion_defaults(d) for d in ("cpu", "cuda")}
+    )
 
-    def site(self, key: str, payload: dict[str, Any], ids: list[str], default: int, scalars: dict[str, Any] | None = None,
-             epilogue: list[str] | None = None) -> None:
+    def site(
+        self,
+        key: str,
+        payload: dict[str, Any],
+        ids: list[str],
+        default: int,
+        scalars: dict[str, Any] | None = None,
+        epilogue: list[str] | None = None,
+    ) -> None:
         """One node met at a template site; ``epilogue``: the pointwise ops that read its output, by name."""
         ops = list(epilogue or [])
         if key in self.sites:
@@ -73,17 +84,48 @@ class Recorder:
             site.epilogue_ops = sorted(set(site.epilogue_ops) | set(ops))
             return
         precision = str(payload.get("fp32_precision", ""))
-        self.sites[key] = SiteRecord(key, payload["op"], payload["inputs"], list(ids), ids[default], self.current_graph, scalars, precision,
-                                     epilogue=bool(ops), epilogue_ops=sorted(ops))
+        self.sites[key] = SiteRecord(
+            key,
+            payload["op"],
+            payload["inputs"],
+            list(ids),
+            ids[default],
+            self.current_graph,
+            scalars,
+            precision,
+            epilogue=bool(ops),
+            epilogue_ops=sorted(ops),
+        )
 
-    def graph(self, key: str, kind: str, payload: dict[str, Any], fusion_key: str = "", device: str = "cpu",
-              keys: dict[str, str] | None = None) -> None:
+    def graph(
+        self,
+        key: str,
+        kind: str,
+        payload: dict[str, Any],
+        fusion_key: str = "",
+        device: str = "cpu",
+        keys: dict[str, str] | None = None,
+    ) -> None:
         self.current_graph = key
         index = sum(1 for g in self.graphs.values() if g.backward == payload["backward"])
         lines = payload["code"].count("\n")
         family, shapes = graph_hook.graph_family(payload), graph_hook.graph_shapes(payload)
-        self.graphs.setdefault(key, GraphRecord(key, kind, payload["backward"], index, lines, fusion_key, device, family=family, shapes=shapes,
-                                                keys=dict(keys or {}), fusion_defaults=dict(self.defaults.get(device, {}))))
+        self.graphs.setdefault(
+            key,
+            GraphRecord(
+                key,
+                kind,
+                payload["backward"],
+                index,
+                lines,
+                fusion_key,
+                device,
+                family=family,
+                shapes=shapes,
+                keys=dict(keys or {}),
+                fusion_defaults=dict(self.defaults.get(device, {})),
+            ),
+        )
 
     def forget_current(self) -> None:
         """The graph met last is not lowered after all (its compile restarts): no record of it."""

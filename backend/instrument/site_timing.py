@@ -36,7 +36,11 @@ def run_fn(choice: Any, args: tuple[Any, ...], out: Any) -> Callable[[], Any]:
     if bmreq is not None and hasattr(bmreq, "make_run_fn"):
         return bmreq.make_run_fn(*args, out=out)
     algo = choice.to_callable()
-    return functools.partial(algo, *args, out=out) if getattr(choice, "has_out_variant", True) else functools.partial(algo, *args)
+    return (
+        functools.partial(algo, *args, out=out)
+        if getattr(choice, "has_out_variant", True)
+        else functools.partial(algo, *args)
+    )
 
 
 def _graph_of(makes: list[Callable[[], Callable[[], Any]]]) -> Any:
@@ -197,7 +201,9 @@ def _probe_ms(fn: Callable[[], Any], out: Any) -> float:
     return min(runs)
 
 
-def confirmed_slower(probe_ms: float, again: Callable[[], float], best_ms: float, reference: Callable[[], float], floor_ms: float) -> bool:
+def confirmed_slower(
+    probe_ms: float, again: Callable[[], float], best_ms: float, reference: Callable[[], float], floor_ms: float
+) -> bool:
     """Whether a candidate whose probe took ``probe_ms`` is clearly slower than the best choice timed in full so far
     (its probe ``best_ms``), confirmed: a probe that says so is taken again (``again``) beside a fresh probe of that
     best choice (``reference``), and the candidate is slower only if it still is then. A probe times a Python call,
@@ -214,12 +220,16 @@ def prune_slow(choices: list[Any], ids: list[str], pruned: Callable[[str, float]
     (:func:`confirmed_slower`), is reported to ``pruned`` with its probe time, which Inductor then gets as its timing;
     the others are timed in full. Probes are compared with probes, never with Inductor's full timings: a probe times a
     Python call, which on a small CPU kernel costs more than the kernel. A choice whose probe fails is timed in full."""
-    best: list[tuple[float, Callable[[], float]]] = []  # the probes of the choices timed in full, and how to probe each again
+    best: list[
+        tuple[float, Callable[[], float]]
+    ] = []  # the probes of the choices timed in full, and how to probe each again
     for choice, cid in zip(choices, ids):
         target = timed_choice(choice)
         full = target.benchmark
 
-        def benchmark(*args: Any, out: Any, _full: Callable[..., float] = full, _cid: str = cid, _t: Any = target) -> float:
+        def benchmark(
+            *args: Any, out: Any, _full: Callable[..., float] = full, _cid: str = cid, _t: Any = target
+        ) -> float:
             try:
                 fn = run_fn(_t, args, out)
                 probe = _probe_ms(fn, out)

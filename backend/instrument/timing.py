@@ -27,7 +27,9 @@ def _make_roomy() -> Callable[[Callable[[], object]], object]:
     names = " = ".join(f"_{i}" for i in range(_ROOMY_LOCALS))  # never assigned: they only size the frame
     src = f"def roomy(fn):\n    if fn is None:\n        {names} = None\n    return fn()\n"
     namespace: dict[str, object] = {}
-    exec(compile(src, "<tuner.backend.instrument.timing roomy>", "exec"), namespace)  # our own source, nothing read from outside
+    exec(
+        compile(src, "<tuner.backend.instrument.timing roomy>", "exec"), namespace
+    )  # our own source, nothing read from outside
     return namespace["roomy"]  # type: ignore[return-value]
 
 

@@ -29,13 +29,21 @@ def bench_row(batch: int, bench: dict[str, Any], log: str) -> dict[str, Any]:
     ms = {name: r["median_ms"] for name, r in modes.items()}
     best_inductor = min(ms["default"], ms["freezing-max-autotune"])
     return {
-        "batch": batch, "modes": modes, "own_sweep": {**own, "time_budget_s": float(budget), "wall_s": float(wall),
-                                                       "trials": int(DONE.search(text).group(1)), "log": log},  # type: ignore[union-attr]
+        "batch": batch,
+        "modes": modes,
+        "own_sweep": {
+            **own,
+            "time_budget_s": float(budget),
+            "wall_s": float(wall),
+            "trials": int(DONE.search(text).group(1)),
+            "log": log,
+        },  # type: ignore[union-attr]
         "tuned_vs_default": round(ms["tuned"] / ms["default"], 3),
         "tuned_vs_best_inductor": round(ms["tuned"] / best_inductor, 3),
         "tuned_vs_own_sweep": round(ms["tuned"] / own["median_ms"], 3),
         "strict_vs_default": round(ms["tuned-strict"] / ms["default"], 3),
-        "command": bench["command"], "date": bench["date"],
+        "command": bench["command"],
+        "date": bench["date"],
     }
 
 
@@ -43,13 +51,19 @@ def source_row(batch: int, path: str) -> dict[str, Any]:
     doc = json.loads(Path(path).read_text())
     s = doc["sweeps"][0]
     return {
-        "batch": batch, "source": True, "from": path,
-        "modes": {"default": {"median_ms": s["default_ms"]}, "freezing-max-autotune": {"median_ms": s["freezing_max_autotune_ms"]},
-                  "tuned": {"median_ms": s["tuned_ms"], "benchmarks": s["benchmarks_at_compile"]}},
+        "batch": batch,
+        "source": True,
+        "from": path,
+        "modes": {
+            "default": {"median_ms": s["default_ms"]},
+            "freezing-max-autotune": {"median_ms": s["freezing_max_autotune_ms"]},
+            "tuned": {"median_ms": s["tuned_ms"], "benchmarks": s["benchmarks_at_compile"]},
+        },
         "tuned_vs_default": round(s["tuned_ms"] / s["default_ms"], 3),
         "tuned_vs_best_inductor": round(s["tuned_ms"] / min(s["default_ms"], s["freezing_max_autotune_ms"]), 3),
         "sweep": {"budget": s["budget"], "wall_s": s["wall_s"], "trials": s["trials"], "commit": s["commit"]},
-        "command": doc["bench_command"], "date": doc["date"],
+        "command": doc["bench_command"],
+        "date": doc["date"],
     }
 
 
@@ -68,13 +82,20 @@ def main() -> None:
         first = first or bench
         rows.append(bench_row(int(batch), bench, log))
     rows.sort(key=lambda r: r["batch"])
-    doc = {k: first[k] for k in ("model", "device", "device_kind", "torch", "triton", "dtype", "channels_last", "rounds")}  # type: ignore[index]
+    doc = {
+        k: first[k] for k in ("model", "device", "device_kind", "torch", "triton", "dtype", "channels_last", "rounds")
+    }  # type: ignore[index]
     doc.update(source_batch=a.source_batch, note=a.note, rows=rows)
     Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
     for r in rows:
         m = r["modes"]
-        print(r["batch"], {k: v["median_ms"] for k, v in m.items()}, r.get("own_sweep", {}).get("median_ms"),
-              r["tuned_vs_default"], r.get("tuned_vs_own_sweep"))
+        print(
+            r["batch"],
+            {k: v["median_ms"] for k, v in m.items()},
+            r.get("own_sweep", {}).get("median_ms"),
+            r["tuned_vs_default"],
+            r.get("tuned_vs_own_sweep"),
+        )
 
 
 if __name__ == "__main__":

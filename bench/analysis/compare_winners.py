@@ -32,7 +32,9 @@ def ratio(doc: dict[str, Any], mode: str = "tuned") -> tuple[float, float] | Non
     if not mine or not anchor:
         return None
     r = mine["median_ms"] / anchor["median_ms"]
-    spread = r * ((mine.get("spread_ms") or 0) / mine["median_ms"] + (anchor.get("spread_ms") or 0) / anchor["median_ms"])
+    spread = r * (
+        (mine.get("spread_ms") or 0) / mine["median_ms"] + (anchor.get("spread_ms") or 0) / anchor["median_ms"]
+    )
     return r, spread
 
 
@@ -45,8 +47,16 @@ def main() -> None:
     ap.add_argument("--out")
     args = ap.parse_args()
     wa, wb = winners(args.a), winners(args.b)
-    rows = [{"task": t, "a": wa.get(t), "b": wb.get(t), "same": wa.get(t) == wb.get(t)} for t in sorted(set(wa) | set(wb))]
-    out: dict[str, Any] = {"a": args.a, "b": args.b, "tasks": rows, "same_winners": sum(r["same"] for r in rows), "tasks_total": len(rows)}
+    rows = [
+        {"task": t, "a": wa.get(t), "b": wb.get(t), "same": wa.get(t) == wb.get(t)} for t in sorted(set(wa) | set(wb))
+    ]
+    out: dict[str, Any] = {
+        "a": args.a,
+        "b": args.b,
+        "tasks": rows,
+        "same_winners": sum(r["same"] for r in rows),
+        "tasks_total": len(rows),
+    }
     if args.bench_a and args.bench_b:
         ra, rb = (ratio(json.load(open(p))) for p in (args.bench_a, args.bench_b))
         out["ratios"] = {"a": ra, "b": rb, "within_spread": bool(ra and rb and abs(ra[0] - rb[0]) <= ra[1] + rb[1])}

@@ -60,9 +60,18 @@ def one_batch(sites: list[tuple[str, str, dict[str, Any]]], way: str, tmp: Path,
     db = Database.open(url)
     device_id, prior = db.device_id(DEVICE), rows_for(DEVICE.kind, DEVICE.name)
     storage = optuna.storages.InMemoryStorage() if way == "memory" else open_storage(url)
-    tuning = StudyContext(db=db, storage=storage, device_id=device_id, environment_id=db.environment_id(ENV),
-                          device_fingerprint=DEVICE.fingerprint, sampler="tpe", seed=0, budget=make_budget("default"),
-                          prior=prior, rankers=Rankers(db, device_id, prior))
+    tuning = StudyContext(
+        db=db,
+        storage=storage,
+        device_id=device_id,
+        environment_id=db.environment_id(ENV),
+        device_fingerprint=DEVICE.fingerprint,
+        sampler="tpe",
+        seed=0,
+        budget=make_budget("default"),
+        prior=prior,
+        rankers=Rankers(db, device_id, prior),
+    )
     specs = [TaskSpec(k, Kind.SITE, n, sig, space_for(Kind.SITE, sig)) for k, n, sig in sites]
     recs = [db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in specs]
     tuning.rankers.for_kind(Kind.SITE)  # fit once, as a sweep does before its first site
@@ -74,7 +83,19 @@ def one_batch(sites: list[tuple[str, str, dict[str, Any]]], way: str, tmp: Path,
         if way == "enqueue":  # as sweeps seeded their studies before tuner.study.direct
             enqueue_new(study, [task.space.optuna_params(c) for c in first])
             first = []
-        askers.append(Study(tuning, rec, task.space, study, seen, site_target(tuning, task), lambda t: None, invalid=invalid, queue=first))
+        askers.append(
+            Study(
+                tuning,
+                rec,
+                task.space,
+                study,
+                seen,
+                site_target(tuning, task),
+                lambda t: None,
+                invalid=invalid,
+                queue=first,
+            )
+        )
     t1 = time.perf_counter()
     pending = [a.ask_batch(choices) for a in askers]
     t2 = time.perf_counter()
@@ -82,7 +103,13 @@ def one_batch(sites: list[tuple[str, str, dict[str, Any]]], way: str, tmp: Path,
         asker.tell_batch(p, [Measurement(Status.OK, 0.05, 0.05, 0.0, 0.06) for _ in p])
     t3 = time.perf_counter()
     db.close()
-    return {"trials": sum(len(p) for p in pending), "open_s": t1 - t0, "ask_s": t2 - t1, "tell_s": t3 - t2, "total_s": t3 - t0}
+    return {
+        "trials": sum(len(p) for p in pending),
+        "open_s": t1 - t0,
+        "ask_s": t2 - t1,
+        "tell_s": t3 - t2,
+        "total_s": t3 - t0,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,13 +127,23 @@ def main(argv: list[str] | None = None) -> int:
                 rows[way].append(one_batch(sites, way, Path(d), args.choices))
     out = {way: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for way, rs in rows.items()}
     for way, r in out.items():
-        print(f"{way:8s} {len(sites)} sites, {r['trials']:.0f} trials: open {r['open_s']:.1f} s, ask {r['ask_s']:.1f} s, "
-              f"tell and store {r['tell_s']:.1f} s, total {r['total_s']:.1f} s (median of {args.repeat})")
+        print(
+            f"{way:8s} {len(sites)} sites, {r['trials']:.0f} trials: open {r['open_s']:.1f} s, ask {r['ask_s']:.1f} s, "
+            f"tell and store {r['tell_s']:.1f} s, total {r['total_s']:.1f} s (median of {args.repeat})"
+        )
     if args.out:
-        doc = {"export": str(args.export), "sites": len(sites), "choices": args.choices, "repeat": args.repeat,
-               "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": " ".join(["python", *sys.argv]),
-               "median": out, "runs": rows}
+        doc = {
+            "export": str(args.export),
+            "sites": len(sites),
+            "choices": args.choices,
+            "repeat": args.repeat,
+            "machine": platform.processor() or platform.machine(),
+            "python": platform.python_version(),
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(["python", *sys.argv]),
+            "median": out,
+            "runs": rows,
+        }
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 

@@ -33,8 +33,11 @@ def _same(name: str) -> tuple[str, str, str]:
 H200 = [
     _same("hf_gpt2-decode-bf16-b8-s512-default-2026-12-04"),
     _same("qwen2-8l-bf16-b8-s512-merge-gemms-2026-12-04"),
-    ("qwen2-8l-default-2026-12-03-3.jsonl.gz", "qwen2-8l-bf16-b8-s512-2026-12-03-3.json",
-     "sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03-3.log"),
+    (
+        "qwen2-8l-default-2026-12-03-3.jsonl.gz",
+        "qwen2-8l-bf16-b8-s512-2026-12-03-3.json",
+        "sweep-qwen2-8l-bf16-b8-s512-default-2026-12-03-3.log",
+    ),
     _same("vit_b_32-bf16-b32-default-2026-12-04-3"),
     _same("vit_b_32-bf16-b32-default-2026-12-04"),
     _same("vit_b_32-bf16-b32-default-2026-12-04-2"),
@@ -103,10 +106,24 @@ def row(folder: Path, export: str, bench: str, log: str) -> dict[str, Any]:
     # default compile rendered them all and its time holds them.
     tiled = estimate.max_autotune_s("cuda", default_s, listed, kernels, renders) or 0.0
     tuned = min(kernels, estimate.MAX_AUTOTUNE_KERNELS["cuda"])
-    flat = (default_s + len(listed) * estimate.MAX_AUTOTUNE_CHOICE_S["cuda"] + tuned * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
-            + renders * estimate.MAX_AUTOTUNE_RENDER_S["cuda"])
-    return {"run": bench, "choices": len(listed), "renders": renders, "kernels": kernels, "default_compile_s": default_s, "measured_s": real,
-            "estimate_s": round(tiled, 1), "error": round(tiled / real - 1, 3), "flat_estimate_s": round(flat, 1), "flat_error": round(flat / real - 1, 3)}
+    flat = (
+        default_s
+        + len(listed) * estimate.MAX_AUTOTUNE_CHOICE_S["cuda"]
+        + tuned * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
+        + renders * estimate.MAX_AUTOTUNE_RENDER_S["cuda"]
+    )
+    return {
+        "run": bench,
+        "choices": len(listed),
+        "renders": renders,
+        "kernels": kernels,
+        "default_compile_s": default_s,
+        "measured_s": real,
+        "estimate_s": round(tiled, 1),
+        "error": round(tiled / real - 1, 3),
+        "flat_estimate_s": round(flat, 1),
+        "flat_error": round(flat / real - 1, 3),
+    }
 
 
 def features(export: Path) -> dict[str, float]:
@@ -136,8 +153,14 @@ def features(export: Path) -> dict[str, float]:
     return out
 
 
-FITS = [("gemm_sites", "tiles", "flat"), ("tiles", "flat"), ("tiles", "flat", "tiles_x_k"), ("flat", "tiles_x_log_rows"),
-        ("flat", "tiles_x_log_flops"), ("gemm_sites", "flat", "tiles_x_log_flops")]
+FITS = [
+    ("gemm_sites", "tiles", "flat"),
+    ("tiles", "flat"),
+    ("tiles", "flat", "tiles_x_k"),
+    ("flat", "tiles_x_log_rows"),
+    ("flat", "tiles_x_log_flops"),
+    ("gemm_sites", "flat", "tiles_x_log_flops"),
+]
 
 
 def fit() -> None:
@@ -149,8 +172,11 @@ def fit() -> None:
         folder = Path("bench/results") / card
         for export, bench, log in listed:
             r = row(folder, export, bench, log)
-            held = (r["default_compile_s"] + min(r["kernels"], estimate.MAX_AUTOTUNE_KERNELS["cuda"]) * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
-                    + r["renders"] * estimate.MAX_AUTOTUNE_RENDER_S["cuda"])
+            held = (
+                r["default_compile_s"]
+                + min(r["kernels"], estimate.MAX_AUTOTUNE_KERNELS["cuda"]) * estimate.MAX_AUTOTUNE_KERNEL_S["cuda"]
+                + r["renders"] * estimate.MAX_AUTOTUNE_RENDER_S["cuda"]
+            )
             runs.append((f"{card} {r['run']}", r["measured_s"], held, features(folder / export), r["error"]))
     real, held = np.array([x[1] for x in runs]), np.array([x[2] for x in runs])
     print(json.dumps({"model": "estimate.py as it is", "worst_error": round(max(abs(x[4]) for x in runs), 3)}))
@@ -158,8 +184,15 @@ def fit() -> None:
         x = np.array([[f[n] for n in names] for *_, f, _ in runs])
         w, *_ = np.linalg.lstsq(x / real[:, None], (real - held) / real, rcond=None)
         err = (held + x @ w) / real - 1
-        print(json.dumps({"model": dict(zip(names, w.round(4).tolist())), "worst_error": round(float(abs(err).max()), 3),
-                          "errors": {name: round(float(e), 3) for (name, *_), e in zip(runs, err)}}))
+        print(
+            json.dumps(
+                {
+                    "model": dict(zip(names, w.round(4).tolist())),
+                    "worst_error": round(float(abs(err).max()), 3),
+                    "errors": {name: round(float(e), 3) for (name, *_), e in zip(runs, err)},
+                }
+            )
+        )
 
 
 def main() -> None:

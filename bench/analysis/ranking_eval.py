@@ -46,8 +46,12 @@ def load(path: Path, tmp: Path) -> list[tuple[str, Sample]]:
         apply_import(db, read_import(path))
         with db.session() as s:
             device_ids = list(s.scalars(select(Device.id)))
-        return [(str(kind), Sample(*row)) for device_id in device_ids for kind in (Kind.SITE, *where(hook=KERNEL_HOOK))
-                for row in db.timed_trials((kind,), device_id, STATUSES)]
+        return [
+            (str(kind), Sample(*row))
+            for device_id in device_ids
+            for kind in (Kind.SITE, *where(hook=KERNEL_HOOK))
+            for row in db.timed_trials((kind,), device_id, STATUSES)
+        ]
     finally:
         db.close()
 
@@ -62,7 +66,9 @@ def tasks_of(samples: list[Sample]) -> dict[str, tuple[dict[str, Any], dict[str,
     return out
 
 
-def inductor_order(signature: dict[str, Any], configs: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
+def inductor_order(
+    signature: dict[str, Any], configs: list[dict[str, Any]], rng: random.Random
+) -> list[dict[str, Any]]:
     offered = [str(c) for c in signature.get("space", {}).get("choices", [])]
     listed = sorted((c for c in configs if c.get("choice") in offered), key=lambda c: offered.index(c["choice"]))
     rest = [c for c in configs if c.get("choice") not in offered]
@@ -76,7 +82,13 @@ def regret(order: list[dict[str, Any]], ratios: dict[str, float], default_ratio:
     return got / best - 1.0
 
 
-def evaluate(models: dict[str, list[tuple[str, Sample]]], min_candidates: int, shuffles: int, seed: int, train_only: frozenset[str] = frozenset()) -> dict[str, Any]:
+def evaluate(
+    models: dict[str, list[tuple[str, Sample]]],
+    min_candidates: int,
+    shuffles: int,
+    seed: int,
+    train_only: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     """``train_only``: models whose trials train every fit but are never held out (exports whose candidates a ranker
     chose, which cannot test one)."""
     rows: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -86,9 +98,19 @@ def evaluate(models: dict[str, list[tuple[str, Sample]]], min_candidates: int, s
             continue
         for group in (SITES, KERNELS):
             held_keys = {s.task_key for _, s in held_samples}  # a task two models share is never trained on
-            train = [s for name, ss in models.items() if name != held for kind, s in ss if group_of(kind) == group and s.task_key not in held_keys]
+            train = [
+                s
+                for name, ss in models.items()
+                if name != held
+                for kind, s in ss
+                if group_of(kind) == group and s.task_key not in held_keys
+            ]
             ranker = Ranker.fit(group, train, seed=seed)
-            fits[f"{held}/{group}"] = {"train_tasks": ranker.tasks if ranker else 0, "train_samples": ranker.samples if ranker else len(train), "fitted": ranker is not None}
+            fits[f"{held}/{group}"] = {
+                "train_tasks": ranker.tasks if ranker else 0,
+                "train_samples": ranker.samples if ranker else len(train),
+                "fitted": ranker is not None,
+            }
             if ranker is None:
                 continue
             test = [s for kind, s in held_samples if group_of(kind) == group]
@@ -96,7 +118,17 @@ def evaluate(models: dict[str, list[tuple[str, Sample]]], min_candidates: int, s
     return {"fits": fits, "table": _table(rows)}
 
 
-def _score(rows: Any, held: str, group: str, ranker: Ranker, tasks: dict[str, Any], test: list[Sample], min_candidates: int, shuffles: int, seed: int) -> None:
+def _score(
+    rows: Any,
+    held: str,
+    group: str,
+    ranker: Ranker,
+    tasks: dict[str, Any],
+    test: list[Sample],
+    min_candidates: int,
+    shuffles: int,
+    seed: int,
+) -> None:
     configs_by_task: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for s in test:
         configs_by_task[s.task_key][config_hash(s.config)] = s.config
@@ -113,8 +145,14 @@ def _score(rows: Any, held: str, group: str, ranker: Ranker, tasks: dict[str, An
         learned = ranker.rank(sig, cands)
         for k in KS:
             rows[(held, group)][f"learned@{k}"].append(regret(learned, ratios, ratios[dh], k))
-            rows[(held, group)][f"inductor@{k}"].append(statistics.fmean(regret(inductor_order(sig, cands, rng), ratios, ratios[dh], k) for _ in range(shuffles)))
-            rows[(held, group)][f"random@{k}"].append(statistics.fmean(regret(rng.sample(cands, len(cands)), ratios, ratios[dh], k) for _ in range(shuffles)))
+            rows[(held, group)][f"inductor@{k}"].append(
+                statistics.fmean(
+                    regret(inductor_order(sig, cands, rng), ratios, ratios[dh], k) for _ in range(shuffles)
+                )
+            )
+            rows[(held, group)][f"random@{k}"].append(
+                statistics.fmean(regret(rng.sample(cands, len(cands)), ratios, ratios[dh], k) for _ in range(shuffles))
+            )
         rows[(held, group)]["candidates"].append(len(cands))
 
 
@@ -130,7 +168,12 @@ def _table(rows: dict[tuple[str, str], dict[str, list[float]]]) -> list[dict[str
 
 
 def _summary(held: str, group: str, cols: dict[str, list[float]]) -> dict[str, Any]:
-    row: dict[str, Any] = {"model": held, "group": group, "tasks": len(cols["candidates"]), "median_candidates": statistics.median(cols["candidates"])}
+    row: dict[str, Any] = {
+        "model": held,
+        "group": group,
+        "tasks": len(cols["candidates"]),
+        "median_candidates": statistics.median(cols["candidates"]),
+    }
     for name, vals in cols.items():
         if name == "candidates":
             continue
@@ -139,7 +182,10 @@ def _summary(held: str, group: str, cols: dict[str, list[float]]) -> dict[str, A
 
 
 def render(table: list[dict[str, Any]]) -> str:
-    lines = ["| held out | group | tasks | order | " + " | ".join(f"top-{k}: within 2% / mean regret" for k in KS) + " |", "|" + "---|" * (4 + len(KS))]
+    lines = [
+        "| held out | group | tasks | order | " + " | ".join(f"top-{k}: within 2% / mean regret" for k in KS) + " |",
+        "|" + "---|" * (4 + len(KS)),
+    ]
     for row in table:
         for order in ("learned", "inductor", "random"):
             cells = [f"{row[f'{order}@{k}']['within_2pct']:.0%} / {row[f'{order}@{k}']['mean_regret']:.1%}" for k in KS]

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 WALL = re.compile(r"sweep wall: ([0-9.]+) s")
-IMPLICIT = re.compile(r"takes a time budget\s+of\s+([0-9.]+)\s+s", re.S)  # tuner.sweep.plan.sized's note (wrapped lines)
+IMPLICIT = re.compile(
+    r"takes a time budget\s+of\s+([0-9.]+)\s+s", re.S
+)  # tuner.sweep.plan.sized's note (wrapped lines)
 
 
 def sweep_row(spec: str, bench: dict[str, Any]) -> dict[str, Any]:
@@ -33,15 +35,25 @@ def sweep_row(spec: str, bench: dict[str, Any]) -> dict[str, Any]:
     implicit = IMPLICIT.search(re.sub(r"\n\[ *[0-9.]+\] ", " ", text)) if budget == "default" else None
     s = float(implicit.group(1)) if implicit else None if budget == "default" else float(budget)
     row: dict[str, Any] = {
-        "budget": "default", "time_budget_s": s, "time_budget_from": "max-autotune estimate" if implicit else ("--time-budget" if s else None),
-        "wall_s": float(walls[-1]), "promised_s": 1.1 * s + 20 if s else None,
-        "trials": by_status.get("ok", 0) + by_status.get("pruned", 0), "pruned": by_status.get("pruned", 0),
-        "rejected_by_space": by_status.get("invalid", 0), "commit": commit, "log": log,
+        "budget": "default",
+        "time_budget_s": s,
+        "time_budget_from": "max-autotune estimate" if implicit else ("--time-budget" if s else None),
+        "wall_s": float(walls[-1]),
+        "promised_s": 1.1 * s + 20 if s else None,
+        "trials": by_status.get("ok", 0) + by_status.get("pruned", 0),
+        "pruned": by_status.get("pruned", 0),
+        "rejected_by_space": by_status.get("invalid", 0),
+        "commit": commit,
+        "log": log,
     }
     row["kept_promise"] = row["wall_s"] <= row["promised_s"] if s else None
     if label != "-":
-        row.update(tuned_ms=results[f"tuned-{label}"]["median_ms"], freezing_max_autotune_ms=results["freezing-max-autotune"]["median_ms"],
-                   default_ms=results["default"]["median_ms"], benchmarks_at_compile=results[f"tuned-{label}"].get("benchmarks"))
+        row.update(
+            tuned_ms=results[f"tuned-{label}"]["median_ms"],
+            freezing_max_autotune_ms=results["freezing-max-autotune"]["median_ms"],
+            default_ms=results["default"]["median_ms"],
+            benchmarks_at_compile=results[f"tuned-{label}"].get("benchmarks"),
+        )
     return row
 
 
@@ -55,7 +67,9 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot([s["wall_s"] for s in timed], [s["tuned_ms"] for s in timed], "o-", label="tuned (sweep's database)")
     fma, default = timed[0]["freezing_max_autotune_ms"], timed[0]["default_ms"]
-    ax.axhline(fma, color="C1", ls="--", label=f"freezing + max-autotune ({doc['max_autotune_compile_s']:.0f} s compile)")
+    ax.axhline(
+        fma, color="C1", ls="--", label=f"freezing + max-autotune ({doc['max_autotune_compile_s']:.0f} s compile)"
+    )
     ax.axhline(default, color="C2", ls=":", label="Inductor default")
     ax.axvline(doc["max_autotune_compile_s"], color="C1", lw=0.5)
     ax.set_xlabel("sweep wall time, s (one GPU)")
@@ -76,10 +90,20 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     bench = json.loads(args.bench.read_text())
     doc = {
-        "model": bench["model"], "device": bench["device"], "device_kind": bench["device_kind"], "torch": bench["torch"],
-        "triton": bench.get("triton"), "date": bench["date"], "gpus": 1, "workload": {k: bench[k] for k in ("dtype", "batch", "channels_last", "mode")},
-        "max_autotune_compile_s": bench["results"]["freezing-max-autotune"]["compile_s"], "bench_command": bench["command"],
-        "sweeps": sorted((sweep_row(s, bench) for s in args.sweep), key=lambda r: (r["time_budget_s"] or 1e9, r["commit"])), "note": args.note,
+        "model": bench["model"],
+        "device": bench["device"],
+        "device_kind": bench["device_kind"],
+        "torch": bench["torch"],
+        "triton": bench.get("triton"),
+        "date": bench["date"],
+        "gpus": 1,
+        "workload": {k: bench[k] for k in ("dtype", "batch", "channels_last", "mode")},
+        "max_autotune_compile_s": bench["results"]["freezing-max-autotune"]["compile_s"],
+        "bench_command": bench["command"],
+        "sweeps": sorted(
+            (sweep_row(s, bench) for s in args.sweep), key=lambda r: (r["time_budget_s"] or 1e9, r["commit"])
+        ),
+        "note": args.note,
     }
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     if any("tuned_ms" in s for s in doc["sweeps"]):

@@ -29,16 +29,25 @@ def main(folder: Path, swept: str, other: str) -> None:
     import platform
 
     rows = []
-    summary = {"swept_torch": swept, "other_torch": other, "device": platform.processor() or platform.machine(),
-               "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-               "command": "OTHER_PY=<venv with the other torch>/bin/python bash bench/cpu/torch_upgrade.sh", "models": {}}
+    summary = {
+        "swept_torch": swept,
+        "other_torch": other,
+        "device": platform.processor() or platform.machine(),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": "OTHER_PY=<venv with the other torch>/bin/python bash bench/cpu/torch_upgrade.sh",
+        "models": {},
+    }
     for same_path in sorted(folder.glob("*-swept-torch.json")):
         model = same_path.name.removesuffix("-swept-torch.json")
         same, moved = (json.loads(p.read_text()) for p in (same_path, folder / f"{model}-other-torch.json"))
         a, b = per_kind(same), per_kind(moved)
         reasons = sorted({d["reason"] for d in moved["decisions"] if d["outcome"] == "miss"})
-        summary["models"][model] = {"workload": same["workload"], "swept_torch": {k: dict(v) for k, v in a.items()},
-                                    "other_torch": {k: dict(v) for k, v in b.items()}, "miss_reasons": reasons}
+        summary["models"][model] = {
+            "workload": same["workload"],
+            "swept_torch": {k: dict(v) for k, v in a.items()},
+            "other_torch": {k: dict(v) for k, v in b.items()},
+            "miss_reasons": reasons,
+        }
         for kind in sorted(set(a) | set(b)):
             rows.append(f"| {model} | {kind} | {_cell(a[kind])} | {_cell(b[kind])} |")
     (folder / "summary-2026-12-01.json").write_text(json.dumps(summary, indent=2) + "\n")

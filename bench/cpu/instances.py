@@ -6,6 +6,7 @@ each instance and their spread.
 
 Any model ``tuner sweep --model`` takes. Prints one JSON document (results: bench/results/cpu-xeon-2c/instances-*.json).
 """
+
 import argparse
 import copy
 import json
@@ -28,7 +29,9 @@ def main() -> None:
     ap.add_argument("--instances", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=30)
     args = ap.parse_args()
-    spec = WorkloadSpec(model=args.model, mode=args.mode, batch=args.batch, image_size=args.image_size, seq_len=args.seq_len)
+    spec = WorkloadSpec(
+        model=args.model, mode=args.mode, batch=args.batch, image_size=args.image_size, seq_len=args.seq_len
+    )
     model, xs = build_model(spec).eval(), make_inputs(spec)
     steps = {}
     for i in range(args.instances):
@@ -39,9 +42,18 @@ def main() -> None:
         steps[f"instance {i}"] = (lambda fn: lambda j: run_step(spec.mode, fn, xs[j % len(xs)]))(fn)
     timings = [interleaved(steps, rounds=args.rounds, min_sample_ms=20.0) for _ in range(2)]
     medians = [[round(t[k].median_ms, 4) for k in steps] for t in timings]
-    print(json.dumps({"workload": spec.name, "instances": args.instances, "rounds": args.rounds, "medians_ms": medians,
-                      "iqr_ms": [[round(t[k].spread_ms, 4) for k in steps] for t in timings],
-                      "spread_pct": [round(100 * (max(m) - min(m)) / min(m), 1) for m in medians]}))
+    print(
+        json.dumps(
+            {
+                "workload": spec.name,
+                "instances": args.instances,
+                "rounds": args.rounds,
+                "medians_ms": medians,
+                "iqr_ms": [[round(t[k].spread_ms, 4) for k in steps] for t in timings],
+                "spread_pct": [round(100 * (max(m) - min(m)) / min(m), 1) for m in medians],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

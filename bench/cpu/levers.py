@@ -9,6 +9,7 @@ Any model ``tuner sweep --model`` takes, built and fed as tuner builds it (``tun
 patch (a Python literal), compared with the defaults; one JSON line per arm (results:
 bench/results/cpu-xeon-2c/cpu-levers*.json).
 """
+
 import argparse
 import ast
 import copy
@@ -39,7 +40,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--calls", type=int, default=1, help="calls a sample (more for a step of well under a millisecond)")
     args = ap.parse_args()
-    spec = WorkloadSpec(model=args.model, mode=args.mode, batch=args.batch, image_size=args.image_size, seq_len=args.seq_len)
+    spec = WorkloadSpec(
+        model=args.model, mode=args.mode, batch=args.batch, image_size=args.image_size, seq_len=args.seq_len
+    )
     model, xs = build_model(spec).eval(), make_inputs(spec)
     arms = [("default", {})] + [(p, {p.split("=")[0]: ast.literal_eval(p.split("=", 1)[1])}) for p in args.patches]
     ref = run_step(spec.mode, model, xs[0])
@@ -60,8 +63,19 @@ def main() -> None:
             times[k].append((time.perf_counter() - t) / args.calls * 1e3)
     for k, v in times.items():
         q = statistics.quantiles(v, n=4)
-        print(json.dumps({"model": args.model, "workload": spec.name, "mode": k, "median_ms": round(statistics.median(v), 4),
-                          "iqr_ms": round(q[2] - q[0], 4), "compile_s": round(fns[k][1], 1), "rel_error": round(fns[k][2], 6)}))
+        print(
+            json.dumps(
+                {
+                    "model": args.model,
+                    "workload": spec.name,
+                    "mode": k,
+                    "median_ms": round(statistics.median(v), 4),
+                    "iqr_ms": round(q[2] - q[0], 4),
+                    "compile_s": round(fns[k][1], 1),
+                    "rel_error": round(fns[k][2], 6),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def _compile_forever(cores: list[int] | None, threads: int | None, stop: "mp.Eve
 
     while not stop.is_set():
         torch._dynamo.reset()
-        with torch.no_grad(), (quiet.compiling() if polite else contextlib.nullcontext()):
+        with torch.no_grad(), quiet.compiling() if polite else contextlib.nullcontext():
             torch.compile(torchvision.models.resnet18().eval())(x)
 
 
@@ -55,16 +55,28 @@ def _measure(cores: list[int] | None, threads: int | None, out: "mp.Queue", quie
     session = Session(WorkloadSpec(model="resnet18", device="cpu", input_shape=(1, 3, 64, 64), threads=threads))
     session._quiet = quiet_windows  # a sweep's CPU session times inside quiet windows; the first two settings did not
     capture = session.capture()
-    same_code = {"template_choice": {site["key"]: site["default"] for site in capture.sites}}  # Inductor's own choices, forced
+    same_code = {
+        "template_choice": {site["key"]: site["default"] for site in capture.sites}
+    }  # Inductor's own choices, forced
     rows = []
     for _ in range(REPEATS):
         m = session.time_graph(GraphTrial({}, same_code, 15, 25.0))  # the default budget's rounds and sample length
-        rows.append({"median_ms": m.median_ms, "spread_ms": m.spread_ms, "baseline_ms": m.baseline_ms,
-                     "baseline_spread_ms": m.baseline_spread_ms, "ratio": m.ratio, "noise_says_win": m.beats_default(0.02)})
+        rows.append(
+            {
+                "median_ms": m.median_ms,
+                "spread_ms": m.spread_ms,
+                "baseline_ms": m.baseline_ms,
+                "baseline_spread_ms": m.baseline_spread_ms,
+                "ratio": m.ratio,
+                "noise_says_win": m.beats_default(0.02),
+            }
+        )
     out.put({"cores": sorted(os.sched_getaffinity(0)), "rows": rows})
 
 
-def run(label: str, mine: list[int] | None, theirs: list[int] | None, threads: int | None, windows: bool = False) -> dict:
+def run(
+    label: str, mine: list[int] | None, theirs: list[int] | None, threads: int | None, windows: bool = False
+) -> dict:
     ctx = mp.get_context("spawn")
     stop, out = ctx.Event(), ctx.Queue()
     other = ctx.Process(target=_compile_forever, args=(theirs, threads, stop, windows))
@@ -81,12 +93,19 @@ def run(label: str, mine: list[int] | None, theirs: list[int] | None, threads: i
     rows = got["rows"]
     medians, ratios = [r["median_ms"] for r in rows], [r["ratio"] for r in rows]
     iqr = lambda v: (lambda q: q[2] - q[0])(statistics.quantiles(v, n=4))  # noqa: E731
-    return {"setting": label, "measuring_cores": got["cores"], "threads": threads, "trials": rows,
-            "median_of_medians_ms": statistics.median(medians), "iqr_of_medians_ms": iqr(medians),
-            "iqr_of_ratios": iqr(ratios), "worst_ratio": min(ratios),
-            "median_trial_spread_ms": statistics.median(r["spread_ms"] for r in rows),
-            "false_wins_by_min_gain_alone": sum(r["ratio"] < 0.98 for r in rows),
-            "false_wins_noise_aware": sum(r["noise_says_win"] for r in rows)}
+    return {
+        "setting": label,
+        "measuring_cores": got["cores"],
+        "threads": threads,
+        "trials": rows,
+        "median_of_medians_ms": statistics.median(medians),
+        "iqr_of_medians_ms": iqr(medians),
+        "iqr_of_ratios": iqr(ratios),
+        "worst_ratio": min(ratios),
+        "median_trial_spread_ms": statistics.median(r["spread_ms"] for r in rows),
+        "false_wins_by_min_gain_alone": sum(r["ratio"] < 0.98 for r in rows),
+        "false_wins_noise_aware": sum(r["noise_says_win"] for r in rows),
+    }
 
 
 def main() -> None:
@@ -109,9 +128,16 @@ def main() -> None:
 
     import torch
 
-    doc = {"device": f"{len(cores)}-core CPU", "device_kind": "cpu", "torch": torch.__version__, "python": platform.python_version(),
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": "python bench/cpu/noise.py --out " + str(args.out), "repeats": REPEATS, "results": results}
+    doc = {
+        "device": f"{len(cores)}-core CPU",
+        "device_kind": "cpu",
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": "python bench/cpu/noise.py --out " + str(args.out),
+        "repeats": REPEATS,
+        "results": results,
+    }
     print(json.dumps(doc, indent=1))
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")

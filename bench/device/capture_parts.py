@@ -60,7 +60,9 @@ def main() -> None:
             if spec.mode == "decode":
                 from tuner.workloads.decoder import from_config
 
-                from_config(model_zoo.hf_config(spec.model.removeprefix("hf:"), spec.model), spec.batch, spec.seq_len, spec.seed)
+                from_config(
+                    model_zoo.hf_config(spec.model.removeprefix("hf:"), spec.model), spec.batch, spec.seq_len, spec.seed
+                )
             else:
                 model_zoo.load(spec.model)
         torch.cuda.synchronize()
@@ -110,12 +112,26 @@ def main() -> None:
             static.copy_(xs[i % 3])
             graph.replay()
 
-        times = interleaved({"default": lambda i: step(fn, i), "trees": lambda i: step(g, i), "by-hand": by_hand},
-                            rounds=15, min_sample_ms=25.0, sync=torch.cuda.synchronize)
+        times = interleaved(
+            {"default": lambda i: step(fn, i), "trees": lambda i: step(g, i), "by-hand": by_hand},
+            rounds=15,
+            min_sample_ms=25.0,
+            sync=torch.cuda.synchronize,
+        )
         done("timing", since)
-    row = {"model": a.model, "mode": a.mode, "batch": a.batch, "seq_len": a.seq_len, "parts_s": PARTS, "dynamo_compile_times": breakdown,
-           "by_hand_rel_error": err, "torch": str(torch.__version__), "device": torch.cuda.get_device_name(),
-           "date": time.strftime("%Y-%m-%d"), **{k: {"median_ms": t.median_ms, "spread_ms": t.spread_ms} for k, t in times.items()}}
+    row = {
+        "model": a.model,
+        "mode": a.mode,
+        "batch": a.batch,
+        "seq_len": a.seq_len,
+        "parts_s": PARTS,
+        "dynamo_compile_times": breakdown,
+        "by_hand_rel_error": err,
+        "torch": str(torch.__version__),
+        "device": torch.cuda.get_device_name(),
+        "date": time.strftime("%Y-%m-%d"),
+        **{k: {"median_ms": t.median_ms, "spread_ms": t.spread_ms} for k, t in times.items()},
+    }
     print(json.dumps({k: v for k, v in row.items() if k != "dynamo_compile_times"}, indent=1))
     with open(a.out, "w") as f:
         json.dump(row, f, indent=1)

@@ -37,7 +37,9 @@ def weight_matrix(w: Any) -> Any:
     return F.pad(wm, (0, 0, 0, pad)) if pad else wm
 
 
-def conv_as_mm_with(x: Any, wm: Any, bias: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int]) -> Any:
+def conv_as_mm_with(
+    x: Any, wm: Any, bias: Any, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int]
+) -> Any:
     """``conv2d(x, w, bias, stride, padding)`` from ``wm = weight_matrix(w)``; the result is channels-last."""
     import torch
     import torch.nn.functional as F
@@ -66,7 +68,11 @@ def s2d_conv(x: Any, w2: Any, bias: Any, s: int, p: int, out_hw: Sequence[int]) 
     k2 = w2.shape[2]
     rows, cols = (oh + k2 - 1) * s, (ow + k2 - 1) * s  # the padded input's extent the output reads
     xp = F.pad(x, (p, max(0, cols - w_ - p), p, max(0, rows - h - p)))[:, :, :rows, :cols]
-    xs = xp.reshape(n, c, rows // s, s, cols // s, s).permute(0, 1, 3, 5, 2, 4).reshape(n, c * s * s, rows // s, cols // s)
+    xs = (
+        xp.reshape(n, c, rows // s, s, cols // s, s)
+        .permute(0, 1, 3, 5, 2, 4)
+        .reshape(n, c * s * s, rows // s, cols // s)
+    )
     xs = xs.contiguous(memory_format=torch.channels_last)
     return F.conv2d(xs, w2, bias)
 
@@ -136,7 +142,9 @@ def case(n: int, c: int, size: int, oc: int, k: int, s: int, p: int, forms: Sequ
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--forms", default="conv,mm,s2d", help="comma-separated: conv (cuDNN), mm (im2col + GEMM), s2d (space-to-depth)")
+    ap.add_argument(
+        "--forms", default="conv,mm,s2d", help="comma-separated: conv (cuDNN), mm (im2col + GEMM), s2d (space-to-depth)"
+    )
     ap.add_argument("--cases", default=",".join(map(str, range(len(CASES)))), help="comma-separated indices into CASES")
     args = ap.parse_args()
     rows = []
@@ -145,9 +153,18 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
     import triton
 
-    json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "command": f"python bench/device/conv_as_mm.py --forms {args.forms} --cases {args.cases}", "cases": rows}, open(args.out, "w"), indent=1)
+    json.dump(
+        {
+            "device": torch.cuda.get_device_name(),
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": f"python bench/device/conv_as_mm.py --forms {args.forms} --cases {args.cases}",
+            "cases": rows,
+        },
+        open(args.out, "w"),
+        indent=1,
+    )
 
 
 if __name__ == "__main__":

@@ -60,11 +60,15 @@ def _runs(a: dict[str, Any], pick: int) -> dict[str, Any]:
     g = a["q"].shape[1] // a["k"].shape[1]
     out = {b: functools.partial(fused, b, False) for b in ("cudnn", "flash")}
     out.update({f"{b}, keys repeated": functools.partial(fused, b, True) for b in ("cudnn", "flash") if g > 1})
-    out["decode (its own pick)"] = lambda q, k, v: (lambda: decode_attention(q, k, v))
+    out["decode (its own pick)"] = lambda q, k, v: lambda: decode_attention(q, k, v)
     if g > 1:
-        out["decode (its own pick, one query head a program)"] = lambda q, k, v: (lambda: decode_attention(q, k, v, grouped=False))
+        out["decode (its own pick, one query head a program)"] = lambda q, k, v: (
+            lambda: decode_attention(q, k, v, grouped=False)
+        )
     for c in _configs(pick):
-        out["decode " + " ".join(f"{n}={x}" for n, x in c.items())] = lambda q, k, v, c=c: (lambda: decode_attention(q, k, v, **c))
+        out["decode " + " ".join(f"{n}={x}" for n, x in c.items())] = lambda q, k, v, c=c: (
+            lambda: decode_attention(q, k, v, **c)
+        )
     return out
 
 
@@ -94,12 +98,20 @@ def time_site(spec: str) -> dict[str, Any]:
     timed = {r: t["us"] for r, t in row.items() if isinstance(t, dict) and "us" in t}
     row["fastest"] = min(timed, key=timed.get) if timed else None
     row["pick"] = {"split": pick, "block_n": BLOCK_N, "warps": WARPS}
-    print(name, {r: timed[r] for r in sorted(timed, key=timed.get)[:6]}, "pick:", timed.get("decode (its own pick)"), flush=True)
+    print(
+        name,
+        {r: timed[r] for r in sorted(timed, key=timed.get)[:6]},
+        "pick:",
+        timed.get("decode (its own pick)"),
+        flush=True,
+    )
     return row
 
 
 def main() -> None:
-    args = sites_alone.parse_args(__doc__, "--site", "NAME=B,H,HK,SQ,D,SK (repeatable; default: SITES)", "decode-attention-sites.json")
+    args = sites_alone.parse_args(
+        __doc__, "--site", "NAME=B,H,HK,SQ,D,SK (repeatable; default: SITES)", "decode-attention-sites.json"
+    )
     rows: list[dict[str, Any]] = []
     for spec in args.site or SITES:
         rows.append(time_site(spec))

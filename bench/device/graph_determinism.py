@@ -57,7 +57,17 @@ def one_run(args: argparse.Namespace, path: str, out: Path) -> None:
     from torch._inductor.fx_passes import pad_mm
 
     decisions = {k: v for k, v in (pad_mm.get_pad_cache().get_local_cache() or {}).items() if isinstance(v, bool)}
-    out.write_text(json.dumps({"path": path, "graphs": seen, "pad_mm_bench": counters["inductor"]["pad_mm_bench"], "pad_decisions": decisions}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "path": path,
+                "graphs": seen,
+                "pad_mm_bench": counters["inductor"]["pad_mm_bench"],
+                "pad_decisions": decisions,
+            },
+            indent=1,
+        )
+    )
 
 
 def main() -> None:
@@ -79,19 +89,28 @@ def main() -> None:
         f = out / f"determinism-{i}-{path}.json"
         with tempfile.TemporaryDirectory() as d:
             env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": f"{d}/inductor", "TUNER_CACHE_DIR": f"{d}/tuner"}
-            r = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", path, str(f)], env=env, capture_output=True, text=True)
+            r = subprocess.run(
+                [sys.executable, __file__, *sys.argv[1:], "--one", path, str(f)],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
         if r.returncode:
             print(f"run {i} ({path}) failed:\n{r.stderr[-3000:]}")
             continue
         runs.append(json.loads(f.read_text()))
-        print(f"run {i} ({path}): keys {[g['key'] for g in runs[-1]['graphs']]}, pad_mm timed {runs[-1]['pad_mm_bench']} matmuls, "
-              f"decided {runs[-1]['pad_decisions']}")
+        print(
+            f"run {i} ({path}): keys {[g['key'] for g in runs[-1]['graphs']]}, pad_mm timed {runs[-1]['pad_mm_bench']} matmuls, "
+            f"decided {runs[-1]['pad_decisions']}"
+        )
     keys = {tuple(g["key"] for g in r["graphs"]) for r in runs}
     print("the same graph keys in every run" if len(keys) == 1 else f"{len(keys)} different sets of graph keys")
     for r1, r2 in zip(runs, runs[1:]):
         for g1, g2 in zip(r1["graphs"], r2["graphs"]):
             if g1["key"] != g2["key"]:
-                diff = difflib.unified_diff(g1["code"].splitlines(), g2["code"].splitlines(), r1["path"], r2["path"], n=1, lineterm="")
+                diff = difflib.unified_diff(
+                    g1["code"].splitlines(), g2["code"].splitlines(), r1["path"], r2["path"], n=1, lineterm=""
+                )
                 print("\n".join(list(diff)[:60]))
                 return
 

@@ -58,16 +58,30 @@ def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
         trees = torch.compile(m, mode="reduce-overhead")
         one = torch.compile(m, options={"triton.cudagraphs": True, "triton.cudagraph_trees": False})
         call, replay = by_hand(torch.compile(m), xs)
-        fns = {"trees": lambda i: trees(xs[i % 3]), "no-trees": lambda i: one(xs[i % 3]), "by-hand": call, "replay-only": replay}
+        fns = {
+            "trees": lambda i: trees(xs[i % 3]),
+            "no-trees": lambda i: one(xs[i % 3]),
+            "by-hand": call,
+            "replay-only": replay,
+        }
         for f in fns.values():  # compile and warm before timing
             for i in range(3):
                 f(i)
         torch.cuda.synchronize()
-        errs = {k: (first(f(0)).float() - ref).abs().max().item() / ref.abs().max().item() for k, f in fns.items() if k != "replay-only"}
+        errs = {
+            k: (first(f(0)).float() - ref).abs().max().item() / ref.abs().max().item()
+            for k, f in fns.items()
+            if k != "replay-only"
+        }
         times = interleaved(fns, rounds=args.rounds, min_sample_ms=25.0, sync=torch.cuda.synchronize)
         hosts = {k: host_us(f) for k, f in fns.items()}
-    row = {"model": model, **{k: {"median_ms": t.median_ms, "iqr_ms": t.spread_ms, "host_us": hosts[k], "max_rel_err": errs.get(k)}
-                              for k, t in times.items()}}
+    row = {
+        "model": model,
+        **{
+            k: {"median_ms": t.median_ms, "iqr_ms": t.spread_ms, "host_us": hosts[k], "max_rel_err": errs.get(k)}
+            for k, t in times.items()
+        },
+    }
     print(model, {k: (round(t.median_ms, 4), round(hosts[k])) for k, t in times.items()}, errs, flush=True)
     return row
 

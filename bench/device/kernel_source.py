@@ -22,8 +22,15 @@ def one_model(model: str, args: Any) -> dict[str, Any]:
 
     from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
-    spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, channels_last=True, seq_len=args.seq_len,
-                        mode=args.mode)
+    spec = WorkloadSpec(
+        model,
+        device="cuda",
+        dtype=args.dtype,
+        batch=args.batch,
+        channels_last=True,
+        seq_len=args.seq_len,
+        mode=args.mode,
+    )
     m, x = build_model(spec).eval(), make_inputs(spec, 1)[0]
     with torch.no_grad():
         _, codes = run_and_get_code(lambda: first(torch.compile(m)(x)))

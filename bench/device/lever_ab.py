@@ -49,7 +49,11 @@ def variants(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     options = dict(pairs)
     levers = {r: {"post_grad_custom_pre_pass": Counting([r])} for r in args.rewrite}
     levers |= {f"{k}={json.dumps(v)}": {k: v} for k, v in pairs}
-    together = {} if len(options) < len(pairs) else {"all": {**options, **({"post_grad_custom_pre_pass": Counting(args.rewrite)} if args.rewrite else {})}}
+    together = (
+        {}
+        if len(options) < len(pairs)
+        else {"all": {**options, **({"post_grad_custom_pre_pass": Counting(args.rewrite)} if args.rewrite else {})}}
+    )
     base = dict(_option(o) for o in args.base_option)
     return {n: {**base, **o} for n, o in {"default": {}, **levers, **(together if len(levers) > 1 else {})}.items()}
 
@@ -62,7 +66,9 @@ def _option(text: str) -> tuple[str, Any]:
 def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
     each = variants(args)
     row, outs, eager = variants_row(model, args, each)
-    row["nodes_removed"] = {n: opts["post_grad_custom_pre_pass"].removed for n, opts in each.items() if "post_grad_custom_pre_pass" in opts}
+    row["nodes_removed"] = {
+        n: opts["post_grad_custom_pre_pass"].removed for n, opts in each.items() if "post_grad_custom_pre_pass" in opts
+    }
     row["max_abs_diff_vs_eager"] = {n: float((o - eager).abs().max()) for n, o in outs.items()}
     print(row, flush=True)
     return row
@@ -71,9 +77,19 @@ def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--rewrite", action="append", default=[], choices=sorted(REWRITES))
-    p.add_argument("--option", action="append", default=[], help="an Inductor option as key=JSON value, e.g. triton.enable_pdl=true")
-    p.add_argument("--base-option", action="append", default=[], help="an Inductor option every variant takes, the default "
-                   "included (max_autotune=true: each lever on top of max-autotune's choices)")
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        help="an Inductor option as key=JSON value, e.g. triton.enable_pdl=true",
+    )
+    p.add_argument(
+        "--base-option",
+        action="append",
+        default=[],
+        help="an Inductor option every variant takes, the default "
+        "included (max_autotune=true: each lever on top of max-autotune's choices)",
+    )
     args = p.parse_args()
     if not args.rewrite and not args.option:
         p.error("give at least one --rewrite or --option")

@@ -22,7 +22,14 @@ import torch
 
 from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
-from per_model import captured, first, frozen_rows, interleaved_ms, parser, write  # bench/device/per_model.py, beside this script
+from per_model import (
+    captured,
+    first,
+    frozen_rows,
+    interleaved_ms,
+    parser,
+    write,
+)  # bench/device/per_model.py, beside this script
 
 SETTINGS = ("heuristic", "cudnn-benchmark", "cublaslt", "both")
 
@@ -41,7 +48,9 @@ def flags(setting: str):
 
 def one_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
     cl = not model.startswith("hf:")
-    spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, seq_len=args.seq_len, channels_last=cl)
+    spec = WorkloadSpec(
+        model, device="cuda", dtype=args.dtype, batch=args.batch, seq_len=args.seq_len, channels_last=cl
+    )
     m, x = build_model(spec).eval(), make_inputs(spec, 1)[0]
     fn = torch.compile(m)
     graphs, outs = {}, {}

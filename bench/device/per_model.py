@@ -19,7 +19,9 @@ def first(out: Any) -> Any:
     return out[0] if isinstance(out, (tuple, list)) else out.logits
 
 
-def frozen_rows(args: argparse.Namespace, one_model: Callable[[str, argparse.Namespace], dict[str, Any]]) -> list[dict[str, Any]]:
+def frozen_rows(
+    args: argparse.Namespace, one_model: Callable[[str, argparse.Namespace], dict[str, Any]]
+) -> list[dict[str, Any]]:
     """``one_model(model, args)`` for each model of ``args.models``, compiled frozen (a decode step is not: its cache
     buffers change in place, and frozen, CUDA graphs would skip them); a failure is its row's error."""
     import torch._inductor.config as cfg
@@ -53,7 +55,9 @@ def parser(doc: str) -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--rounds", type=int, default=20)
-    p.add_argument("--seq-len", type=int, default=128, help="an hf: model's tokens per sequence (decode: its KV cache's length)")
+    p.add_argument(
+        "--seq-len", type=int, default=128, help="an hf: model's tokens per sequence (decode: its KV cache's length)"
+    )
     p.add_argument("--mode", default="infer", choices=("infer", "decode"), help="decode: an hf: model's decode step")
     p.add_argument("--out", required=True)
     return p
@@ -95,8 +99,12 @@ def interleaved_ms(calls: dict[str, Callable[[], Any]], rounds: int, n: int) -> 
     return samples
 
 
-def variants_row(model: str, args: argparse.Namespace, variants: dict[str, dict[str, Any]],
-                 before_compile: Callable[[str], None] = lambda name: None) -> tuple[dict[str, Any], dict[str, Any], Any]:
+def variants_row(
+    model: str,
+    args: argparse.Namespace,
+    variants: dict[str, dict[str, Any]],
+    before_compile: Callable[[str], None] = lambda name: None,
+) -> tuple[dict[str, Any], dict[str, Any], Any]:
     """``model`` (channels-last) compiled under CUDA graphs once per variant (Inductor options), called five times
     each, then timed interleaved: (its row: the medians and each over the first variant's, each variant's last
     output as float, eager's output). ``before_compile(name)`` runs before each variant's compile."""
@@ -105,8 +113,15 @@ def variants_row(model: str, args: argparse.Namespace, variants: dict[str, dict[
 
     from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
-    spec = WorkloadSpec(model, device="cuda", dtype=args.dtype, batch=args.batch, channels_last=True, seq_len=args.seq_len,
-                        mode=args.mode)
+    spec = WorkloadSpec(
+        model,
+        device="cuda",
+        dtype=args.dtype,
+        batch=args.batch,
+        channels_last=True,
+        seq_len=args.seq_len,
+        mode=args.mode,
+    )
     m, x = build_model(spec).eval(), make_inputs(spec, 1)[0]
     fns, outs = {}, {}
     with torch.no_grad():

@@ -37,7 +37,9 @@ def profile(fn: Any, spec: WorkloadSpec, inputs: list[Any], steps: int) -> dict[
     for e in prof.events():
         if spec.device == "cuda" and e.device_type != torch.autograd.DeviceType.CUDA:
             continue
-        out[e.name]["ms"] += e.device_time_total / 1e3 / steps if spec.device == "cuda" else e.cpu_time_total / 1e3 / steps
+        out[e.name]["ms"] += (
+            e.device_time_total / 1e3 / steps if spec.device == "cuda" else e.cpu_time_total / 1e3 / steps
+        )
         out[e.name]["calls"] += 1 / steps
     return dict(out)
 
@@ -69,8 +71,13 @@ def main() -> None:
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--seq-len", type=int, default=128, help="tokens per sequence (hf: models)")
     ap.add_argument("--db", required=True)
-    ap.add_argument("--also-db", action="append", default=[], metavar="NAME=URL",
-                    help="another database, profiled as mode tuned-NAME (its winners forced, as tuned)")
+    ap.add_argument(
+        "--also-db",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="another database, profiled as mode tuned-NAME (its winners forced, as tuned)",
+    )
     ap.add_argument("--modes", default="default,tuned")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--top", type=int, default=25)
@@ -91,14 +98,28 @@ def main() -> None:
     totals = {n: sum(k["ms"] for k in per_mode[n].values()) for n in names}
     print("device ms per step: " + ", ".join(f"{n} {totals[n]:.3f}" for n in names))
     print("wall ms per step:   " + ", ".join(f"{n} {walls[n]:.3f}" for n in names))
-    every = sorted({k for n in names for k in per_mode[n]}, key=lambda k: -max(per_mode[n].get(k, {"ms": 0})["ms"] for n in names))
+    every = sorted(
+        {k for n in names for k in per_mode[n]}, key=lambda k: -max(per_mode[n].get(k, {"ms": 0})["ms"] for n in names)
+    )
     print(" | ".join(f"{n:>16}" for n in names) + " | kernel")
     for k in every[: a.top]:
         cells = [per_mode[n].get(k) for n in names]
-        print(" | ".join(f"{c['ms']:9.4f} ms x{c['calls']:<3.0f}" if c else f"{'-':>16}" for c in cells) + f" | {k[:110]}")
+        print(
+            " | ".join(f"{c['ms']:9.4f} ms x{c['calls']:<3.0f}" if c else f"{'-':>16}" for c in cells) + f" | {k[:110]}"
+        )
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({**provenance(spec.device), "spec": spec.to_json(), "totals_ms": totals, "wall_ms": walls, "kernels": per_mode}, f, indent=1)
+            json.dump(
+                {
+                    **provenance(spec.device),
+                    "spec": spec.to_json(),
+                    "totals_ms": totals,
+                    "wall_ms": walls,
+                    "kernels": per_mode,
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

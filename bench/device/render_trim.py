@@ -45,20 +45,50 @@ def main() -> None:
             templates.trim, renders[0], rec = fn, 0, Recorder()
             t0 = time.perf_counter()
             session.compile({}, recorder=rec, check=False)
-            row = {"compile_s": round(time.perf_counter() - t0, 3), "renders": renders[0],
-                   "choices": {s.key: len(s.choices) for s in rec.sites.values()}}
-            print(name, "warm-up" if r == 0 else r, row["compile_s"], "s,", row["renders"], "renders,",
-                  sum(row["choices"].values()), "choices recorded", flush=True)
+            row = {
+                "compile_s": round(time.perf_counter() - t0, 3),
+                "renders": renders[0],
+                "choices": {s.key: len(s.choices) for s in rec.sites.values()},
+            }
+            print(
+                name,
+                "warm-up" if r == 0 else r,
+                row["compile_s"],
+                "s,",
+                row["renders"],
+                "renders,",
+                sum(row["choices"].values()),
+                "choices recorded",
+                flush=True,
+            )
             if r:
                 rows[name].append(row)
     same = all(x["choices"] == rows["all listed"][0]["choices"] for k in rows for x in rows[k])
-    out = {"model": a.model, "mode": a.mode, "batch": a.batch, "seq_len": a.seq_len, "dtype": a.dtype,
-           "device": torch.cuda.get_device_name(), "torch": str(torch.__version__), "date": time.strftime("%Y-%m-%d"),
-           "command": "python bench/device/render_trim.py " + " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
-                                                             for k, v in vars(a).items() if v not in (None, False)),
-           "same_choices_recorded": same,
-           **{k: {"median_compile_s": statistics.median(x["compile_s"] for x in v), "renders": v[0]["renders"],
-                  "compile_s": [x["compile_s"] for x in v]} for k, v in rows.items()}}
+    out = {
+        "model": a.model,
+        "mode": a.mode,
+        "batch": a.batch,
+        "seq_len": a.seq_len,
+        "dtype": a.dtype,
+        "device": torch.cuda.get_device_name(),
+        "torch": str(torch.__version__),
+        "date": time.strftime("%Y-%m-%d"),
+        "command": "python bench/device/render_trim.py "
+        + " ".join(
+            f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+            for k, v in vars(a).items()
+            if v not in (None, False)
+        ),
+        "same_choices_recorded": same,
+        **{
+            k: {
+                "median_compile_s": statistics.median(x["compile_s"] for x in v),
+                "renders": v[0]["renders"],
+                "compile_s": [x["compile_s"] for x in v],
+            }
+            for k, v in rows.items()
+        },
+    }
     print(json.dumps(out, indent=1))
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)

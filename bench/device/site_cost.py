@@ -90,15 +90,28 @@ def main() -> None:
     from tuner.workloads.spec import WorkloadSpec
 
     shape = tuple(int(x) for x in args.input_shape.split(",")) if args.input_shape else None
-    spec = WorkloadSpec(model=args.model, device=args.device, dtype=args.dtype, batch=args.batch, channels_last=args.channels_last, input_shape=shape)
+    spec = WorkloadSpec(
+        model=args.model,
+        device=args.device,
+        dtype=args.dtype,
+        batch=args.batch,
+        channels_last=args.channels_last,
+        input_shape=shape,
+    )
     t0 = time.perf_counter()
     session = Session(spec)
     capture = session.capture()
     import torch
 
     ptxas = Path(torch.__file__).parent / "bin" / "ptxas"
-    result = {"model": args.model, "capture_s": time.perf_counter() - t0, "capture_compile_s": capture.compile_s,
-              "torch_ptxas": ptxas.exists(), "TRITON_PTXAS_PATH": os.environ.get("TRITON_PTXAS_PATH"), "batches": []}
+    result = {
+        "model": args.model,
+        "capture_s": time.perf_counter() - t0,
+        "capture_compile_s": capture.compile_s,
+        "torch_ptxas": ptxas.exists(),
+        "TRITON_PTXAS_PATH": os.environ.get("TRITON_PTXAS_PATH"),
+        "batches": [],
+    }
     sites = [t for t in tasks_from_capture(capture, args.model) if t.kind == Kind.SITE]
     from tuner.db import Database
 
@@ -116,15 +129,27 @@ def main() -> None:
                 picks = [c for c in t.signature["space"]["choices"] if c != default][first : first + args.per_site]
             else:
                 ranked = rankers.first(Kind.SITE, t.signature, t.space, 8 * args.per_site)
-                picks = [c["choice"] for c in ranked if c["choice"] not in t.signature["space"]["choices"]][first : first + args.per_site]
+                picks = [c["choice"] for c in ranked if c["choice"] not in t.signature["space"]["choices"]][
+                    first : first + args.per_site
+                ]
             request[t.key] = (default, *picks)
         n = sum(len(v) for v in request.values())
         t1 = time.perf_counter()
         timings = session.time_sites(SiteBatch({}, request))
         wall = time.perf_counter() - t1
         timed = sum(1 for k, v in timings.timings.items() for c in v)
-        row = {"order": order, "defer": defer, "choices": n, **{k: round(v, 3) for k, v in SPENT.items()}, "wall_s": wall, "per_choice_s": wall / n, "status": timings.status.value,
-               "timed": timed, "compile_s": timings.compile_s, "error": (timings.error or "")[:500]}
+        row = {
+            "order": order,
+            "defer": defer,
+            "choices": n,
+            **{k: round(v, 3) for k, v in SPENT.items()},
+            "wall_s": wall,
+            "per_choice_s": wall / n,
+            "status": timings.status.value,
+            "timed": timed,
+            "compile_s": timings.compile_s,
+            "error": (timings.error or "")[:500],
+        }
         result["batches"].append(row)
         print(json.dumps(row), flush=True)
         (out / f"site-cost-{args.model}.json").write_text(json.dumps(result, indent=1))

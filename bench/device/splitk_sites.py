@@ -22,8 +22,16 @@ import sites_alone
 
 # gpt2's decode step (8 sequences): q/k/v, the attention's output, the MLP's two GEMMs, the vocabulary projection;
 # a Qwen2-style 8-layer model's decode GEMMs at hidden 2048 (GQA: q/k/v merged 2048 -> 2560, MLP 2048 -> 5632).
-SHAPES = ["gpt2 qkv=8,768,2304", "gpt2 proj=8,768,768", "gpt2 fc=8,768,3072", "gpt2 out=8,3072,768",
-          "gpt2 vocab=8,768,50257,nobias", "qwen qkv=8,2048,2560", "qwen up=8,2048,5632", "qwen down=8,5632,2048"]
+SHAPES = [
+    "gpt2 qkv=8,768,2304",
+    "gpt2 proj=8,768,768",
+    "gpt2 fc=8,768,3072",
+    "gpt2 out=8,3072,768",
+    "gpt2 vocab=8,768,50257,nobias",
+    "qwen qkv=8,2048,2560",
+    "qwen up=8,2048,5632",
+    "qwen down=8,5632,2048",
+]
 FIRST = {"BLOCK_N": (16, 32, 64, 128), "BLOCK_K": (32, 64, 128, 256), "SPLIT_K": (1, 2, 4, 8, 16, 32)}
 SECOND = {"num_warps": (2, 4, 8), "num_stages": (2, 3, 4, 5)}
 TOLERANCE = 2e-2  # bf16 output against a float32 reference, relative to the reference's largest value
@@ -72,7 +80,11 @@ def _cublas(args: tuple[Any, ...], out: Any) -> Any:
     import torch
 
     a, b, bias = args
-    return functools.partial(torch.addmm, bias[0], a, b, out=out) if bias is not None else functools.partial(torch.mm, a, b, out=out)
+    return (
+        functools.partial(torch.addmm, bias[0], a, b, out=out)
+        if bias is not None
+        else functools.partial(torch.mm, a, b, out=out)
+    )
 
 
 def _splitk(config: dict[str, int], args: tuple[Any, ...], out: Any) -> Any:
@@ -115,7 +127,11 @@ def time_shape(m: int, k: int, n: int, bias: bool) -> dict[str, Any]:
     ok = sorted((c for c in row["configs"] if "us" in c and c["error"] < TOLERANCE), key=lambda c: c["us"])
     for top in ok[:3]:
         for w, st in itertools.product(*SECOND.values()):
-            c = {**{k_: top[k_] for k_ in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K")}, "num_warps": w, "num_stages": st}
+            c = {
+                **{k_: top[k_] for k_ in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K")},
+                "num_warps": w,
+                "num_stages": st,
+            }
             if (w, st) != (top["num_warps"], top["num_stages"]):
                 measure(c)
     offered = menu(m, n, k, torch.cuda.get_device_properties(0).multi_processor_count)
@@ -130,16 +146,25 @@ def time_shape(m: int, k: int, n: int, bias: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    args = sites_alone.parse_args(__doc__, "--shape", "NAME=M,K,N[,nobias] (repeatable; default: decode GEMMs)", "splitk-sites.json")
+    args = sites_alone.parse_args(
+        __doc__, "--shape", "NAME=M,K,N[,nobias] (repeatable; default: decode GEMMs)", "splitk-sites.json"
+    )
     rows = []
     for text in args.shape or SHAPES:
         name, (m, k, n), bias = parse(text)
         row = {"shape": name, "mkn": [m, k, n], "bias": bias, **time_shape(m, k, n, bias)}
         rows.append(row)
         best = row["best"]
-        said = f"split-K {best['us']:.2f} us ({ {k_: v for k_, v in best.items() if k_ not in ('us', 'error')} })" if best else "no valid config"
+        said = (
+            f"split-K {best['us']:.2f} us ({ {k_: v for k_, v in best.items() if k_ not in ('us', 'error')} })"
+            if best
+            else "no valid config"
+        )
         menu_us = " ".join(f"{c['us']:.2f}" if "us" in c else "--" for c in row["menu"])
-        print(f"{name:12} {m}x{k}x{n}  cuBLAS {row['cublas_us']:.2f} us  {said}  menu: {menu_us}  wrong: {row['wrong']}", flush=True)
+        print(
+            f"{name:12} {m}x{k}x{n}  cuBLAS {row['cublas_us']:.2f} us  {said}  menu: {menu_us}  wrong: {row['wrong']}",
+            flush=True,
+        )
         sites_alone.write(args.out, rows)
 
 

@@ -29,7 +29,16 @@ class Workload:
 
     @property
     def flags(self) -> list[str]:
-        return ["--model", self.model, "--input-shape", ",".join(map(str, self.shape)), "--device", self.device, "--threads", "2"]
+        return [
+            "--model",
+            self.model,
+            "--input-shape",
+            ",".join(map(str, self.shape)),
+            "--device",
+            self.device,
+            "--threads",
+            "2",
+        ]
 
 
 WORKLOADS = [

@@ -33,7 +33,9 @@ def _compile_and_run(url, m, x):
 
 def _add_winner(url, key):
     db = Database.open(url)
-    sig = {"space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}}
+    sig = {
+        "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}
+    }
     t = db.upsert_task(key, "cpp_graph", "test", sig, "fp")
     db.set_winner(t.id, db.device_id(current_device("cpu")), None, space_for("cpp_graph", sig).default, 1.0, 2.0)
     db.close()

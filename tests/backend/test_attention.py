@@ -55,12 +55,23 @@ def test_the_recording_lists_a_graphs_attention_sites_once():
 
 
 def test_a_site_is_rebuilt_with_its_recorded_strides_and_wrong_strides_are_refused():
-    site = {"site": "0" * 16, "backend": "flash_cpu", "count": 1, "shape": [2, 4, 32, 16, 32], "dtype": "float32",
-            "strides": [[6144, 16, 192, 1], [6144, 16, 192, 1], [2048, 0, 64, 1]]}  # v: expanded over the heads
+    site = {
+        "site": "0" * 16,
+        "backend": "flash_cpu",
+        "count": 1,
+        "shape": [2, 4, 32, 16, 32],
+        "dtype": "float32",
+        "strides": [[6144, 16, 192, 1], [6144, 16, 192, 1], [2048, 0, 64, 1]],
+    }  # v: expanded over the heads
     (checked,) = space_for(FAMILY, {"space": {"device": "cpu", "sites": [site]}}).context["sites"]
     a = inputs(checked, "cpu")
     assert [list(a[n].stride()) for n in "qkv"] == site["strides"] and a["q"].abs().sum() > 0
-    assert list(inputs({**checked, "strides": None}, "cpu")["q"].stride()) == [2048, 512, 16, 1]  # none recorded: contiguous
+    assert list(inputs({**checked, "strides": None}, "cpu")["q"].stride()) == [
+        2048,
+        512,
+        16,
+        1,
+    ]  # none recorded: contiguous
     for bad in ([[1, 2, 3]] * 3, [[-1, 1, 1, 1]] * 3, "6144,16", [[1, 1, 1, True]] * 3):
         with pytest.raises(InvalidConfig):
             space_for(FAMILY, {"space": {"device": "cpu", "sites": [{**site, "strides": bad}]}})
@@ -80,14 +91,28 @@ def test_a_masked_site_records_its_masks_layout_and_is_rebuilt_with_it():
     assert checked["mask_layout"] == layout and rebuildable(checked)
     assert not rebuildable({**checked, "mask_layout": None})
     a = inputs(checked, "cpu")
-    assert a["mask"].dtype == torch.float32 and list(a["mask"].shape) == layout["shape"] and not a["mask"].any()  # masks nothing
+    assert (
+        a["mask"].dtype == torch.float32 and list(a["mask"].shape) == layout["shape"] and not a["mask"].any()
+    )  # masks nothing
     assert torch.isfinite(_reference(a)).all()
     broadcast = {"dtype": "bool", "shape": [2, 1, 32, 32], "stride": [32, 0, 0, 1]}
     b = inputs({**checked, "mask_layout": broadcast}, "cpu")
-    assert list(b["mask"].stride()) == broadcast["stride"] and bool(b["mask"].all()) and torch.isfinite(_reference(b)).all()
-    wrong = {**checked, "mask_layout": {"dtype": "bool", "shape": [3, 1, 32, 32], "stride": [1024, 0, 32, 1]}}  # 3 batches for 2
+    assert (
+        list(b["mask"].stride()) == broadcast["stride"]
+        and bool(b["mask"].all())
+        and torch.isfinite(_reference(b)).all()
+    )
+    wrong = {
+        **checked,
+        "mask_layout": {"dtype": "bool", "shape": [3, 1, 32, 32], "stride": [1024, 0, 32, 1]},
+    }  # 3 batches for 2
     assert all("could not be rebuilt" in t["error"] for t in time_backends(wrong, ["flash_cpu"], device="cpu").values())
-    for bad in ({**layout, "dtype": "int64"}, {**layout, "shape": [2, 1, 32]}, {**layout, "stride": [1, 2, 3, 4, 5]}, "bool"):
+    for bad in (
+        {**layout, "dtype": "int64"},
+        {**layout, "shape": [2, 1, 32]},
+        {**layout, "stride": [1, 2, 3, 4, 5]},
+        "bool",
+    ):
         with pytest.raises(InvalidConfig):
             space_for(FAMILY, {"space": {"device": "cpu", "sites": [{**checked, "mask_layout": bad}]}})
 
@@ -110,7 +135,9 @@ def test_a_forced_backend_rewrites_the_graph_and_keeps_numerics():
         torch.testing.assert_close(y, m(x), rtol=1e-4, atol=1e-5)
         _, (plain,) = run_and_get_code(_compiled(m), x)
     assert FLASH_CPU in plain and FLASH_CPU not in code and "bmm" in code  # two batched GEMMs a site
-    assert [(d.outcome, d.answer) for d in decisions if d.kind == FAMILY] == [(journal.HIT, {ANSWER_KNOB: {site: "math"}})]
+    assert [(d.outcome, d.answer) for d in decisions if d.kind == FAMILY] == [
+        (journal.HIT, {ANSWER_KNOB: {site: "math"}})
+    ]
 
 
 def test_a_site_with_a_mask_is_not_offered_flash_on_cuda():
@@ -121,13 +148,32 @@ def test_a_site_with_a_mask_is_not_offered_flash_on_cuda():
         space_for(FAMILY, {"space": {"device": "cuda", "sites": [{**site, "backend": "exec('x')"}]}})
 
 
-@pytest.mark.parametrize("model, default, other", [("attention", "flash_cpu", "math"), ("biased_attention", "math", "flash_cpu")])
+@pytest.mark.parametrize(
+    "model, default, other", [("attention", "flash_cpu", "math"), ("biased_attention", "math", "flash_cpu")]
+)
 def test_a_sweep_measures_the_backends_and_stores_its_answer(db_url, cwd_root, model, default, other):
     """A fused site measured against math attention, and a site the dispatcher runs as math measured against the fused
     kernel (its per-head bias given as four dimensions)."""
-    args = ["sweep", "--model", f"tests.helpers.models:{model}", "--input-shape", "2,32,64", "--device", "cpu", "--threads", "2",
-            "--budget", "quick", "--trials", "2", "--no-time-unfrozen", "--db", db_url,  # its frozen graph's sites
-            "--skip", "template-sites,fusion-groupings,graph-knobs"]  # the other searches are left out
+    args = [
+        "sweep",
+        "--model",
+        f"tests.helpers.models:{model}",
+        "--input-shape",
+        "2,32,64",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--budget",
+        "quick",
+        "--trials",
+        "2",
+        "--no-time-unfrozen",
+        "--db",
+        db_url,  # its frozen graph's sites
+        "--skip",
+        "template-sites,fusion-groupings,graph-knobs",
+    ]  # the other searches are left out
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
@@ -165,8 +211,13 @@ def test_an_answer_stands_in_at_other_sizes_of_the_same_graph():
     with torch.no_grad():
         (g,) = _recorded(m, torch.randn(2, 32, 64))
         site = g.found[FAMILY][0]["site"]
-        sig = {"backward": False, "lines": g.lines, "space": descriptor(FAMILY).graph_task(dataclasses.asdict(g), [], {}),
-               "family": g.family, "shapes": g.shapes}
+        sig = {
+            "backward": False,
+            "lines": g.lines,
+            "space": descriptor(FAMILY).graph_task(dataclasses.asdict(g), [], {}),
+            "family": g.family,
+            "shapes": g.shapes,
+        }
         nearest = Nearest.from_winners(valid_winners({g.keys[FAMILY]: (FAMILY, {f"site.{site}": "math"}, sig)}))
         x3 = torch.randn(3, 32, 64)
 
@@ -205,7 +256,9 @@ def test_attention_the_dispatcher_runs_as_math_is_a_site_and_takes_a_fused_backe
         ref = m(x)
     torch.testing.assert_close(y0, ref, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-5)
-    assert "bmm" in plain and FLASH_CPU not in plain and "tuner.attention" not in plain  # lowered as math, as Inductor would
+    assert (
+        "bmm" in plain and FLASH_CPU not in plain and "tuner.attention" not in plain
+    )  # lowered as math, as Inductor would
     assert FLASH_CPU in code and "bmm" not in code
     assert [d.outcome for d in decisions if d.kind == FAMILY] == [journal.HIT]
 
@@ -220,10 +273,19 @@ def test_math_attention_is_kept_whole_only_in_inference_and_where_the_users_pass
     (g,) = _recorded(m, x)
     assert g.found == {FAMILY: []}, "a training graph's attention is traced as PyTorch traces it"
     free = types.SimpleNamespace(pre_grad_custom_pass=None, post_grad_custom_post_pass=None)
-    assert isinstance(attention_math.pre_grad_patches(free, {})["pre_grad_custom_pass"], attention_math.KeepMathAttention)
+    assert isinstance(
+        attention_math.pre_grad_patches(free, {})["pre_grad_custom_pass"], attention_math.KeepMathAttention
+    )
     assert attention_math.pre_grad_patches(free, {"post_grad_custom_post_pass": object()}) == {}
-    assert attention_math.pre_grad_patches(types.SimpleNamespace(pre_grad_custom_pass=object(), post_grad_custom_post_pass=None), {}) == {}
-    assert attention_math.pre_grad_patches(types.SimpleNamespace(post_grad_custom_post_pass=None), {}) == {}, "an Inductor without the slot"
+    assert (
+        attention_math.pre_grad_patches(
+            types.SimpleNamespace(pre_grad_custom_pass=object(), post_grad_custom_post_pass=None), {}
+        )
+        == {}
+    )
+    assert attention_math.pre_grad_patches(types.SimpleNamespace(post_grad_custom_post_pass=None), {}) == {}, (
+        "an Inductor without the slot"
+    )
 
 
 def test_the_reference_reads_a_boolean_mask_as_which_keys_to_attend_to():
@@ -246,7 +308,9 @@ class _Grouped(torch.nn.Module):
         b, t, _ = x.shape
         q = self.q(x).view(b, t, 4, 16).transpose(1, 2)
         k, v = (y.view(b, t, 2, 16).transpose(1, 2) for y in self.kv(x).split(32, dim=-1))
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True).transpose(1, 2).reshape(b, t, 64)
+        return (
+            torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True).transpose(1, 2).reshape(b, t, 64)
+        )
 
 
 def test_a_site_whose_heads_group_records_its_key_heads_and_is_rebuilt_with_them():
@@ -270,5 +334,7 @@ def test_a_site_whose_heads_group_records_its_key_heads_and_is_rebuilt_with_them
     for bad in (3, 4, 0, True, "2"):  # must divide the query heads, and be fewer
         with pytest.raises(InvalidConfig):
             space_for(FAMILY, {"space": {"device": "cpu", "sites": [{**checked, "kv_heads": bad}]}})
-    (mha,) = space_for(FAMILY, {"space": {"device": "cpu", "sites": [{k: v for k, v in checked.items() if k != "kv_heads"}]}}).context["sites"]
+    (mha,) = space_for(
+        FAMILY, {"space": {"device": "cpu", "sites": [{k: v for k, v in checked.items() if k != "kv_heads"}]}}
+    ).context["sites"]
     assert "kv_heads" not in mha and inputs(mha, "cpu")["k"].shape[1] == 4  # an older record: the query's heads

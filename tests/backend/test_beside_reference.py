@@ -19,6 +19,7 @@ def _spin(ms: float):
         end = time.perf_counter() + ms * SLOW[0] / 1e3
         while time.perf_counter() < end:
             pass
+
     return run
 
 
@@ -42,12 +43,15 @@ def test_a_template_choice_is_no_reference():
     assert reference.fn is not None
 
 
-@pytest.mark.parametrize("device, timing, rounds, expect", [
-    ("cpu", "pipelined", {"k": ("a", "b")}, True),  # the sweep's default on the CPU ("auto")
-    ("cpu", "launch", {"k": ("a", "b")}, False),  # Inductor's own timing
-    ("cpu", "pipelined", None, False),  # a compile that benchmarks nothing
-    ("cuda", "pipelined", {"k": ("a", "b")}, False),  # CUDA's own ways (site_timing.py)
-])
+@pytest.mark.parametrize(
+    "device, timing, rounds, expect",
+    [
+        ("cpu", "pipelined", {"k": ("a", "b")}, True),  # the sweep's default on the CPU ("auto")
+        ("cpu", "launch", {"k": ("a", "b")}, False),  # Inductor's own timing
+        ("cpu", "pipelined", None, False),  # a compile that benchmarks nothing
+        ("cuda", "pipelined", {"k": ("a", "b")}, False),  # CUDA's own ways (site_timing.py)
+    ],
+)
 def test_only_benchmarked_cpu_sites_are_timed_beside_a_reference(device, timing, rounds, expect):
     assert MeasuringContext(Forcing(), device, benchmark=rounds, site_timing=timing).times_beside_reference is expect
 

@@ -15,7 +15,13 @@ print(get_compile_threads(), AsyncCompile.process_pool.cache_info().currsize)
 
 
 def test_the_compile_workers_start_when_asked():
-    out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=300, env={**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "2"})
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "2"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     threads, pools = (int(x) for x in out.stdout.split()[-2:])
     assert threads > 1 and pools == 1, out.stdout

@@ -41,7 +41,10 @@ def test_the_recording_counts_broadcast_values_and_storing_them_computes_each_on
     model, qk = Rotary(), _qk()
     g, task = _grouping(model, qk)
     assert sorted(g.broadcast_ops) == ["cos", "sin"] and g.broadcast_values == 2, g
-    assert task.space.default[COMPUTE_ONCE] is False and task.space.evidence()[0] == {**task.space.default, COMPUTE_ONCE: True}
+    assert task.space.default[COMPUTE_ONCE] is False and task.space.evidence()[0] == {
+        **task.space.default,
+        COMPUTE_ONCE: True,
+    }
     once = Forcing({Kind.FUSION: {g.fusion_key: to_patches({**task.space.default, COMPUTE_ONCE: True})}})
     with _inference():
         ref = model(qk)
@@ -87,7 +90,12 @@ def test_on_the_gpu_the_cos_and_sin_are_computed_in_a_kernel_of_their_size_and_m
         y, (code,) = run_and_get_code(_compiled(model, once, device="cuda"), qk)
 
     def sizes(code: str) -> list[int]:  # the element counts of the kernels that compute a cos
-        return [int(n) for k in code.split("@triton.jit")[1:] if "tl_math.cos" in k for n in re.findall(r"xnumel = (\d+)", k)[:1]]
+        return [
+            int(n)
+            for k in code.split("@triton.jit")[1:]
+            if "tl_math.cos" in k
+            for n in re.findall(r"xnumel = (\d+)", k)[:1]
+        ]
 
     assert sizes(code) == [64 * 16] and all(n > 64 * 16 for n in sizes(plain_code)), (sizes(code), sizes(plain_code))
     for out in (plain, y):

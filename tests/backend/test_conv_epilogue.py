@@ -43,8 +43,13 @@ def test_a_chain_of_residual_blocks_is_fused_in_order_each_residual_an_earlier_r
     assert _targets(gm) == ["tuner.conv_relu.default", "tuner.conv_add_relu.default", "tuner.conv_add_relu.default"]
     gm.recompile()
     with FakeTensorMode(allow_non_fake_inputs=True):
-        out = gm(*(torch.empty(s, device="cuda", dtype=torch.bfloat16).to(memory_format=CL) for s in [(2, 8, 6, 6), (8, 8, 3, 3)]),
-                 torch.empty(8, device="cuda", dtype=torch.bfloat16))
+        out = gm(
+            *(
+                torch.empty(s, device="cuda", dtype=torch.bfloat16).to(memory_format=CL)
+                for s in [(2, 8, 6, 6), (8, 8, 3, 3)]
+            ),
+            torch.empty(8, device="cuda", dtype=torch.bfloat16),
+        )
     assert out.shape == (2, 8, 6, 6) and out.is_contiguous(memory_format=CL)
 
 
@@ -52,7 +57,9 @@ def test_what_the_rewrite_leaves_alone():
     def others(x, w, w1):
         y = _conv(x, w, padding=1)  # no ReLU after it
         shared = _conv(x, w, padding=1)  # its output read twice: the ReLU is not its only use
-        bcast = aten.relu(aten.add(_conv(x, w1), torch.ops.aten.ones.default([1, 1, 1, 1], dtype=torch.bfloat16, device=x.device)))
+        bcast = aten.relu(
+            aten.add(_conv(x, w1), torch.ops.aten.ones.default([1, 1, 1, 1], dtype=torch.bfloat16, device=x.device))
+        )
         scaled = aten.relu(aten.add(_conv(x, w1), x, alpha=2))  # an add with alpha
         return y, aten.relu(shared), shared, bcast, scaled
 
@@ -65,6 +72,7 @@ def test_what_the_rewrite_leaves_alone():
 def test_depthwise_convolutions_stay_with_aten_and_grouped_ones_are_fused():
     """One input channel per group (depthwise) stays ATen's convolution, which picks its own kernel where cuDNN's is
     slow; a grouped convolution with more channels per group (resnext's) is fused."""
+
     def mixed(x, dw, grouped):
         a = aten.relu(_conv(x, dw, padding=1, groups=8))  # depthwise: 8 groups of one channel
         return aten.relu(_conv(a, grouped, padding=1, groups=2))  # 2 groups of 4 channels
@@ -74,9 +82,14 @@ def test_depthwise_convolutions_stay_with_aten_and_grouped_ones_are_fused():
     assert _targets(gm) == ["aten.convolution.default", "aten.relu.default", "tuner.conv_relu.default"]
 
 
-@pytest.mark.parametrize("shape, weight, stride, padding, groups", [
-    ((2, 8, 7, 9), (16, 8, 3, 3), 2, 1, 1), ((2, 64, 14, 14), (64, 2, 3, 3), 1, 1, 32), ((3, 4, 5, 5), (6, 4, 1, 1), 1, 0, 1),
-])
+@pytest.mark.parametrize(
+    "shape, weight, stride, padding, groups",
+    [
+        ((2, 8, 7, 9), (16, 8, 3, 3), 2, 1, 1),
+        ((2, 64, 14, 14), (64, 2, 3, 3), 1, 1, 32),
+        ((3, 4, 5, 5), (6, 4, 1, 1), 1, 0, 1),
+    ],
+)
 def test_the_ops_fake_sizes_and_layouts_are_the_convolutions(shape, weight, stride, padding, groups):
     """Inductor allocates what the fake kernels return: the convolution's size, channels-last from channels-last
     operands, as cuDNN writes it (the CUDA kernels return that layout too: the GPU test)."""
@@ -91,12 +104,23 @@ def test_the_ops_fake_sizes_and_layouts_are_the_convolutions(shape, weight, stri
 
 
 def test_the_knob_is_a_cuda_grouping_choice_measured_first_and_shares_the_pre_pass_slot_with_the_stem_rewrite():
-    graph = {"backward": False, "lines": 10, "index": 0, "fusion_key": "fk", "device": "cuda", "s2d_convs": 1, "epilogue_convs": 3,
-             "fusion_defaults": {"aggressive_fusion": False}}
+    graph = {
+        "backward": False,
+        "lines": 10,
+        "index": 0,
+        "fusion_key": "fk",
+        "device": "cuda",
+        "s2d_convs": 1,
+        "epilogue_convs": 3,
+        "fusion_defaults": {"aggressive_fusion": False},
+    }
     (task,) = fusion_tasks([graph], "m")
     assert task.space.default[CONV_EPILOGUE] is False and task.space.context["epilogue_convs"] == 3
-    assert task.space.evidence()[:3] == [{**task.space.default, SPACE_TO_DEPTH: True, CONV_EPILOGUE: True},
-                                         {**task.space.default, SPACE_TO_DEPTH: True}, {**task.space.default, CONV_EPILOGUE: True}]
+    assert task.space.evidence()[:3] == [
+        {**task.space.default, SPACE_TO_DEPTH: True, CONV_EPILOGUE: True},
+        {**task.space.default, SPACE_TO_DEPTH: True},
+        {**task.space.default, CONV_EPILOGUE: True},
+    ]
     cpu = space({"device": "cpu", "defaults": {}, "epilogue_convs": 3})
     assert CONV_EPILOGUE not in cpu.default and cpu.evidence() == []
     both = graph_rewrites.patches({SPACE_TO_DEPTH: True, CONV_EPILOGUE: True, "aggressive_fusion": True}, None)
@@ -118,7 +142,10 @@ def test_on_the_gpu_the_fused_ops_match_convolution_bias_add_relu(groups):
     b, z = torch.randn(32, device="cuda", dtype=torch.bfloat16), torch.randn_like(x)
     conv = [[1, 1], [1, 1], [1, 1], groups]
     ref = torch.nn.functional.conv2d(x.float(), w.float(), b.float(), 1, 1, 1, groups)
-    for out, want in ((ops.conv_relu(x, w, b, *conv), ref.relu()), (ops.conv_add_relu(x, w, z, b, *conv), (ref + z.float()).relu())):
+    for out, want in (
+        (ops.conv_relu(x, w, b, *conv), ref.relu()),
+        (ops.conv_add_relu(x, w, z, b, *conv), (ref + z.float()).relu()),
+    ):
         assert out.is_contiguous(memory_format=CL)
         torch.testing.assert_close(out.float(), want, rtol=0.02, atol=0.05)
 

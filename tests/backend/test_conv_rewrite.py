@@ -29,7 +29,10 @@ def stem(channels: int = 3) -> torch.nn.Module:
     """A 7x7/2 stem convolution with batch norm (frozen: folded into it), then a 3x3/2 one over 8 channels."""
     torch.manual_seed(0)
     return torch.nn.Sequential(
-        torch.nn.Conv2d(channels, 8, 7, 2, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, 2, 1),
+        torch.nn.Conv2d(channels, 8, 7, 2, 3),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, 2, 1),
     ).eval()
 
 
@@ -106,7 +109,9 @@ def test_the_forced_rewrite_replaces_the_stem_and_keeps_eager_numerics():
     torch.testing.assert_close(rewritten, ref, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("size, kernel, stride, padding", [(33, 7, 2, 3), (32, 3, 2, 1), (31, 5, 3, 2), (30, 4, 2, 1), (34, 8, 8, 0)])
+@pytest.mark.parametrize(
+    "size, kernel, stride, padding", [(33, 7, 2, 3), (32, 3, 2, 1), (31, 5, 3, 2), (30, 4, 2, 1), (34, 8, 8, 0)]
+)
 def test_the_rewrite_is_exact_at_odd_sizes_kernels_and_strides(size, kernel, stride, padding):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 5, kernel, stride, padding), torch.nn.ReLU()).eval()
@@ -127,7 +132,10 @@ def test_the_knob_never_reaches_inductor_and_a_users_own_pass_is_kept(caplog):
     assert list(rewrites.REWRITES) == list(REWRITE_KNOBS)  # every rewrite knob the space offers has its pass, in order
     assert rewrites.patches({SPACE_TO_DEPTH: False, "aggressive_fusion": True}, None) == {"aggressive_fusion": True}
     on = rewrites.patches({SPACE_TO_DEPTH: True}, None)
-    assert isinstance(on["post_grad_custom_pre_pass"], conv_rewrite.SpaceToDepth) and on["post_grad_custom_pre_pass"].uuid()
+    assert (
+        isinstance(on["post_grad_custom_pre_pass"], conv_rewrite.SpaceToDepth)
+        and on["post_grad_custom_pre_pass"].uuid()
+    )
     with caplog.at_level(logging.WARNING, logger="tuner"):
         assert rewrites.patches({SPACE_TO_DEPTH: True}, object()) == {}
     assert "already set" in caplog.text
@@ -208,7 +216,9 @@ def test_a_stored_rewrite_can_be_left_out_as_an_ablation_measures_it(tmp_path):
     for without in ((), (SPACE_TO_DEPTH,)):
         torch._dynamo.reset()
         with _inference():
-            y, (codes[without],) = run_and_get_code(torch.compile(model, backend="tuned", options={"db": url, "without": list(without)}), x)
+            y, (codes[without],) = run_and_get_code(
+                torch.compile(model, backend="tuned", options={"db": url, "without": list(without)}), x
+            )
         torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
     assert S2D_WEIGHT in codes[()] and S2D_WEIGHT not in codes[(SPACE_TO_DEPTH,)]
     assert stored_rewrites(url, "cpu") == [SPACE_TO_DEPTH]  # what `bench --ablate` leaves out one at a time

@@ -93,15 +93,18 @@ def test_a_site_forced_to_decode_calls_the_kernel_in_the_compiled_graph():
     assert [g["calls"] for g in got] == [1, 1, 1] and max(g["error"] for g in got) < 1e-2, got
 
 
-@pytest.mark.parametrize("q, k, dtype, causal, taken", [
-    ([8, 12, 1, 64], [8, 12, 512, 64], "bfloat16", False, True),
-    ([2, 16, 4, 128], [2, 4, 2048, 128], "float16", False, True),  # grouped heads
-    ([8, 12, 17, 64], [8, 12, 512, 64], "bfloat16", False, False),  # more queries than a block
-    ([8, 12, 1, 64], [8, 12, 512, 64], "bfloat16", True, False),  # causal, aligned to the first key
-    ([8, 12, 1, 64], [8, 12, 512, 64], "float32", False, False),
-    ([2, 6, 1, 64], [2, 4, 512, 64], "bfloat16", False, False),  # heads that do not group
-    ([2, 6, 1, 8], [2, 6, 512, 8], "bfloat16", False, False),
-])
+@pytest.mark.parametrize(
+    "q, k, dtype, causal, taken",
+    [
+        ([8, 12, 1, 64], [8, 12, 512, 64], "bfloat16", False, True),
+        ([2, 16, 4, 128], [2, 4, 2048, 128], "float16", False, True),  # grouped heads
+        ([8, 12, 17, 64], [8, 12, 512, 64], "bfloat16", False, False),  # more queries than a block
+        ([8, 12, 1, 64], [8, 12, 512, 64], "bfloat16", True, False),  # causal, aligned to the first key
+        ([8, 12, 1, 64], [8, 12, 512, 64], "float32", False, False),
+        ([2, 6, 1, 64], [2, 4, 512, 64], "bfloat16", False, False),  # heads that do not group
+        ([2, 6, 1, 8], [2, 6, 512, 8], "bfloat16", False, False),
+    ],
+)
 def test_it_takes_a_few_half_precision_queries_over_many_keys(q, k, dtype, causal, taken):
     assert takes(q, k, dtype, causal) is taken
 
@@ -121,12 +124,21 @@ def test_a_blocks_rows_take_a_key_heads_query_heads_together():
 
 
 def test_the_space_offers_decode_only_at_a_site_the_capture_marked():
-    site = {"site": "0" * 16, "backend": "cudnn", "mask": False, "count": 12, "shape": [8, 12, 1, 64, 512], "dtype": "bfloat16"}
+    site = {
+        "site": "0" * 16,
+        "backend": "cudnn",
+        "mask": False,
+        "count": 12,
+        "shape": [8, 12, 1, 64, 512],
+        "dtype": "bfloat16",
+    }
     (plain,) = space_for(FAMILY, {"space": {"device": "cuda", "sites": [site]}}).params
     (marked,) = space_for(FAMILY, {"space": {"device": "cuda", "sites": [{**site, "decode": True}]}}).params
     assert "decode" not in plain.options and marked.options[-1] == "decode"
     space = space_for(FAMILY, {"space": {"device": "cuda", "sites": [site]}})
     with pytest.raises(InvalidConfig):
         space.validate({"site." + "0" * 16: "decode"})  # an imported answer naming it where it was never offered
-    (cpu,) = space_for(FAMILY, {"space": {"device": "cpu", "sites": [{**site, "backend": "math", "decode": True}]}}).params
+    (cpu,) = space_for(
+        FAMILY, {"space": {"device": "cpu", "sites": [{**site, "backend": "math", "decode": True}]}}
+    ).params
     assert "decode" not in cpu.options

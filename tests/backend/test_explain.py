@@ -92,7 +92,10 @@ def _stored_missed_tasks(db_url, monkeypatch):
     missed = {d.key: d.kind for d in first if d.outcome == journal.MISS}
     assert missed
     db = Database.open(db_url)
-    ids = [db.upsert_task(key, kind, f"task {i}", {"space": {}}, "0" * 64).id for i, (key, kind) in enumerate(missed.items())]
+    ids = [
+        db.upsert_task(key, kind, f"task {i}", {"space": {}}, "0" * 64).id
+        for i, (key, kind) in enumerate(missed.items())
+    ]
     db.link_workload("mlp/infer/cpu/fp32/16x64", ids)  # the same workload: no shape, dtype or freezing reason
     db.close()
     torch._dynamo.reset()
@@ -130,5 +133,7 @@ def test_a_database_whose_winners_were_measured_on_another_device_says_so(db_url
         db.set_winner(tid, other, None, {"choice": "x"}, 1.0, 2.0)
     db.close()
     said = _miss_warning(db_url, model, x, caplog)
-    assert f"{len(missed)} of its {len(missed)} lookups are tasks the database holds with no winner on this" in said, said
+    assert f"{len(missed)} of its {len(missed)} lookups are tasks the database holds with no winner on this" in said, (
+        said
+    )
     assert "1 on the Another CPU model" in said and "kept per device model" in said and "--time-budget" not in said

@@ -82,7 +82,9 @@ def test_on_the_gpu_an_unfrozen_answer_compiles_the_graph_unfrozen():
 @pytest.mark.parametrize("grad, backward", [(True, False), (False, True)])
 def test_a_graph_that_is_not_frozen_is_never_stopped(grad, backward):
     with inductor_config.patch(freezing=True), torch.set_grad_enabled(grad):
-        assert restart_hook.take({FREEZING: False, "epilogue_fusion": True}, is_backward=backward) == {"epilogue_fusion": True}
+        assert restart_hook.take({FREEZING: False, "epilogue_fusion": True}, is_backward=backward) == {
+            "epilogue_fusion": True
+        }
     with inductor_config.patch(freezing=True), torch.no_grad(), pytest.raises(restart_hook.Restart):
         restart_hook.take({FREEZING: False}, is_backward=False)
 

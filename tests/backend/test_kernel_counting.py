@@ -20,7 +20,12 @@ def test_stored_kernels_hit_others_miss_and_templates_are_not_counted():
     template = _kernel("triton_tem_c", heuristic="HeuristicType.TEMPLATE")
     found = kernel_hook.tunable([stored, other, template])
     assert [name for _, _, name in found] == ["triton_poi_a", "triton_poi_b"]
-    ctx = CompileContext(Forcing({Kind.TRITON_POINTWISE: {kernel_hook.lookup_hash(stored): {"XBLOCK": 256, "num_warps": 4, "num_stages": 1}}}), "cuda")
+    ctx = CompileContext(
+        Forcing(
+            {Kind.TRITON_POINTWISE: {kernel_hook.lookup_hash(stored): {"XBLOCK": 256, "num_warps": 4, "num_stages": 1}}}
+        ),
+        "cuda",
+    )
     before = counters.stats()
     with journal.recording() as decisions:
         ctx.kernels_lowered(found)

@@ -67,7 +67,9 @@ def test_dynamic_shapes_take_exact_answers_or_clean_misses(swept_at_batch_1):
             x = torch.randn(batch, 64)
             torch.testing.assert_close(f(x), m(x), rtol=1e-4, atol=1e-5)
     s = tb.stats()
-    assert s["benchmarks"] == 0 and s["transferred"] == 0 and s["hits"] + s["misses"] >= 1  # symbolic sizes never transfer
+    assert (
+        s["benchmarks"] == 0 and s["transferred"] == 0 and s["hits"] + s["misses"] >= 1
+    )  # symbolic sizes never transfer
 
 
 def test_tuner_compile_freezes_for_inference_without_the_flag(swept_at_batch_1):
@@ -134,12 +136,29 @@ def test_explain_on_a_missing_database_is_one_line(tmp_path):
 
 def test_bench_reports_each_tuned_modes_lookups(swept_at_batch_1, tmp_path):
     out = tmp_path / "bench.json"
-    args = ["bench", *MLP, "--input-shape", "2,64", "--modes", "default,tuned,tuned-strict", "--rounds", "3", "--db", swept_at_batch_1, "--out", str(out)]
+    args = [
+        "bench",
+        *MLP,
+        "--input-shape",
+        "2,64",
+        "--modes",
+        "default,tuned,tuned-strict",
+        "--rounds",
+        "3",
+        "--db",
+        swept_at_batch_1,
+        "--out",
+        str(out),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     r = json.loads(out.read_text())["results"]
     assert r["tuned"]["lookups"]["transferred"] >= 3 and r["tuned"]["benchmarks"] == 0
-    assert r["tuned-strict"]["transfer"] is False and r["tuned-strict"]["lookups"] == {"hits": 0, "transferred": 0, "misses": r["tuned"]["lookups"]["transferred"]}
+    assert r["tuned-strict"]["transfer"] is False and r["tuned-strict"]["lookups"] == {
+        "hits": 0,
+        "transferred": 0,
+        "misses": r["tuned"]["lookups"]["transferred"],
+    }
     assert all(v["numerics_ok"] for k, v in r.items() if k != "default") and r["default"]["median_ms"] > 0
 
 

@@ -7,7 +7,15 @@ import sys
 
 from tests.helpers.dbfill import fill
 
-SWEEP_ONLY = ("tuner.backend.instrument", "tuner.measure", "tuner.sweep", "tuner.study", "tuner.workloads", "tuner.commands", "optuna")
+SWEEP_ONLY = (
+    "tuner.backend.instrument",
+    "tuner.measure",
+    "tuner.sweep",
+    "tuner.study",
+    "tuner.workloads",
+    "tuner.commands",
+    "optuna",
+)
 
 PROGRAM = """
 import json, sys, torch
@@ -21,7 +29,9 @@ print(json.dumps({"stats": tuner.backend.stats(), "modules": sorted(sys.modules)
 
 def test_a_tuned_compile_loads_no_sweep_module(db_url):
     fill(db_url).close()
-    out = subprocess.run([sys.executable, "-c", PROGRAM, db_url], capture_output=True, text=True, timeout=300, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PROGRAM, db_url], capture_output=True, text=True, timeout=300, check=True
+    )
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert sum(report["stats"][k] for k in ("hits", "misses")) >= 1, "the compile looked its graph up"
     assert "tuner.backend.answers" in report["modules"] and "tuner.backend.hooks.selector" in report["modules"]

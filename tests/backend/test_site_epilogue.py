@@ -10,8 +10,10 @@ from tuner.backend.instrument.recorder import Recorder
 from tuner.core import Forcing
 from tuner.search_spaces import space_for
 
-TRITON = ('triton::mm:{"ACC_TYPE":"tl.float32","BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"EVEN_K":true,"GROUP_M":8,'
-          '"USE_FAST_ACCUM":false,"hint_override":null,"num_stages":6,"num_warps":4}')
+TRITON = (
+    'triton::mm:{"ACC_TYPE":"tl.float32","BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"EVEN_K":true,"GROUP_M":8,'
+    '"USE_FAST_ACCUM":false,"hint_override":null,"num_stages":6,"num_warps":4}'
+)
 
 
 class _GeluThenOut(torch.nn.Module):

@@ -37,7 +37,12 @@ def test_site_timing_is_auto_unless_set_and_a_bad_value_is_refused():
 @pytest.mark.parametrize(
     "device, defer, rounds, expect",
     [
-        ("cuda", True, {"k": ("a", "b")}, True),  # a CUDA site batch: Inductor's deferred selection, timed at scheduling
+        (
+            "cuda",
+            True,
+            {"k": ("a", "b")},
+            True,
+        ),  # a CUDA site batch: Inductor's deferred selection, timed at scheduling
         ("cuda", False, {"k": ("a", "b")}, False),  # TUNER_SITE_DEFER=0: timed where the site is lowered
         ("cpu", True, {"k": ("a", "b")}, False),  # Inductor never defers a CPP-backend site
         ("cuda", True, None, False),  # a compile that benchmarks nothing (forcing, recording) is untouched
@@ -167,7 +172,9 @@ def test_graph_replays_rotate_over_copies_of_the_inputs_that_together_outgrow_th
     sets = rotated((bias, a, w, 2))
     assert len(sets) == MAX_COPIES and sets[0] == (bias, a, w, 2)
     for b, x, y, k in sets[1:]:
-        assert k == 2 and x.stride() == a.stride() and y.stride() == w.stride() and torch.equal(y, w) and torch.equal(x, a)
+        assert (
+            k == 2 and x.stride() == a.stride() and y.stride() == w.stride() and torch.equal(y, w) and torch.equal(x, a)
+        )
         assert x.data_ptr() != a.data_ptr() and y.data_ptr() != w.data_ptr() and b is bias
     big = torch.empty(ROTATE_BYTES // 12 + 1, dtype=torch.float32)  # just over a third of the bytes: 3 sets
     assert len(rotated((big,))) == 3 and len(rotated((torch.empty(ROTATE_BYTES // 4),))) == 2
@@ -185,7 +192,11 @@ def test_a_probe_slowed_by_the_host_is_taken_again_before_it_prunes():
 
     fast, slow = sleeper(0.2), sleeper(6.0)
     best = _probe_ms(fast, None)
-    assert confirmed_slower(_probe_ms(slow, None), lambda: _probe_ms(slow, None), best, lambda: _probe_ms(fast, None), 1.0)
+    assert confirmed_slower(
+        _probe_ms(slow, None), lambda: _probe_ms(slow, None), best, lambda: _probe_ms(fast, None), 1.0
+    )
     spiked = 6.0 + best  # a fast candidate's first probe, as the busy host had it
     assert not confirmed_slower(spiked, lambda: _probe_ms(fast, None), best, lambda: _probe_ms(fast, None), 1.0)
-    assert not confirmed_slower(best, lambda: _probe_ms(slow, None), best, lambda: _probe_ms(fast, None), 1.0), "no second probe unless the first says slower"
+    assert not confirmed_slower(best, lambda: _probe_ms(slow, None), best, lambda: _probe_ms(fast, None), 1.0), (
+        "no second probe unless the first says slower"
+    )

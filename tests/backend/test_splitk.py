@@ -50,8 +50,12 @@ def test_ids_round_trip_and_bad_ones_are_refused():
     from tuner.cli.render import short_choice
 
     assert short_choice(splitk.make_id(config)) == "tuner::splitk M16 N16 K128 split8 s3 w4"  # the sweep's table
-    for bad in ('{"BLOCK_M":16}', '{"BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":24,"SPLIT_K":8,"num_stages":4,"num_warps":2}',
-                '{"BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"SPLIT_K":128,"num_stages":4,"num_warps":2}', "not json"):
+    for bad in (
+        '{"BLOCK_M":16}',
+        '{"BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":24,"SPLIT_K":8,"num_stages":4,"num_warps":2}',
+        '{"BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"SPLIT_K":128,"num_stages":4,"num_warps":2}',
+        "not json",
+    ):
         with pytest.raises(ValueError):
             splitk.parse(splitk.PREFIX + bad)
 
@@ -72,7 +76,10 @@ def test_a_menu_covers_the_rows_and_leaves_each_split_a_share_of_k(m, n, k):
 
 
 def _site_space(choices):
-    inputs = [["cuda", "torch.bfloat16", [8, 3072], [3072, 1], 0], ["cuda", "torch.bfloat16", [3072, 768], [1, 3072], 0]]
+    inputs = [
+        ["cuda", "torch.bfloat16", [8, 3072], [3072, 1], 0],
+        ["cuda", "torch.bfloat16", [3072, 768], [1, 3072], 0],
+    ]
     return space_for(Kind.SITE, {"op": "mm", "inputs": inputs, "space": {"choices": choices, "default": "aten::mm:{}"}})
 
 
@@ -103,11 +110,17 @@ def test_a_skinny_cuda_site_is_offered_its_menu_and_a_wanted_config_by_id():
     from tuner.backend.hooks import splitk as hook
 
     nodes, layout = _nodes(8, 3072, 768)
-    wanted = splitk.make_id({"BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT_K": 2, "num_warps": 4, "num_stages": 2})
+    wanted = splitk.make_id(
+        {"BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT_K": 2, "num_warps": 4, "num_stages": 2}
+    )
     bad = wanted.replace('"SPLIT_K":2', '"SPLIT_K":3')
-    too_many = splitk.make_id({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 64, "SPLIT_K": 2, "num_warps": 4, "num_stages": 2})
+    too_many = splitk.make_id(
+        {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 64, "SPLIT_K": 2, "num_warps": 4, "num_stages": 2}
+    )
     wide_nodes, wide_layout = _nodes(8, 3072, 1 << 21)  # 131072 output tiles of 16 columns: more than the kernel counts
-    assert all(hook.id_of(c) != too_many for c in hook.choices("mm", wide_nodes, wide_layout, (too_many,), None, sms=132))
+    assert all(
+        hook.id_of(c) != too_many for c in hook.choices("mm", wide_nodes, wide_layout, (too_many,), None, sms=132)
+    )
     made = hook.choices("mm", nodes, layout, (wanted, bad, "aten::mm:{}"), None, sms=132)
     ids = [selector.choice_id(c) for c in made]
     assert ids == [*(splitk.make_id(c) for c in splitk.menu(8, 768, 3072, 132)), wanted]

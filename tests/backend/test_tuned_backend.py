@@ -96,7 +96,9 @@ def test_winners_are_forced_and_inductor_caches_follow_the_database(tmp_path, mo
     _run(m, x, backend="tuned", options={"db": db_url})  # the same answer: Inductor's cache may serve it now
     torch._dynamo.reset()
 
-    sig = {"space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}}
+    sig = {
+        "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}
+    }
     config = {**space_for("cpp_graph", sig).default, "cpp.simdlen": 0}
     _store_winner(db_url, "cpp_graph", graph.key, config, sig)
     tb.reset_stats()
@@ -127,7 +129,10 @@ def test_local_first_then_shared_and_an_unreachable_shared_db_only_warns(tmp_pat
     rec = _record(m, x)
     graph = next(iter(rec.graphs.values()))
     site = next(iter(rec.sites.values()))
-    sig = {**GRAPH_SIG, "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": True}}
+    sig = {
+        **GRAPH_SIG,
+        "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": True},
+    }
     local, shared = f"sqlite:///{tmp_path / 'local.db'}", f"sqlite:///{tmp_path / 'shared.db'}"
     _store_winner(local, "cpp_graph", graph.key, space_for("cpp_graph", sig).default, sig)
     site_sig = {"space": {"choices": site.choices, "default": site.default}}
@@ -141,7 +146,12 @@ def test_local_first_then_shared_and_an_unreachable_shared_db_only_warns(tmp_pat
 
     tb.reset_stats()
     with caplog.at_level(logging.WARNING, logger="tuner"):
-        y = _run(m, x, backend="tuned", options={"db": local, "shared_db": "postgresql+psycopg://nobody@127.0.0.1:1/x?connect_timeout=2"})
+        y = _run(
+            m,
+            x,
+            backend="tuned",
+            options={"db": local, "shared_db": "postgresql+psycopg://nobody@127.0.0.1:1/x?connect_timeout=2"},
+        )
     torch.testing.assert_close(y, m(x).detach())
     assert tb.stats()["hits"] == 1 and tb.stats()["benchmarks"] == 0
     assert "compiling with Inductor's defaults" in caplog.text
@@ -152,7 +162,9 @@ def test_dynamic_shapes_compile_with_a_database_and_match_eager(db_url):
     inductor_config.freezing = True
     m = mlp().eval()
     graph = next(iter(_record(m, torch.randn(16, 64)).graphs.values()))
-    sig = {"space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}}
+    sig = {
+        "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}
+    }
     _store_winner(db_url, "cpp_graph", graph.key, {**space_for("cpp_graph", sig).default, "cpp.simdlen": 0}, sig)
     tb.reset_stats()
     f = torch.compile(m, backend="tuned", options={"db": db_url}, dynamic=True)
@@ -177,9 +189,17 @@ def test_kernel_configs_can_be_left_to_inductor():
     from tuner.core import Kind
     from tuner.kinds import KERNEL_HOOK, where
 
-    f = Forcing({Kind.CPP_GRAPH: {"g": {"cpp.simdlen": 0}}, Kind.SITE: {"s": "aten::mm:{}"}, Kind.TRITON_POINTWISE: {"h": {"XBLOCK": 64}},
-                 Kind.FUSION: {"f": {"aggressive_fusion": True}}})
-    assert f.without(*where(hook=KERNEL_HOOK)) == Forcing({k: f.of(k) for k in (Kind.CPP_GRAPH, Kind.SITE, Kind.FUSION)})
+    f = Forcing(
+        {
+            Kind.CPP_GRAPH: {"g": {"cpp.simdlen": 0}},
+            Kind.SITE: {"s": "aten::mm:{}"},
+            Kind.TRITON_POINTWISE: {"h": {"XBLOCK": 64}},
+            Kind.FUSION: {"f": {"aggressive_fusion": True}},
+        }
+    )
+    assert f.without(*where(hook=KERNEL_HOOK)) == Forcing(
+        {k: f.of(k) for k in (Kind.CPP_GRAPH, Kind.SITE, Kind.FUSION)}
+    )
 
 
 def test_a_lever_left_out_keeps_inductors_choice_there_and_every_other_answer(tmp_path):
@@ -193,11 +213,16 @@ def test_a_lever_left_out_keeps_inductors_choice_there_and_every_other_answer(tm
     m, x = mlp().eval(), torch.randn(16, 64)
     rec = _record(m, x)
     graph, site = next(iter(rec.graphs.values())), next(iter(rec.sites.values()))
-    sig = {**GRAPH_SIG, "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": True}}
+    sig = {
+        **GRAPH_SIG,
+        "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": True},
+    }
     url = f"sqlite:///{tmp_path / 'both.db'}"
     _store_winner(url, "cpp_graph", graph.key, space_for("cpp_graph", sig).default, sig)
     cpp = next(c for c in site.choices if c.startswith("cpp:"))
-    _store_winner(url, "template_choice", site.key, {"choice": cpp}, {"space": {"choices": site.choices, "default": site.default}})
+    _store_winner(
+        url, "template_choice", site.key, {"choice": cpp}, {"space": {"choices": site.choices, "default": site.default}}
+    )
 
     hits = {}
     for without in ([], ["template-site"], ["cpp_graph"]):
@@ -207,12 +232,21 @@ def test_a_lever_left_out_keeps_inductors_choice_there_and_every_other_answer(tm
         hits[tuple(without)] = tb.stats()["hits"]
     assert hits == {(): 2, ("template-site",): 1, ("cpp_graph",): 1}
 
-    assert Options.parse({"db": url, "kernels": False}).without == ("triton_pointwise", "triton_reduction", "triton_persistent_reduction")
+    assert Options.parse({"db": url, "kernels": False}).without == (
+        "triton_pointwise",
+        "triton_reduction",
+        "triton_persistent_reduction",
+    )
     for bad in ("template-site", ["pickle"]):
         with pytest.raises(TunerError, match="without"):
             Options.parse({"db": url, "without": bad})
-    assert ablation("cpu", []) == ["tuned", "tuned-without-template-site", "tuned-without-graph-knob", "tuned-without-attention",
-                                   "tuned-without-fusion-grouping"]
+    assert ablation("cpu", []) == [
+        "tuned",
+        "tuned-without-template-site",
+        "tuned-without-graph-knob",
+        "tuned-without-attention",
+        "tuned-without-fusion-grouping",
+    ]
     assert "tuned-without-Triton-kernel" in ablation("cuda") and "tuned-no-cuda-graphs" in ablation("cuda")
 
 
@@ -237,7 +271,9 @@ def test_inductor_options_reach_the_compile_and_stand_over_a_stored_knob(db_url)
     Database.open(db_url).close()
     assert vectorized({}) and not vectorized({"cpp.simdlen": 0})
     graph = next(iter(_record(m, x).graphs.values()))
-    sig = {"space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}}
+    sig = {
+        "space": {"isa": current_device("cpu").info["isa"], "threads": torch.get_num_threads(), "has_cpp_gemm": False}
+    }
     _store_winner(db_url, "cpp_graph", graph.key, {**space_for("cpp_graph", sig).default, "cpp.simdlen": 0}, sig)
     tb.reset_stats()
     assert not vectorized({}) and tb.stats()["hits"] == 1

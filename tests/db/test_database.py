@@ -55,7 +55,9 @@ def test_trials_winners_and_stats(any_db_url):
     s = db.stats()
     assert (s["tasks"], s["trials"], s["winners"]) == (1, 2, 1)
     assert s["trials_by_status"] == {"ok": 1, "compile_error": 1}
-    assert db.top_winners()[0]["speedup"] == 2.0 and db.top_winners()[0]["spread_ms"] == 0.1  # the winning trial's spread
+    assert (
+        db.top_winners()[0]["speedup"] == 2.0 and db.top_winners()[0]["spread_ms"] == 0.1
+    )  # the winning trial's spread
     assert db.top_winners()[0]["drift_ms"] is None  # one timing of the default: nothing to compare
 
 

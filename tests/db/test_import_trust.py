@@ -30,19 +30,52 @@ def _forced(url: str) -> dict:
 
 def _file(path, task: dict | None, key: str, config: dict, *, trial: dict | None = None, winner: dict | None = None):
     """A minimal export: header, device, environment, the task (unless None), a trial and a winner of ``config``."""
-    recs = [{"type": "header", "format": FORMAT, "schema": SCHEMA, "tuner": "0.1.0", "devices": [], "created_at": None},
-            {"type": "device", "fingerprint": DEV.fingerprint, "kind": DEV.kind, "name": DEV.name, "info": DEV.info},
-            {"type": "environment", "fingerprint": ENV.fingerprint, "torch": ENV.torch, "triton": ENV.triton, "cuda": ENV.cuda,
-             "python": ENV.python, "tuner": ENV.tuner}]
+    recs = [
+        {"type": "header", "format": FORMAT, "schema": SCHEMA, "tuner": "0.1.0", "devices": [], "created_at": None},
+        {"type": "device", "fingerprint": DEV.fingerprint, "kind": DEV.kind, "name": DEV.name, "info": DEV.info},
+        {
+            "type": "environment",
+            "fingerprint": ENV.fingerprint,
+            "torch": ENV.torch,
+            "triton": ENV.triton,
+            "cuda": ENV.cuda,
+            "python": ENV.python,
+            "tuner": ENV.tuner,
+        },
+    ]
     if task is not None:
         recs.append({"type": "task", "key": key, "space_fingerprint": "x", "name": "crafted", **task})
     uid = "00000000-0000-4000-8000-000000000001"
     if trial is not None:
-        recs.append({"type": "trial", "uid": uid, "task": key, "device": DEV.fingerprint, "environment": ENV.fingerprint,
-                     "config": config, "status": "ok", "min_ms": None, "spread_ms": None, "error": None, "host": "h",
-                     "created_at": None, **trial})
-    recs.append({"type": "winner", "task": key, "device": DEV.fingerprint, "trial": uid if trial is not None else None,
-                 "config": config, "median_ms": 1e-6, "baseline_ms": 1e3, **(winner or {})})
+        recs.append(
+            {
+                "type": "trial",
+                "uid": uid,
+                "task": key,
+                "device": DEV.fingerprint,
+                "environment": ENV.fingerprint,
+                "config": config,
+                "status": "ok",
+                "min_ms": None,
+                "spread_ms": None,
+                "error": None,
+                "host": "h",
+                "created_at": None,
+                **trial,
+            }
+        )
+    recs.append(
+        {
+            "type": "winner",
+            "task": key,
+            "device": DEV.fingerprint,
+            "trial": uid if trial is not None else None,
+            "config": config,
+            "median_ms": 1e-6,
+            "baseline_ms": 1e3,
+            **(winner or {}),
+        }
+    )
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     return path
 
@@ -57,23 +90,64 @@ def _fusion_task(defaults: dict) -> dict:
 
 FAST = {"median_ms": 0.001, "baseline_ms": 1000.0}  # a claimed million-fold gain, trial and all
 CRAFTED = {
-    "a flag Inductor traces with": (_fusion_task({"max_fusion_size": 64, "trace.enabled": False}), NEW_KEY,
-                                    {"max_fusion_size": 64, "trace.enabled": True}, FAST),
-    "a flag Inductor lacks": (_fusion_task({"max_fusion_size": 64, "no_such_flag": False}), NEW_KEY,
-                              {"max_fusion_size": 64, "no_such_flag": True}, FAST),
+    "a flag Inductor traces with": (
+        _fusion_task({"max_fusion_size": 64, "trace.enabled": False}),
+        NEW_KEY,
+        {"max_fusion_size": 64, "trace.enabled": True},
+        FAST,
+    ),
+    "a flag Inductor lacks": (
+        _fusion_task({"max_fusion_size": 64, "no_such_flag": False}),
+        NEW_KEY,
+        {"max_fusion_size": 64, "no_such_flag": True},
+        FAST,
+    ),
     "absurd template defaults on a new site": (
-        {"kind": "template_choice", "signature": {"op": "mm", "inputs": [], "space": {
-            "choices": ['triton::mm:{"BLOCK_K":32,"BLOCK_M":1000000000,"BLOCK_N":64,"num_stages":2,"num_warps":-4}'],
-            "default": 'triton::mm:{"BLOCK_K":32,"BLOCK_M":1000000000,"BLOCK_N":64,"num_stages":2,"num_warps":-4}'}}},
-        NEW_KEY, {"choice": 'triton::mm:{"BLOCK_K":32,"BLOCK_M":1000000000,"BLOCK_N":64,"num_stages":2,"num_warps":-4}'}, FAST),
+        {
+            "kind": "template_choice",
+            "signature": {
+                "op": "mm",
+                "inputs": [],
+                "space": {
+                    "choices": [
+                        'triton::mm:{"BLOCK_K":32,"BLOCK_M":1000000000,"BLOCK_N":64,"num_stages":2,"num_warps":-4}'
+                    ],
+                    "default": 'triton::mm:{"BLOCK_K":32,"BLOCK_M":1000000000,"BLOCK_N":64,"num_stages":2,"num_warps":-4}',
+                },
+            },
+        },
+        NEW_KEY,
+        {"choice": 'triton::mm:{"BLOCK_K":32,"BLOCK_M":1000000000,"BLOCK_N":64,"num_stages":2,"num_warps":-4}'},
+        FAST,
+    ),
     "a known site's signature rewritten to admit a choice": (
-        {"kind": "template_choice", "signature": {**SITE_SIG, "space": {"choices": ["aten:evil"], "default": "aten:evil"}}},
-        SITE_KEY, {"choice": "aten:evil"}, FAST),
-    "a known site given another kind": ({"kind": "cpp_graph", "signature": {"space": {"isa": "", "threads": 1}}}, SITE_KEY,
-                                        {"cpp.simdlen": None}, FAST),
+        {
+            "kind": "template_choice",
+            "signature": {**SITE_SIG, "space": {"choices": ["aten:evil"], "default": "aten:evil"}},
+        },
+        SITE_KEY,
+        {"choice": "aten:evil"},
+        FAST,
+    ),
+    "a known site given another kind": (
+        {"kind": "cpp_graph", "signature": {"space": {"isa": "", "threads": 1}}},
+        SITE_KEY,
+        {"cpp.simdlen": None},
+        FAST,
+    ),
     "a CPU task claiming 300000 threads": (
-        {"kind": "cpp_graph", "signature": {"backward": False, "lines": 1, "space": {"isa": "AVX512", "threads": 300000, "has_cpp_gemm": True}}},
-        NEW_KEY, {"cpp.simdlen": None}, FAST),
+        {
+            "kind": "cpp_graph",
+            "signature": {
+                "backward": False,
+                "lines": 1,
+                "space": {"isa": "AVX512", "threads": 300000, "has_cpp_gemm": True},
+            },
+        },
+        NEW_KEY,
+        {"cpp.simdlen": None},
+        FAST,
+    ),
 }
 
 
@@ -95,7 +169,9 @@ def test_a_winner_with_no_trial_behind_it_is_ignored(tmp_path, any_db_url):
     url = any_db_url
     fill(url).close()
     before = _forced(url)
-    f = _file(tmp_path / "claim.jsonl", _fusion_task({"max_fusion_size": 64}), NEW_KEY, {"max_fusion_size": 8})  # no trial at all
+    f = _file(
+        tmp_path / "claim.jsonl", _fusion_task({"max_fusion_size": 64}), NEW_KEY, {"max_fusion_size": 8}
+    )  # no trial at all
     r = runner.invoke(app, ["db", "import", str(f), "--db", url])
     assert r.exit_code == 0 and "ignored 1 winner(s) with no measured trial" in " ".join(r.output.split()), r.output
     assert _forced(url) == before
@@ -106,7 +182,11 @@ def test_a_winner_whose_trial_is_of_another_config_is_no_winner(tmp_path):
     fill(url).close()
     before = _forced(url)
     f = _file(tmp_path / "mismatch.jsonl", None, SITE_KEY, {"choice": "aten:_mkl_linear"}, trial=FAST)
-    text = f.read_text().replace('"config": {"choice": "aten:_mkl_linear"}, "status"', '"config": {"choice": "cpp:CppMicroGemmFP32Vec"}, "status"', 1)
+    text = f.read_text().replace(
+        '"config": {"choice": "aten:_mkl_linear"}, "status"',
+        '"config": {"choice": "cpp:CppMicroGemmFP32Vec"}, "status"',
+        1,
+    )
     f.write_text(text)
     assert runner.invoke(app, ["db", "import", str(f), "--db", url]).exit_code == 0
     assert _forced(url) == before
@@ -118,7 +198,14 @@ def test_on_a_clash_the_faster_by_its_own_trial_wins(tmp_path, ms, wins, any_db_
     url = any_db_url
     fill(url).close()
     trial = {"median_ms": ms[0], "baseline_ms": ms[1]}
-    f = _file(tmp_path / "clash.jsonl", None, SITE_KEY, {"choice": "aten:_mkl_linear"}, trial=trial, winner={"median_ms": 1e-9})
+    f = _file(
+        tmp_path / "clash.jsonl",
+        None,
+        SITE_KEY,
+        {"choice": "aten:_mkl_linear"},
+        trial=trial,
+        winner={"median_ms": 1e-9},
+    )
     assert runner.invoke(app, ["db", "import", str(f), "--db", url]).exit_code == 0
     forced = _forced(url)["template_choice"][SITE_KEY]
     assert forced == ("aten:_mkl_linear" if wins else "cpp:CppMicroGemmFP32Vec")

@@ -15,7 +15,9 @@ SIG = {"space": {"choices": ["a", "b", "c"], "default": "a"}}
 def _winner(db: Database, key: str, choice: str) -> None:
     d, e = db.device_id(DEV), db.environment_id(ENV)
     t = db.upsert_task(key, "template_choice", f"mm {key[:4]}", SIG, "fp")
-    trial = db.record_trial(t.id, d, e, {"choice": choice}, "ok", median_ms=1.0, min_ms=1.0, spread_ms=0.0, baseline_ms=2.0)
+    trial = db.record_trial(
+        t.id, d, e, {"choice": choice}, "ok", median_ms=1.0, min_ms=1.0, spread_ms=0.0, baseline_ms=2.0
+    )
     db.set_winner(t.id, d, trial.id, {"choice": choice}, 1.0, 2.0)
 
 
@@ -23,7 +25,10 @@ def _winner(db: Database, key: str, choice: str) -> None:
 def store_with_two_winners(request, tmp_path):
     """(a store holding winners "b" for key k1 and "c" for key k2, its expected counts)."""
     if request.param == "union":
-        local, shared = Database.open(f"sqlite:///{tmp_path / 'local.db'}"), Database.open(f"sqlite:///{tmp_path / 'shared.db'}")
+        local, shared = (
+            Database.open(f"sqlite:///{tmp_path / 'local.db'}"),
+            Database.open(f"sqlite:///{tmp_path / 'shared.db'}"),
+        )
         _winner(local, "1" * 64, "b")
         _winner(shared, "2" * 64, "c")
         store = OrderedUnion([local, shared])

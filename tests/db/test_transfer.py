@@ -20,7 +20,10 @@ def _snapshot(url):
             from tuner.db.models import Task, Trial, Winner
 
             trials = sorted((t.uid, t.config_hash, t.status, t.median_ms) for t in s.scalars(select(Trial)))
-            winners = sorted((w.task.key, w.device.fingerprint, json.dumps(w.config, sort_keys=True), w.median_ms) for w in s.scalars(select(Winner)))
+            winners = sorted(
+                (w.task.key, w.device.fingerprint, json.dumps(w.config, sort_keys=True), w.median_ms)
+                for w in s.scalars(select(Winner))
+            )
             tasks = sorted(t.key for t in s.scalars(select(Task)))
         return trials, winners, tasks
     finally:
@@ -66,7 +69,11 @@ def _tamper(lines, kind, change):
     out = []
     for line in lines:
         rec = json.loads(line)
-        if rec["type"] == kind and rec.get("config", {}).get("cpp.simdlen", "x") is not None and "cpp.simdlen" in rec.get("config", {}):
+        if (
+            rec["type"] == kind
+            and rec.get("config", {}).get("cpp.simdlen", "x") is not None
+            and "cpp.simdlen" in rec.get("config", {})
+        ):
             change(rec)
             kind = None  # once
         out.append(json.dumps(rec))

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.gpu
 
 @pytest.mark.parametrize("shape,causal", [([8, 12, 1, 64, 512], False), ([2, 4, 32, 16, 32], True)])
 def test_each_fused_backend_is_timed_alone_after_its_numerics(shape, causal):
-    got = time_backends({"shape": shape, "dtype": "bfloat16", "causal": causal, "mask": False}, ["flash", "efficient", "cudnn"])
+    got = time_backends(
+        {"shape": shape, "dtype": "bfloat16", "causal": causal, "mask": False}, ["flash", "efficient", "cudnn"]
+    )
     timed = {b: t for b, t in got.items() if "ms" in t}
     assert {"flash", "efficient"} <= set(timed), got
     for t in timed.values():
@@ -23,13 +25,32 @@ def test_each_fused_backend_is_timed_alone_after_its_numerics(shape, causal):
 
 
 def test_a_cuda_sweep_settles_the_attention_backends_alone(db_url, cwd_root):
-    args = ["sweep", "--model", "tests.helpers.models:attention", "--input-shape", "2,32,64", "--device", "cuda", "--dtype", "bf16",
-            "--budget", "quick", "--trials", "2", "--no-fusion", "--no-time-unfrozen", "--db", db_url]
+    args = [
+        "sweep",
+        "--model",
+        "tests.helpers.models:attention",
+        "--input-shape",
+        "2,32,64",
+        "--device",
+        "cuda",
+        "--dtype",
+        "bf16",
+        "--budget",
+        "quick",
+        "--trials",
+        "2",
+        "--no-fusion",
+        "--no-time-unfrozen",
+        "--db",
+        db_url,
+    ]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "attention site(s) alone" in " ".join(res.output.split())
     _, trials, winner = attention_task(db_url)
-    assert 1 <= len(trials) <= 2 and all(status == "ok" for _, status, _ in trials), trials  # the default and the fastest
+    assert 1 <= len(trials) <= 2 and all(status == "ok" for _, status, _ in trials), (
+        trials
+    )  # the default and the fastest
     assert all(ms < 0.1 for _, _, ms in trials)  # the attention's time alone (two calls), not the workload's step
     assert winner in [c for c, _, _ in trials]
 
@@ -48,7 +69,18 @@ def test_a_site_run_as_math_has_its_fused_backends_timed_through_the_front_end()
     the raw memory-efficient op refused its last dimension in a sweep; through PyTorch's front end, as the rewrite calls
     it, the fused kernels take it (the mask made contiguous first), with math's numerics."""
     layout = {"dtype": "bool", "shape": [8, 1, 512, 512], "stride": [0, 512, 1, 0]}
-    site = {"shape": [8, 12, 512, 64, 512], "dtype": "bfloat16", "causal": False, "mask": True, "mask_layout": layout, "backend": "math"}
+    site = {
+        "shape": [8, 12, 512, 64, 512],
+        "dtype": "bfloat16",
+        "causal": False,
+        "mask": True,
+        "mask_layout": layout,
+        "backend": "math",
+    }
     got = time_backends(site, ["flash", "efficient", "cudnn"], front_end=True)
     assert "ms" not in got["flash"]
-    assert "ms" in got["efficient"] and 0 < got["efficient"]["ms"] < 1.0 and got["efficient"]["error"] <= ALONE_TOLERANCE["bfloat16"], got
+    assert (
+        "ms" in got["efficient"]
+        and 0 < got["efficient"]["ms"] < 1.0
+        and got["efficient"]["error"] <= ALONE_TOLERANCE["bfloat16"]
+    ), got

@@ -31,7 +31,9 @@ def test_a_small_training_step_waits_for_the_host_and_runs_faster_under_cuda_gra
     session, cap, tasks = captured
     assert cap.busy_ms and cap.step_ms and cap.idle_share is not None
     assert cap.idle_share > 0.3, (cap.step_ms, cap.busy_ms)  # a batch of 8: microseconds of kernels per launch
-    gemms = [op for op in cap.library if op["op"] in ("mm", "addmm")]  # the step's library calls, found by op and shapes
+    gemms = [
+        op for op in cap.library if op["op"] in ("mm", "addmm")
+    ]  # the step's library calls, found by op and shapes
     assert gemms and all(op["ms"] > 0 and len(op["shapes"]) == 2 for op in gemms), cap.library
     assert len(tasks) == 1
     m = session.time_graph(GraphTrial(Forcing().to_json(), tasks[0].forcing(on()).to_json(), 10, 5.0))

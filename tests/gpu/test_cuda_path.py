@@ -11,7 +11,9 @@ from tuner.workloads.spec import WorkloadSpec
 
 pytestmark = pytest.mark.gpu
 
-CONV = WorkloadSpec(model="tests.helpers.models:convnet", device="cuda", dtype="bf16", input_shape=(8, 16, 32, 32), channels_last=True)
+CONV = WorkloadSpec(
+    model="tests.helpers.models:convnet", device="cuda", dtype="bf16", input_shape=(8, 16, 32, 32), channels_last=True
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,9 @@ def test_capture_finds_sites_and_triton_kernels(session, cwd_root):
     kinds = {k["kind"] for k in kernels}
     assert "triton_pointwise" in kinds or "triton_persistent_reduction" in kinds, kinds
     assert all(k["default_ms"] and k["default_ms"] > 0 for k in kernels)
-    assert all(k["launches"] >= 1 for k in kernels)  # launches per captured step: the order of tuning is time x launches
+    assert all(
+        k["launches"] >= 1 for k in kernels
+    )  # launches per captured step: the order of tuning is time x launches
 
 
 def test_the_default_compiles_kernels_need_no_second_compile(session, monkeypatch):
@@ -239,8 +243,24 @@ def test_sweep_then_tuned_compile_forces_winners_and_benchmarks_nothing(db_url, 
     from tuner.cli import app
     from tuner.db import Database
 
-    args = ["sweep", "--model", "tests.helpers.models:convnet", "--input-shape", "8,16,32,32", "--device", "cuda",
-            "--dtype", "bf16", "--channels-last", "--budget", "quick", "--trials", "4", "--db", db_url]
+    args = [
+        "sweep",
+        "--model",
+        "tests.helpers.models:convnet",
+        "--input-shape",
+        "8,16,32,32",
+        "--device",
+        "cuda",
+        "--dtype",
+        "bf16",
+        "--channels-last",
+        "--budget",
+        "quick",
+        "--trials",
+        "4",
+        "--db",
+        db_url,
+    ]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     from sqlalchemy import select
@@ -333,7 +353,11 @@ def _triton_mm_at_the_addmm_site(db_url):
     db = Database.open(db_url)
     try:
         with db.session() as s:
-            task = next(t for t in s.scalars(select(Task).where(Task.kind == str(Kind.SITE))) if t.signature.get("op") == "addmm")
+            task = next(
+                t
+                for t in s.scalars(select(Task).where(Task.kind == str(Kind.SITE)))
+                if t.signature.get("op") == "addmm"
+            )
             device_id = s.scalars(select(Winner.device_id)).first()  # the sweep's device: every winner is on it
             ids = task.signature["space"]["choices"]
             choice = next(c for c in ids if (p := parse_ktc_id(c)) is not None and p[0] == "triton::mm")
@@ -348,15 +372,34 @@ def test_exported_lookup_table_drives_inductor_without_tuner(db_url, tmp_path, c
 
     from tuner.cli import app
 
-    args = ["sweep", "--model", "tests.helpers.models:convnet", "--input-shape", "8,16,32,32", "--device", "cuda",
-            "--dtype", "bf16", "--channels-last", "--no-freezing", "--budget", "quick", "--trials", "3", "--db", db_url]
+    args = [
+        "sweep",
+        "--model",
+        "tests.helpers.models:convnet",
+        "--input-shape",
+        "8,16,32,32",
+        "--device",
+        "cuda",
+        "--dtype",
+        "bf16",
+        "--channels-last",
+        "--no-freezing",
+        "--budget",
+        "quick",
+        "--trials",
+        "3",
+        "--db",
+        db_url,
+    ]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     _triton_mm_at_the_addmm_site(db_url)
     lut = tmp_path / "lut.json"
     res = CliRunner().invoke(app, ["db", "export", str(lut), "--format", "inductor-lut", "--db", db_url])
     assert res.exit_code == 0, res.output
-    assert json.loads(lut.read_text()), "the convnet's linear layer is an addmm site won by a Triton template: it must be exported"
+    assert json.loads(lut.read_text()), (
+        "the convnet's linear layer is an addmm site won by a Triton template: it must be exported"
+    )
     assert "addmm" in _benchmarked_ops("-")  # plain max-autotune benchmarks the GEMM ...
     assert "addmm" not in _benchmarked_ops(str(lut))  # ... Inductor with the exported table does not
 
@@ -369,12 +412,21 @@ def test_a_decode_step_runs_inside_cuda_graphs_with_the_tuned_backend(tmp_path):
 
     from tuner.workloads.spec import build_model, make_inputs
 
-    spec = WorkloadSpec(model="hf:gpt2,n_layer=2,n_embd=128,n_head=4,vocab_size=1024", device="cuda", mode="decode", batch=4, seq_len=64, dtype="bf16")
+    spec = WorkloadSpec(
+        model="hf:gpt2,n_layer=2,n_embd=128,n_head=4,vocab_size=1024",
+        device="cuda",
+        mode="decode",
+        batch=4,
+        seq_len=64,
+        dtype="bf16",
+    )
     model, x = build_model(spec), make_inputs(spec)[0]
     skips = dynamo_counters["inductor"]["cudagraph_skips"]
     with torch.no_grad():
         ref = model(x)
-        fn = torch.compile(model, backend="tuned", options={"db": f"sqlite:///{tmp_path / 'empty.db'}", "mode": "reduce-overhead"})
+        fn = torch.compile(
+            model, backend="tuned", options={"db": f"sqlite:///{tmp_path / 'empty.db'}", "mode": "reduce-overhead"}
+        )
         outs = [fn(x).clone() for _ in range(3)]  # the first records, the later ones replay
     assert dynamo_counters["inductor"]["cudagraph_skips"] == skips
     # bf16 logits reach |90| here, and eager's own bf16 error against fp32 is ~0.25 at them: the bound is 2% of the
@@ -398,7 +450,11 @@ with torch.no_grad():
     torch.compile(m, backend="tuned", options={{"db": {f"sqlite:///{tmp_path / 'empty.db'}"!r}}})(x)
 print("RESULT", json.dumps({{**tb.stats(), "pad_mm_bench": counters["inductor"]["pad_mm_bench"]}}))
 """
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TUNER_CACHE_DIR": str(tmp_path / "tuner")}
+    env = {
+        **os.environ,
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+        "TUNER_CACHE_DIR": str(tmp_path / "tuner"),
+    }
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     r = json.loads(next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))[7:])

@@ -19,14 +19,24 @@ def _reference(q, k, v, mask=None):
     return timing_reference({"q": q, "k": k, "v": v, "mask": mask, "causal": False})
 
 
-@pytest.mark.parametrize("b, h, hk, sq, sk, d, mask", [(8, 12, 12, 1, 512, 64, None), (2, 16, 4, 4, 2048, 128, "bool"),
-                                                        (3, 8, 8, 16, 100, 80, "bias"), (1, 2, 1, 1, 64, 16, None)])
+@pytest.mark.parametrize(
+    "b, h, hk, sq, sk, d, mask",
+    [
+        (8, 12, 12, 1, 512, 64, None),
+        (2, 16, 4, 4, 2048, 128, "bool"),
+        (3, 8, 8, 16, 100, 80, "bias"),
+        (1, 2, 1, 1, 64, 16, None),
+    ],
+)
 def test_the_kernel_matches_math_attention_and_leaves_its_counts_zero(b, h, hk, sq, sk, d, mask):
     torch.manual_seed(0)
     q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(b, hk, sk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-    m = {"bool": lambda: torch.rand(b, 1, sq, sk, device="cuda") > 0.2, "bias": lambda: torch.randn(1, sk, device="cuda", dtype=torch.bfloat16),
-         None: lambda: None}[mask]()
+    m = {
+        "bool": lambda: torch.rand(b, 1, sq, sk, device="cuda") > 0.2,
+        "bias": lambda: torch.randn(1, sk, device="cuda", dtype=torch.bfloat16),
+        None: lambda: None,
+    }[mask]()
     ref = _reference(q, k, v, m)
     for _ in range(3):
         got = op()(q, k, v, m, None)
@@ -70,15 +80,23 @@ def test_a_decode_step_with_grouped_heads_forced_to_the_kernel_matches_eager():
     from tuner.search_spaces.attention import site_class
     from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
-    spec = WorkloadSpec(model="hf:llama,num_hidden_layers=2,hidden_size=512,num_attention_heads=8,num_key_value_heads=2,vocab_size=1000",
-                        device="cuda", mode="decode", dtype="bf16", batch=4, seq_len=1024)
+    spec = WorkloadSpec(
+        model="hf:llama,num_hidden_layers=2,hidden_size=512,num_attention_heads=8,num_key_value_heads=2,vocab_size=1000",
+        device="cuda",
+        mode="decode",
+        dtype="bf16",
+        batch=4,
+        seq_len=1024,
+    )
     model, ids = build_model(spec), make_inputs(spec)[0]
     assert model.blocks[0].k.shape == (4, 2, 1024, 64)
     forced = AttentionBackends({site_class("bfloat16", 64, False, False): "decode"})
     torch._dynamo.reset()
     with torch.no_grad():
         want = model(ids).float()
-        f = torch.compile(model, options={"pre_grad_custom_pass": KeepMathAttention(), "post_grad_custom_post_pass": forced})
+        f = torch.compile(
+            model, options={"pre_grad_custom_pass": KeepMathAttention(), "post_grad_custom_post_pass": forced}
+        )
         got, codes = run_and_get_code(f, ids)
     assert sum(c.count("torch.ops.tuner.decode_attention.default(") for c in codes) == 2, codes
     assert float((got.float() - want).abs().max() / want.abs().max()) < 0.05

@@ -15,13 +15,21 @@ from tuner.search_spaces.template import CONV_PREFIX, parse_generated
 
 pytestmark = pytest.mark.gpu
 
-ONE_BY_ONE = CONV_PREFIX + ("ALLOW_TF32=False, BLOCK_K=16, BLOCK_M=64, BLOCK_N=16, GROUPS=1, KERNEL_H=1, KERNEL_W=1, "
-                            "PADDING_H=0, PADDING_W=0, STRIDE_H=1, STRIDE_W=1, UNROLL=True, num_stages=2, num_warps=4")
+ONE_BY_ONE = CONV_PREFIX + (
+    "ALLOW_TF32=False, BLOCK_K=16, BLOCK_M=64, BLOCK_N=16, GROUPS=1, KERNEL_H=1, KERNEL_W=1, "
+    "PADDING_H=0, PADDING_W=0, STRIDE_H=1, STRIDE_W=1, UNROLL=True, num_stages=2, num_warps=4"
+)
 
 
 def test_a_forced_conv_config_of_another_geometry_is_a_miss_and_numerics_hold():
     torch.manual_seed(0)
-    m = torch.nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False).cuda().to(torch.bfloat16).to(memory_format=torch.channels_last).eval()
+    m = (
+        torch.nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False)
+        .cuda()
+        .to(torch.bfloat16)
+        .to(memory_format=torch.channels_last)
+        .eval()
+    )
     x = torch.randn(8, 16, 32, 32, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
     (site,) = recorded(m, x, "cuda").sites.values()
     with torch.no_grad(), journal.recording() as decisions:

@@ -33,8 +33,10 @@ def test_a_triton_choice_timed_as_graph_replays_takes_its_kernels_time():
     triton = [c for c in site.choices if c.startswith("triton")][:3]
     assert triton, site.choices
     bench = {site.key: (site.default, *triton)}
-    timed = {how: _compile(m, x, MeasuringContext(Forcing(), "cuda", None, bench, None, how)).timings[site.key]
-             for how in ("cudagraph", "pipelined")}
+    timed = {
+        how: _compile(m, x, MeasuringContext(Forcing(), "cuda", None, bench, None, how)).timings[site.key]
+        for how in ("cudagraph", "pipelined")
+    }
     # a 4096^3 bf16 GEMM takes ~0.2 ms on an H200; an empty graph replays in ~0.01 ms
     for c in bench[site.key]:
         assert timed["cudagraph"][c] >= 0.5 * timed["pipelined"][c] and timed["cudagraph"][c] > 0.05, (c, timed)
@@ -51,10 +53,10 @@ def test_a_graph_holds_the_inputs_its_calls_read():
     x = torch.ones(1 << 22, device="cuda")
     sets = rotated((x,))
     copies = [weakref.ref(s[0]) for s in sets[1:]]
-    graph = _graph_of([functools.partial(lambda t: (lambda: t.mul_(1.0)), *s) for s in sets])
+    graph = _graph_of([functools.partial(lambda t: lambda: t.mul_(1.0), *s) for s in sets])
     del sets
     assert copies and all(c() is not None for c in copies)
-    _graph_of([lambda: (lambda: x.add_(0.0))])  # another capture: the cache emptied
+    _graph_of([lambda: lambda: x.add_(0.0)])  # another capture: the cache emptied
     graph.replay()
     torch.cuda.synchronize()
     assert float(x[0]) == 1.0

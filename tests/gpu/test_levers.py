@@ -16,8 +16,11 @@ from tuner.search_spaces.attention import ANSWER_KNOB, FAMILY
 
 pytestmark = pytest.mark.gpu
 
-OPS = {"flash": "_scaled_dot_product_flash_attention", "efficient": "_scaled_dot_product_efficient_attention",
-       "cudnn": "_scaled_dot_product_cudnn_attention"}
+OPS = {
+    "flash": "_scaled_dot_product_flash_attention",
+    "efficient": "_scaled_dot_product_efficient_attention",
+    "cudnn": "_scaled_dot_product_cudnn_attention",
+}
 
 
 _compiled = functools.partial(measured, device="cuda")
@@ -80,7 +83,12 @@ def test_the_persistent_tma_templates_are_offered_and_forced():
 def test_a_forced_triton_template_takes_in_the_epilogue_a_library_call_leaves():
     """A linear layer then a GELU at a decode step's size: the recording says the site has an epilogue; forced to its
     library default the GELU is a kernel of its own, forced to a Triton tile it is part of the tile's kernel."""
-    m = torch.nn.Sequential(torch.nn.Linear(768, 3072), torch.nn.GELU(approximate="tanh")).cuda().to(torch.bfloat16).eval()
+    m = (
+        torch.nn.Sequential(torch.nn.Linear(768, 3072), torch.nn.GELU(approximate="tanh"))
+        .cuda()
+        .to(torch.bfloat16)
+        .eval()
+    )
     x = torch.randn(8, 768, device="cuda", dtype=torch.bfloat16)
     rec = Recorder()
     with torch.no_grad():

@@ -20,7 +20,11 @@ def _run(model, x, g, task, value):
     """``model`` compiled with its grouping's ``triton.multi_kernel`` forced to ``value`` (1, which the space never
     offers, as a user's ``TORCHINDUCTOR_MULTI_KERNEL=1`` sets it): (output, code, how many multi-kernels timed their
     variants, each also one of ``stats()["benchmarks"]``)."""
-    forcing = Forcing() if value == 1 else Forcing({Kind.FUSION: {g.fusion_key: to_patches({**task.space.default, MULTI_KERNEL: value})}})
+    forcing = (
+        Forcing()
+        if value == 1
+        else Forcing({Kind.FUSION: {g.fusion_key: to_patches({**task.space.default, MULTI_KERNEL: value})}})
+    )
     counters.reset_stats()
     with _inference(), inductor_config.patch({MULTI_KERNEL: 1} if value == 1 else {}):
         y, (code,) = run_and_get_code(_compiled(model, forcing, device="cuda"), x)

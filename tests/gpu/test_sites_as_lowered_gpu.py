@@ -19,12 +19,21 @@ pytestmark = pytest.mark.gpu
 
 def test_merged_gemms_are_new_sites_the_first_batch_records_and_tunes(tmp_path, db_url):
     db = Database.open(db_url)
-    spec = WorkloadSpec(model="tests.backend.test_gemm_merge:Block", device="cuda", dtype="bf16", input_shape=(2, 8, 64))
+    spec = WorkloadSpec(
+        model="tests.backend.test_gemm_merge:Block", device="cuda", dtype="bf16", input_shape=(2, 8, 64)
+    )
     sweep, records, before, notes = captured(spec, tmp_path, db)
     try:
         fusion = next(t for t in sweep.workload.tasks if t.kind == Kind.FUSION)
         assert fusion.space.default.get(MERGE_GEMMS) is False, fusion.space.default  # the capture found the siblings
-        db.set_winner(records[Kind.FUSION].id, sweep.tuning.device_id, None, {**fusion.space.default, MERGE_GEMMS: True}, None, None)
+        db.set_winner(
+            records[Kind.FUSION].id,
+            sweep.tuning.device_id,
+            None,
+            {**fusion.space.default, MERGE_GEMMS: True},
+            None,
+            None,
+        )
         phase = SitePhase()
         plan = phase.plan(sweep)
         assert {t.key for t in plan.tasks} == before and phase.to_record, notes

@@ -29,7 +29,9 @@ def test_a_forced_split_k_choice_runs_tuners_kernel(bias, k):
     x = torch.randn(8, k, device="cuda", dtype=torch.bfloat16)
     site = _site(m, x)
     offered = [c for c in site.choices if splitk.is_id(c)]
-    assert [splitk.parse(c) for c in offered] == splitk.menu(8, 768, k, torch.cuda.get_device_properties(0).multi_processor_count)
+    assert [splitk.parse(c) for c in offered] == splitk.menu(
+        8, 768, k, torch.cuda.get_device_properties(0).multi_processor_count
+    )
     assert not site.default.startswith(splitk.PREFIX)
     for pick in (c for c in offered if splitk.parse(c)["SPLIT_K"] > 1):
         with torch.no_grad(), journal.recording() as decisions:
@@ -42,7 +44,12 @@ def test_a_forced_split_k_choice_runs_tuners_kernel(bias, k):
 
 def test_a_split_k_site_replays_right_in_a_cuda_graph():
     torch.manual_seed(0)
-    m = torch.nn.Sequential(torch.nn.Linear(3072, 768), torch.nn.GELU(), torch.nn.Linear(768, 3072)).cuda().to(torch.bfloat16).eval()
+    m = (
+        torch.nn.Sequential(torch.nn.Linear(3072, 768), torch.nn.GELU(), torch.nn.Linear(768, 3072))
+        .cuda()
+        .to(torch.bfloat16)
+        .eval()
+    )
     x = torch.randn(8, 3072, device="cuda", dtype=torch.bfloat16)
     rec = recorded(m, x, "cuda")
     answers = {}

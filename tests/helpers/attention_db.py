@@ -13,7 +13,10 @@ def attention_task(db_url: str) -> tuple[list[dict], list[tuple[dict, str, float
     try:
         with db.session() as s:
             (task,) = s.execute(select(Task).where(Task.kind == FAMILY)).scalars().all()
-            trials = [(t.config, t.status, t.median_ms) for t in s.execute(select(Trial).where(Trial.task_id == task.id)).scalars()]
+            trials = [
+                (t.config, t.status, t.median_ms)
+                for t in s.execute(select(Trial).where(Trial.task_id == task.id)).scalars()
+            ]
             (winner,) = s.execute(select(Winner.config).where(Winner.task_id == task.id)).scalars().all()
             return task.signature["space"]["sites"], trials, winner
     finally:

@@ -10,6 +10,7 @@ from tuner.core import Forcing
 def measured(model, forcing=Forcing(), recorder=None, device="cpu"):
     """``model`` compiled through tuner's backend with ``forcing`` applied and ``recorder`` recording, Inductor's FX
     graph cache off (each compile lowers); Dynamo reset first, so nothing compiled before is served."""
+
     def backend(gm, ex, **_):
         return compile_with_context(gm, ex, MeasuringContext(forcing, device, recorder), {"fx_graph_cache": False})
 

@@ -6,7 +6,11 @@ from tuner.search_spaces import space_for
 DEV = DeviceInfo("cpu", "Test CPU", {"cores": 2, "threads": 2, "isa": "AVX512"})
 ENV = EnvironmentInfo("2.14.1", "3.8.0", None, "3.11.7", "0.1.0")
 GRAPH_SIG = {"backward": False, "lines": 10, "space": {"isa": "AVX512", "threads": 2, "has_cpp_gemm": True}}
-SITE_SIG = {"op": "packed_linear", "inputs": [], "space": {"choices": ["cpp:CppMicroGemmFP32Vec", "aten:_mkl_linear"], "default": "aten:_mkl_linear"}}
+SITE_SIG = {
+    "op": "packed_linear",
+    "inputs": [],
+    "space": {"choices": ["cpp:CppMicroGemmFP32Vec", "aten:_mkl_linear"], "default": "aten:_mkl_linear"},
+}
 
 
 def copy_db(url: str, path) -> str:
@@ -27,7 +31,17 @@ def fill(url: str, tag: str = "a") -> Database:
     graph = db.upsert_task(tag * 64, "cpp_graph", "model forward graph 0", GRAPH_SIG, g.fingerprint())
     site = db.upsert_task(("b" if tag == "a" else "c") * 64, "template_choice", "packed_linear", SITE_SIG, "fp")
     db.link_workload("model/infer/cpu/fp32/1x3x8x8", [graph.id, site.id])
-    best = db.record_trial(graph.id, d, e, {**g.default, "cpp.simdlen": 256}, "ok", median_ms=1.0, min_ms=0.9, spread_ms=0.1, baseline_ms=1.2)
+    best = db.record_trial(
+        graph.id,
+        d,
+        e,
+        {**g.default, "cpp.simdlen": 256},
+        "ok",
+        median_ms=1.0,
+        min_ms=0.9,
+        spread_ms=0.1,
+        baseline_ms=1.2,
+    )
     db.record_trial(graph.id, d, e, g.default, "ok", median_ms=1.2, min_ms=1.1, spread_ms=0.1, baseline_ms=1.2)
     db.record_trial(graph.id, d, e, {**g.default, "cpp.simdlen": 0}, "compile_error", error="boom")
     db.set_winner(graph.id, d, best.id, {**g.default, "cpp.simdlen": 256}, 1.0, 1.2)

@@ -51,9 +51,16 @@ def mlp_crash_in_worker() -> torch.nn.Module:
 def convnet() -> torch.nn.Module:
     """A small CNN: convolutions (template sites), batch norm + ReLU (pointwise kernels), pooling and a linear layer."""
     return torch.nn.Sequential(
-        torch.nn.Conv2d(16, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(),
-        torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(),
-        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(64, 256), torch.nn.Softmax(dim=-1),
+        torch.nn.Conv2d(16, 64, 3, padding=1),
+        torch.nn.BatchNorm2d(64),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(64, 64, 3, padding=1),
+        torch.nn.BatchNorm2d(64),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(64, 256),
+        torch.nn.Softmax(dim=-1),
     )
 
 
@@ -151,7 +158,9 @@ def attention() -> torch.nn.Module:
 
 def repeated() -> torch.nn.Module:
     """Two identical layers (one template site met twice), then a third of another size."""
-    return torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32))
+    return torch.nn.Sequential(
+        torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32)
+    )
 
 
 class _BiasedAttention(_Attention):

@@ -22,7 +22,11 @@ def tasks(n_graphs: int = 6) -> list[TaskSpec]:
         sig = {"backward": False, "lines": i, "space": {"isa": "AVX512", "threads": 2, "has_cpp_gemm": i % 2 == 0}}
         out.append(TaskSpec(f"{i:064x}", Kind.CPP_GRAPH, f"replay graph {i}", sig, space_for(Kind.CPP_GRAPH, sig)))
     for i in range(2):
-        sig = {"op": "mm", "inputs": [], "space": {"choices": ["aten:mm", "cpp:A", "cpp:B", "cpp:C"], "default": "aten:mm"}}
+        sig = {
+            "op": "mm",
+            "inputs": [],
+            "space": {"choices": ["aten:mm", "cpp:A", "cpp:B", "cpp:C"], "default": "aten:mm"},
+        }
         out.append(TaskSpec(f"{i + 100:064x}", Kind.SITE, f"replay site {i}", sig, space_for(Kind.SITE, sig)))
     return out
 
@@ -37,8 +41,13 @@ def _context(url: str, db: Database, trials: int) -> StudyContext:
     from tuner.study.context import open_storage
 
     return StudyContext(
-        db=db, storage=open_storage(url), device_id=db.device_id(DEV), environment_id=db.environment_id(ENV),
-        device_fingerprint=DEV.fingerprint, sampler="tpe", seed=0,
+        db=db,
+        storage=open_storage(url),
+        device_id=db.device_id(DEV),
+        environment_id=db.environment_id(ENV),
+        device_fingerprint=DEV.fingerprint,
+        sampler="tpe",
+        seed=0,
         budget=dataclasses.replace(make_budget("quick"), trials=trials),
     )
 

@@ -16,7 +16,9 @@ def test_cpp_default_is_inductors_own_and_valid():
     assert s.default == {k: v for k, v in cpp.DEFAULTS.items() if k in s.default}
     assert s.validate(s.default) is s.default
     assert "cpp.gemm_thread_factors" in s.names()
-    assert "cpp.gemm_thread_factors" not in space_for("cpp_graph", {"space": {**CPU_CTX, "has_cpp_gemm": False}}).names()
+    assert (
+        "cpp.gemm_thread_factors" not in space_for("cpp_graph", {"space": {**CPU_CTX, "has_cpp_gemm": False}}).names()
+    )
 
 
 @pytest.mark.parametrize(
@@ -59,9 +61,22 @@ def test_every_kind_is_registered_once_with_its_space():
     from tuner.kinds import TaskKind, register, registered
 
     kinds = [k.value for k in registered()]
-    assert sorted(kinds) == sorted([Kind.SITE, Kind.CPP_GRAPH, Kind.CUDA_GRAPH, Kind.FUSION, Kind.TRITON_POINTWISE, Kind.TRITON_REDUCTION,
-                                    Kind.TRITON_PERSISTENT_REDUCTION, "attention", "freezing"])
-    assert all(space_for(k.value, {"space": {}}) is not None for k in registered() if k.value in (Kind.CUDA_GRAPH, "freezing"))
+    assert sorted(kinds) == sorted(
+        [
+            Kind.SITE,
+            Kind.CPP_GRAPH,
+            Kind.CUDA_GRAPH,
+            Kind.FUSION,
+            Kind.TRITON_POINTWISE,
+            Kind.TRITON_REDUCTION,
+            Kind.TRITON_PERSISTENT_REDUCTION,
+            "attention",
+            "freezing",
+        ]
+    )
+    assert all(
+        space_for(k.value, {"space": {}}) is not None for k in registered() if k.value in (Kind.CUDA_GRAPH, "freezing")
+    )
     assert Kind("template_choice") == Kind.SITE and f"{Kind.SITE}" == "template_choice"  # stored as the plain string
     with pytest.raises(ValueError, match="unknown task kind"):
         Kind("pickle")
@@ -99,6 +114,11 @@ def test_the_cuda_grouping_offers_multi_kernel_picked_by_value_never_timed_at_ru
     for bad in (1, True, "3", 4):  # 1 times both variants at the first call: a tuned compile benchmarks nothing
         with pytest.raises(InvalidConfig, match="not one of"):
             s.validate({**s.default, MULTI_KERNEL: bad})
-    assert MULTI_KERNEL not in space_for(Kind.FUSION, {"space": {"device": "cpu", "defaults": fusion_defaults("cpu"), "pairs": []}}).names()
+    assert (
+        MULTI_KERNEL
+        not in space_for(
+            Kind.FUSION, {"space": {"device": "cpu", "defaults": fusion_defaults("cpu"), "pairs": []}}
+        ).names()
+    )
     with pytest.raises(InvalidConfig, match=r"not an integer in \[0, 3\]"):
         space_for(Kind.FUSION, {"space": {"device": "cuda", "defaults": {**cuda, MULTI_KERNEL: 7}, "pairs": []}})

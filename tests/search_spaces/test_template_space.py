@@ -11,12 +11,32 @@ from tuner.search_spaces.template import GEN, generator_context, parse_generated
 
 BF16 = "torch.bfloat16"
 # As recorded on the H200 (torch 2.11): resnet50's first 1x1 conv lowered to addmm, and a 3x3 conv.
-MM_PARAMS = {"ACC_TYPE": "tl.float32", "BLOCK_K": 16, "BLOCK_M": 32, "BLOCK_N": 32, "EVEN_K": True, "GROUP_M": 8,
-             "USE_FAST_ACCUM": False, "hint_override": None, "num_stages": 1, "num_warps": 2}
-MM_OFFERED = ["aten::bias_addmm:{}", "aten::addmm:{}", "triton::mm:" + json.dumps(MM_PARAMS, sort_keys=True, separators=(",", ":"))]
-MM_INPUTS = [["cuda", BF16, 100352, 64, 0, 1, 0], ["cuda", BF16, 100352, 64, 64, 1, 0], ["cuda", BF16, 64, 64, 1, 64, 0]]
-CONV_DESC = ("ALLOW_TF32=False, BLOCK_K=32, BLOCK_M=64, BLOCK_N=64, GROUPS=1, KERNEL_H=3, KERNEL_W=3, PADDING_H=1, "
-             "PADDING_W=1, STRIDE_H=1, STRIDE_W=1, UNROLL=False, num_stages=2, num_warps=4")
+MM_PARAMS = {
+    "ACC_TYPE": "tl.float32",
+    "BLOCK_K": 16,
+    "BLOCK_M": 32,
+    "BLOCK_N": 32,
+    "EVEN_K": True,
+    "GROUP_M": 8,
+    "USE_FAST_ACCUM": False,
+    "hint_override": None,
+    "num_stages": 1,
+    "num_warps": 2,
+}
+MM_OFFERED = [
+    "aten::bias_addmm:{}",
+    "aten::addmm:{}",
+    "triton::mm:" + json.dumps(MM_PARAMS, sort_keys=True, separators=(",", ":")),
+]
+MM_INPUTS = [
+    ["cuda", BF16, 100352, 64, 0, 1, 0],
+    ["cuda", BF16, 100352, 64, 64, 1, 0],
+    ["cuda", BF16, 64, 64, 1, 64, 0],
+]
+CONV_DESC = (
+    "ALLOW_TF32=False, BLOCK_K=32, BLOCK_M=64, BLOCK_N=64, GROUPS=1, KERNEL_H=3, KERNEL_W=3, PADDING_H=1, "
+    "PADDING_W=1, STRIDE_H=1, STRIDE_W=1, UNROLL=False, num_stages=2, num_warps=4"
+)
 CONV_OFFERED = ["aten:convolution", "TritonTemplateCaller:triton_convolution2d:" + CONV_DESC]
 CONV_INPUTS = [["cuda", BF16, 32, 64, 56, 56, 200704, 1, 3584, 64, 0], ["cuda", BF16, 64, 64, 3, 3, 576, 1, 192, 64, 0]]
 
@@ -30,17 +50,23 @@ def _space(op, inputs, offered):
 def _with(cid, **change):
     template, params = parse_generated(cid)
     if template == "conv2d":
-        return "TritonTemplateCaller:triton_convolution2d:" + ", ".join(f"{k}={change.get(k, v)!r}" for k, v in params.items())
+        return "TritonTemplateCaller:triton_convolution2d:" + ", ".join(
+            f"{k}={change.get(k, v)!r}" for k, v in params.items()
+        )
     return f"{template}:" + json.dumps({**params, **change}, sort_keys=True, separators=(",", ":"))
 
 
 def test_generator_reads_the_gemm_and_conv_dimensions():
     assert generator_context("addmm", MM_INPUTS, MM_OFFERED)["mnk"] == [100352, 64, 64]
     assert generator_context("convolution", CONV_INPUTS, CONV_OFFERED)["mnk"] == [32 * 56 * 56, 64, 64]
-    assert generator_context("addmm", MM_INPUTS, MM_OFFERED[:2]) is None  # no Triton template offered: nothing to generate
+    assert (
+        generator_context("addmm", MM_INPUTS, MM_OFFERED[:2]) is None
+    )  # no Triton template offered: nothing to generate
 
 
-@pytest.mark.parametrize("op, inputs, offered", [("addmm", MM_INPUTS, MM_OFFERED), ("convolution", CONV_INPUTS, CONV_OFFERED)])
+@pytest.mark.parametrize(
+    "op, inputs, offered", [("addmm", MM_INPUTS, MM_OFFERED), ("convolution", CONV_INPUTS, CONV_OFFERED)]
+)
 def test_space_is_wider_than_inductors_list_and_contains_it(op, inputs, offered):
     s = _space(op, inputs, offered)
     assert all(s.is_valid({"choice": c}) for c in offered)
@@ -86,7 +112,9 @@ def test_conv_ids_parse_and_reject_what_the_template_cannot_run():
 
 def test_optuna_asks_block_sizes_only_for_generated_configs():
     s = _space("addmm", MM_INPUTS, MM_OFFERED)
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0, n_startup_trials=3, multivariate=True, group=True))
+    study = optuna.create_study(
+        sampler=optuna.samplers.TPESampler(seed=0, n_startup_trials=3, multivariate=True, group=True)
+    )
     study.enqueue_trial(s.optuna_params(s.default))
     gen = next(c for c in s.configs() if c["choice"] not in MM_OFFERED)
     study.enqueue_trial(s.optuna_params(gen))

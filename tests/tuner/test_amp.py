@@ -9,7 +9,9 @@ from tuner.workloads.steps import run_step
 from tuner.core import WorkloadName
 from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
-AMP = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", mode="train", dtype="amp-bf16", input_shape=(4, 64), threads=2)
+AMP = WorkloadSpec(
+    model="tests.helpers.models:mlp", device="cpu", mode="train", dtype="amp-bf16", input_shape=(4, 64), threads=2
+)
 
 
 def test_an_amp_workload_keeps_fp32_weights_and_inputs_and_names_itself():
@@ -39,7 +41,10 @@ def test_a_timed_training_step_ends_with_its_optimizers_step(tmp_path):
 
     model, inputs = build_model(AMP), make_inputs(AMP)
     assert isinstance(optimizer_for("train", "hf:gpt2", model), torch.optim.AdamW)
-    assert isinstance(optimizer_for("train", AMP.model, model), torch.optim.SGD) and optimizer_for("infer", AMP.model, model) is None
+    assert (
+        isinstance(optimizer_for("train", AMP.model, model), torch.optim.SGD)
+        and optimizer_for("infer", AMP.model, model) is None
+    )
     before = [p.detach().clone() for p in model.parameters()]
     _timed_step(AMP, model, inputs)(0)
     assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))  # the weights moved: it stepped

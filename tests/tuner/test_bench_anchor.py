@@ -10,11 +10,25 @@ MLP = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(
 def test_the_strongest_mode_is_freezing_plus_max_autotune_with_cuda_graphs_on_a_gpu():
     table = modes_for(MLP, "sqlite://")
     strongest, without = table["freezing-max-autotune"], table["freezing-max-autotune-no-cudagraphs"]
-    assert strongest.describe("cuda") == {"backend": "inductor", "inductor_mode": "max-autotune", "freezing": True, "cuda_graphs": True}
-    assert without.describe("cuda") == {"backend": "inductor", "inductor_mode": "max-autotune-no-cudagraphs", "freezing": True,
-                                        "cuda_graphs": False}
+    assert strongest.describe("cuda") == {
+        "backend": "inductor",
+        "inductor_mode": "max-autotune",
+        "freezing": True,
+        "cuda_graphs": True,
+    }
+    assert without.describe("cuda") == {
+        "backend": "inductor",
+        "inductor_mode": "max-autotune-no-cudagraphs",
+        "freezing": True,
+        "cuda_graphs": False,
+    }
     assert strongest.describe("cpu")["cuda_graphs"] is False  # a CPU has none
-    assert table["default"].describe("cuda") == {"backend": "inductor", "inductor_mode": None, "freezing": False, "cuda_graphs": False}
+    assert table["default"].describe("cuda") == {
+        "backend": "inductor",
+        "inductor_mode": None,
+        "freezing": False,
+        "cuda_graphs": False,
+    }
     assert table["tuned-no-cuda-graphs"].describe("cuda")["cuda_graphs"] is False
     assert table["eager"].describe("cuda")["backend"] == "eager"
 
@@ -25,26 +39,38 @@ def test_every_record_says_what_it_ran_and_tuned_is_set_against_the_best_inducto
     r = doc["results"]
     for name in r:
         assert {"backend", "inductor_mode", "freezing", "cuda_graphs"} <= set(r[name]), name
-    assert r["freezing"]["freezing"] is True and r["default"]["freezing"] is False and r["tuned"]["cuda_graphs"] is False
+    assert (
+        r["freezing"]["freezing"] is True and r["default"]["freezing"] is False and r["tuned"]["cuda_graphs"] is False
+    )
     best = min(("default", "freezing"), key=lambda n: r[n]["median_ms"])
     assert doc["best_inductor"] == best  # eager and tuned are no anchors
     assert r["tuned"]["vs_best_inductor"] == round(r["tuned"]["median_ms"] / r[best]["median_ms"], 3)
     assert "vs_best_inductor" not in r["default"] and "vs_best_inductor" not in r["eager"]
     assert "vs_best_inductor" in r["tuned-without-fusion-grouping"]  # an ablated mode is a tuned mode
     assert r["tuned-no-cuda-graphs"]["cuda_graphs"] is False  # what it ran, not merely the option it was given
-    assert r["tuned-without-fusion-grouping"]["vs_tuned"] == round(r["tuned-without-fusion-grouping"]["median_ms"] / r["tuned"]["median_ms"], 3)
+    assert r["tuned-without-fusion-grouping"]["vs_tuned"] == round(
+        r["tuned-without-fusion-grouping"]["median_ms"] / r["tuned"]["median_ms"], 3
+    )
     # where each compile's time went, by Inductor's own timers: regions of this compile alone, largest first
     regions = r["default"]["compile_regions"]
     seconds = [s for s, _ in regions.values()]
     assert seconds == sorted(seconds, reverse=True) and "compile_regions" not in r["eager"]
-    for name in ("default", "freezing", "tuned"):  # each compile's own, not the process's sum so far: one graph, entered once
+    for name in (
+        "default",
+        "freezing",
+        "tuned",
+    ):  # each compile's own, not the process's sum so far: one graph, entered once
         spent, entered = r[name]["compile_regions"]["_compile.compile_inner"]
         assert 0 < spent <= r[name]["compile_s"] and entered == 1, name
 
 
 def test_each_lever_s_share_of_tuned_s_lead_over_the_best_inductor_mode():
-    r = {"freezing-reduce-overhead": {"backend": "inductor", "median_ms": 2.0}, "tuned": {"backend": "tuned", "median_ms": 1.5},
-         "tuned-no-cuda-graphs": {"backend": "tuned", "median_ms": 1.9}, "tuned-without-template-site": {"backend": "tuned", "median_ms": 1.45}}
+    r = {
+        "freezing-reduce-overhead": {"backend": "inductor", "median_ms": 2.0},
+        "tuned": {"backend": "tuned", "median_ms": 1.5},
+        "tuned-no-cuda-graphs": {"backend": "tuned", "median_ms": 1.9},
+        "tuned-without-template-site": {"backend": "tuned", "median_ms": 1.45},
+    }
     lever_worth(r, "freezing-reduce-overhead")
     assert r["tuned-no-cuda-graphs"]["vs_tuned"] == 1.267 and r["tuned-no-cuda-graphs"]["share_of_gain"] == 0.8
     assert r["tuned-without-template-site"]["share_of_gain"] == -0.1  # a lever that cost time here
@@ -85,7 +111,11 @@ def test_on_a_gpu_the_strongest_mode_comes_with_inductors_default_kernels_under_
     assert with_anchors("cuda", names) == ["default", "freezing-reduce-overhead", "freezing-max-autotune", "tuned"]
     assert with_anchors("cpu", names) == names and with_anchors("cuda", ["default", "tuned"]) == ["default", "tuned"]
     assert modes_for(MLP, "sqlite://")["freezing-reduce-overhead"].describe("cuda") == {
-        "backend": "inductor", "inductor_mode": "reduce-overhead", "freezing": True, "cuda_graphs": True}
+        "backend": "inductor",
+        "inductor_mode": "reduce-overhead",
+        "freezing": True,
+        "cuda_graphs": True,
+    }
 
 
 def test_a_tuned_mode_whose_output_is_off_shows_no_ratio():

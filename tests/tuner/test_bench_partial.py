@@ -22,8 +22,25 @@ def test_each_compile_is_checkpointed_before_the_timing(tmp_path):
 
 def test_the_cli_leaves_the_whole_document_unmarked(tmp_path):
     out = tmp_path / "bench.json"
-    args = ["bench", "--model", "tests.helpers.models:mlp", "--device", "cpu", "--threads", "2", "--input-shape", "2,64",
-            "--modes", "default", "--rounds", "3", "--db", f"sqlite:///{tmp_path / 'none.db'}", "--out", str(out)]
+    args = [
+        "bench",
+        "--model",
+        "tests.helpers.models:mlp",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--input-shape",
+        "2,64",
+        "--modes",
+        "default",
+        "--rounds",
+        "3",
+        "--db",
+        f"sqlite:///{tmp_path / 'none.db'}",
+        "--out",
+        str(out),
+    ]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     assert "default: compiled in" in r.output
@@ -31,14 +48,33 @@ def test_the_cli_leaves_the_whole_document_unmarked(tmp_path):
     assert "partial" not in doc and doc["results"]["default"]["median_ms"] > 0
     import torchvision
 
-    assert doc["torch"] and torchvision.__version__.startswith(doc["libraries"]["torchvision"])  # what built the model is named
+    assert doc["torch"] and torchvision.__version__.startswith(
+        doc["libraries"]["torchvision"]
+    )  # what built the model is named
 
 
 def test_a_tuned_mode_that_matched_nothing_is_said_below_the_table(tmp_path, swept_at_batch_1):
     """The table's hit/tr/miss column, and one line where a tuned mode found none of its database's answers (its
     time is then Inductor's defaults', whatever its 0 benchmarks suggest)."""
-    args = ["bench", "--model", "tests.helpers.models:mlp", "--device", "cpu", "--threads", "2", "--input-shape", "1,64",
-            "--modes", "tuned", "--also-db", f"empty=sqlite:///{tmp_path / 'empty.db'}", "--rounds", "3", "--db", swept_at_batch_1]
+    args = [
+        "bench",
+        "--model",
+        "tests.helpers.models:mlp",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--input-shape",
+        "1,64",
+        "--modes",
+        "tuned",
+        "--also-db",
+        f"empty=sqlite:///{tmp_path / 'empty.db'}",
+        "--rounds",
+        "3",
+        "--db",
+        swept_at_batch_1,
+    ]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())  # the console wraps long lines
@@ -74,7 +110,9 @@ def test_on_the_cpu_each_mode_is_timed_over_three_compiled_instances(tmp_path):
     assert instances_for("cpu") == CPU_INSTANCES == 3 and instances_for("cuda") == 1 and instances_for("cpu", 1) == 1
     doc = run_bench(MLP, ["eager", "default"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3)
     for r in doc["results"].values():
-        assert len(r["instance_medians_ms"]) == 3 and min(r["instance_medians_ms"]) <= r["median_ms"] <= max(r["instance_medians_ms"])
+        assert len(r["instance_medians_ms"]) == 3 and min(r["instance_medians_ms"]) <= r["median_ms"] <= max(
+            r["instance_medians_ms"]
+        )
         # each figure is rounded to 4 decimals: the spread by up to 0.5e-4 down, the gap between two medians 1e-4 up
         assert r["spread_ms"] >= max(r["instance_medians_ms"]) - min(r["instance_medians_ms"]) - 1.5e-4
     one = run_bench(MLP, ["default"], f"sqlite:///{tmp_path / 'none.db'}", rounds=3, instances=1)

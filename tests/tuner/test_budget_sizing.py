@@ -39,7 +39,9 @@ def test_a_first_trial_the_budget_cannot_hold_raises_it():
     """Where max-autotune compiles faster than the sweep's capture and its first trial (gpt2's decode step on the
     H200: 46 s against a 35-s capture), the budget holds that trial anyway, and says so."""
     assert within_max_autotune(make_budget("default"), 50.0, floor_s=64.0).time_budget_s == 64
-    assert within_max_autotune(make_budget("default"), 300.0, floor_s=64.0).time_budget_s == round(MAX_AUTOTUNE_SHARE * 300)
+    assert within_max_autotune(make_budget("default"), 300.0, floor_s=64.0).time_budget_s == round(
+        MAX_AUTOTUNE_SHARE * 300
+    )
 
 
 def test_an_explicit_limit_or_trial_count_or_another_preset_is_kept():
@@ -62,7 +64,9 @@ def test_the_estimate_counts_each_triton_kernel_too():
 
     assert max_autotune_s("cuda", 20.8, CONV * 120, 13) > max_autotune_s("cuda", 20.8, CONV * 120)
     cap = MAX_AUTOTUNE_KERNELS["cuda"]
-    assert max_autotune_s("cuda", 20.8, CONV * 120, cap) - max_autotune_s("cuda", 20.8, CONV * 120, cap - 1) == pytest.approx(MAX_AUTOTUNE_KERNEL_S["cuda"])
+    assert max_autotune_s("cuda", 20.8, CONV * 120, cap) - max_autotune_s(
+        "cuda", 20.8, CONV * 120, cap - 1
+    ) == pytest.approx(MAX_AUTOTUNE_KERNEL_S["cuda"])
     assert max_autotune_s("cuda", 20.8, CONV * 120, 46) == max_autotune_s("cuda", 20.8, CONV * 120, cap)
     assert within_max_autotune(make_budget("default"), None).time_budget_s is None
 
@@ -77,7 +81,10 @@ def test_the_estimate_counts_only_the_choices_max_autotune_offers():
     from tuner.search_spaces import splitk
 
     split = splitk.make_id(splitk.menu(8, 768, 3072, 132)[1])
-    sites = [{"choices": ["aten::mm:{}", 'triton::mm:{"BLOCK_M":64}', 'triton::mm_persistent_tma:{"BLOCK_M":128}', split]}, {"choices": ["aten::bmm:{}"]}]
+    sites = [
+        {"choices": ["aten::mm:{}", 'triton::mm:{"BLOCK_M":64}', 'triton::mm_persistent_tma:{"BLOCK_M":128}', split]},
+        {"choices": ["aten::bmm:{}"]},
+    ]
     assert max_autotune_choices(sites) == ["aten::mm:{}", 'triton::mm:{"BLOCK_M":64}', "aten::bmm:{}"]
     flags = [f for f in WIDER_SITES["cuda"] if process.has_inductor_flag(f)]
     assert flags and all(base_patches("cuda")[f] is True for f in flags) and not set(flags) & set(base_patches("cpu"))
@@ -90,12 +97,21 @@ def test_the_estimate_counts_each_render_a_trimmed_capture_left_out():
     of the persistent TMA configs max-autotune does not list)."""
     from tuner.budget.estimate import MAX_AUTOTUNE_RENDER_S, max_autotune_renders
 
-    layer = {"count": 12, "choices": ["aten::addmm:{}", *[_mm(16, 32 * i, 64, 3) for i in range(1, 5)], 'triton::mm_persistent_tma:{"BLOCK_M":128}']}
+    layer = {
+        "count": 12,
+        "choices": [
+            "aten::addmm:{}",
+            *[_mm(16, 32 * i, 64, 3) for i in range(1, 5)],
+            'triton::mm_persistent_tma:{"BLOCK_M":128}',
+        ],
+    }
     head = {"choices": ["aten::mm:{}", _mm(16, 128, 64, 3)]}  # recorded before counts were kept: met once
     renders = max_autotune_renders([layer, head])
     assert renders == 12 * 5 + 2
     listed = [*layer["choices"][:5], *head["choices"]]
-    assert max_autotune_s("cuda", 8.0, listed, 10, renders) == pytest.approx(max_autotune_s("cuda", 8.0, listed, 10) + renders * MAX_AUTOTUNE_RENDER_S["cuda"])
+    assert max_autotune_s("cuda", 8.0, listed, 10, renders) == pytest.approx(
+        max_autotune_s("cuda", 8.0, listed, 10) + renders * MAX_AUTOTUNE_RENDER_S["cuda"]
+    )
 
 
 def test_the_floor_holds_the_cuda_graph_trial_after_the_capture_where_the_gpu_waits_for_the_host():
@@ -115,7 +131,10 @@ def test_the_floor_holds_the_cuda_graph_trial_after_the_capture_where_the_gpu_wa
     assert floor_s(train, _capture(0.5, sites=[]), 35.0, 50.0) == (35.0 + 14.4 + CLOSING_S, False)
     assert deadlines(60.0, 0.0, 14.4, 14.4, keep_end=False) == {"deadline": 60.0 - CLOSING_S, "settle_by": 60.0}
     assert deadlines(60.0, 0.0, 14.4, 14.4)["deadline"] == 60.0 - 14.4  # a budget not raised keeps the check's time
-    assert floor_s(opts, _capture(2.3), 35.0, 50.0) == (0.0, False)  # the GPU busy 99% of the step: CUDA graphs are not measured first
+    assert floor_s(opts, _capture(2.3), 35.0, 50.0) == (
+        0.0,
+        False,
+    )  # the GPU busy 99% of the step: CUDA graphs are not measured first
     cpu = SweepOptions(WorkloadSpec("resnet18", device="cpu"), make_budget("default"), "sqlite://")
     assert floor_s(cpu, _capture(0.5), 35.0, 50.0) == (0.0, False)
 
@@ -154,7 +173,11 @@ def test_the_first_search_takes_all_the_time_left_where_the_floor_was_sized_for_
 
     shared = with_shares([SitePhase(), FusionPhase(), KernelPhase("x")])
     assert [p.share for p in shared] == [PHASE_SHARE[SitePhase.name], PHASE_SHARE[FusionPhase.name], 1.0]
-    assert [p.share for p in with_shares([SitePhase(), FusionPhase(), KernelPhase("x")], lead=True)] == [1.0, PHASE_SHARE[FusionPhase.name], 1.0]
+    assert [p.share for p in with_shares([SitePhase(), FusionPhase(), KernelPhase("x")], lead=True)] == [
+        1.0,
+        PHASE_SHARE[FusionPhase.name],
+        1.0,
+    ]
 
 
 def _decode_opts():

@@ -39,8 +39,13 @@ def _run(bare, tmp_path, enabled="1", **env_set):
     for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE"):
         if name not in env_set:
             env.pop(name, None)
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "cache"), enabled], env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "cache"), enabled],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

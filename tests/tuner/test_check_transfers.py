@@ -25,7 +25,14 @@ class Notes(Progress):
 
 def _site(key, n, transposed=False):
     row = ["cuda", "bf16", n, n, *((1, n) if transposed else (n, 1)), 0]  # device, dtype, sizes, strides, offset
-    return {"key": key, "op": "mm", "inputs": [row, row], "choices": ["aten::mm", "triton::mm a"], "default": "aten::mm", "count": 1}
+    return {
+        "key": key,
+        "op": "mm",
+        "inputs": [row, row],
+        "choices": ["aten::mm", "triton::mm a"],
+        "default": "aten::mm",
+        "count": 1,
+    }
 
 
 def _sweep(db_url, db, *sites):
@@ -34,19 +41,25 @@ def _sweep(db_url, db, *sites):
     workload = Workload(db, "replay")
     records = workload.register(tasks_from_capture(CaptureResult([], list(sites), {}, {"info": {}}, {}, 1.0), "m"))
     tuning = dataclasses.replace(_context(db_url, db, trials=4), deadline=None, settle_by=None)
-    return SweepContext(tuning, worker=None, progress=Notes(), workload=workload, device_type="cuda", model="m"), records
+    return SweepContext(
+        tuning, worker=None, progress=Notes(), workload=workload, device_type="cuda", model="m"
+    ), records
 
 
 def test_a_task_with_no_winner_is_checked_with_the_answer_a_compile_would_transfer(db_url):
     db = Database.open(db_url)
-    sweep, (small, large, other) = _sweep(db_url, db, _site("s64", 64), _site("s128", 128), _site("t128", 128, transposed=True))
+    sweep, (small, large, other) = _sweep(
+        db_url, db, _site("s64", 64), _site("s128", 128), _site("t128", 128, transposed=True)
+    )
     db.set_winner(small.id, sweep.tuning.device_id, None, {"choice": "triton::mm a"}, 0.5, 1.0)
     base, parts = base_and_parts(sweep)
     large_task = next(t for t, r in sweep.workload.pairs() if r.id == large.id)
     assert parts["template-site"].keys() == {small.id}
     # the same op and layout at other sizes takes the winner; a transposed operand is another layout and takes none
     assert parts[TRANSFERRED] == {large.id: large_task.forcing({"choice": "triton::mm a"})}
-    db.set_winner(large.id, sweep.tuning.device_id, None, {"choice": "aten::mm"}, 1.0, 1.0)  # its own answer, the default
+    db.set_winner(
+        large.id, sweep.tuning.device_id, None, {"choice": "aten::mm"}, 1.0, 1.0
+    )  # its own answer, the default
     assert base_and_parts(sweep)[1][TRANSFERRED] == {}, "an exact answer, even the default, is never overridden"
     db.close()
 
@@ -77,12 +90,18 @@ def test_a_transferred_answer_the_workload_is_slower_with_gets_the_default_store
     db.set_winner(small.id, sweep.tuning.device_id, None, {"choice": "triton::mm a"}, 0.5, 1.0)
     sweep.worker = _Timed("s64", "s128")
     WholeCheckPhase().run(sweep, None)
-    assert sweep.worker.candidates[0] == ["s128", "s64"], "the first measurement forces the transferred answer with the winners"
+    assert sweep.worker.candidates[0] == ["s128", "s64"], (
+        "the first measurement forces the transferred answer with the winners"
+    )
     assert db.winner_config(large.id, sweep.tuning.device_id) == {"choice": "aten::mm"}
     assert db.winner_config(small.id, sweep.tuning.device_id) == {"choice": "triton::mm a"}
     notes = sweep.progress.notes
-    assert any(n.startswith("1 task(s) with no winner would take the answer of the nearest stored sizes") for n in notes), notes
-    assert any(n.startswith("1 answer(s) transferred from other sizes were replaced by Inductor's defaults") for n in notes), notes
+    assert any(
+        n.startswith("1 task(s) with no winner would take the answer of the nearest stored sizes") for n in notes
+    ), notes
+    assert any(
+        n.startswith("1 answer(s) transferred from other sizes were replaced by Inductor's defaults") for n in notes
+    ), notes
     assert base_and_parts(sweep)[1][TRANSFERRED] == {}
     db.close()
 

@@ -70,8 +70,9 @@ def test_no_measurement_when_its_compiles_do_not_fit_before_the_deadline(db_url)
     assert phase.plan(sweep)
     phase.run(sweep, sweep.tuning.deadline)
     assert any("no time left" in n for n in sweep.progress.notes) and db.stats()["trials"] == 0
-    assert db.winner_config(sweep.workload.records[-1].id, sweep.tuning.device_id) == {CUDA_GRAPHS: False}, \
+    assert db.winner_config(sweep.workload.records[-1].id, sweep.tuning.device_id) == {CUDA_GRAPHS: False}, (
         "unmeasured, the task's answer is Inductor's own choice: a compile counts no miss for it"
+    )
     db.close()
 
 
@@ -87,7 +88,9 @@ def test_a_recording_compile_keeps_the_time_kept_for_the_check(db_url):
 def test_the_forecast_counts_the_cuda_graph_measurement(db_url):
     db = Database.open(db_url)
     sweep = _sweep(db_url, db)
-    assert forecast(sweep, [], 0, cuda_graphs=CudaGraphPhase(0.62))[CudaGraphPhase.name] == 30.0  # the candidate's compile
+    assert (
+        forecast(sweep, [], 0, cuda_graphs=CudaGraphPhase(0.62))[CudaGraphPhase.name] == 30.0
+    )  # the candidate's compile
     assert forecast(sweep, [], 0, cuda_graphs=CudaGraphPhase(None))[CudaGraphPhase.name] == 30.0  # unknown: measured
     assert CudaGraphPhase.name not in forecast(sweep, [], 0, cuda_graphs=CudaGraphPhase(0.01))  # busy: not measured
     assert CudaGraphPhase.name not in forecast(sweep, [], 0)
@@ -144,7 +147,9 @@ def test_the_whole_workload_check_times_the_winners_against_the_defaults_under_c
     _measurer(sweep, base)(Forcing.union(parts["template-site"].values()))
     (job,) = sweep.worker.jobs
     assert job.baseline == base.to_json(), "the base alone"
-    assert job.candidate == Forcing.union([base, *parts["template-site"].values()]).to_json(), "the winners run under the base's CUDA graphs"
+    assert job.candidate == Forcing.union([base, *parts["template-site"].values()]).to_json(), (
+        "the winners run under the base's CUDA graphs"
+    )
     db.close()
 
 
@@ -185,7 +190,9 @@ def test_a_replay_by_hand_decides_where_the_gain_is_clear_past_the_graphs_host_w
 
     assert decided(_ok(0.57, 2.3), 0.02), "gpt2's decode step: 2.3 ms launched, 0.57 replayed"
     assert not decided(_ok(0.5, 0.9), 0.02), "a 0.9-ms step: Inductor's graphs may spend that on the host"
-    assert decided(_ok(1.0, 1.0), 0.02) and decided(_ok(1.05, 1.0), 0.02), "no faster by hand: Inductor's graphs are not either"
+    assert decided(_ok(1.0, 1.0), 0.02) and decided(_ok(1.05, 1.0), 0.02), (
+        "no faster by hand: Inductor's graphs are not either"
+    )
     assert decided(_ok(GRAPH_HOST_MS * 0.9, GRAPH_HOST_MS * 1.5), 0.02)
     assert decided(Measurement(Status.RUNTIME_ERROR, error="x"), 0.02)  # no gain to find
 
@@ -214,5 +221,7 @@ def test_an_inference_step_is_replayed_by_hand_and_compiled_only_where_that_is_t
     task = sweep.workload.records[-1]
     assert sweep.worker.jobs == jobs, (replay, sweep.worker.jobs)
     assert (db.winner_config(task.id, sweep.tuning.device_id) == on()) is kept, (replay, sweep.progress.notes)
-    assert any("(replayed by hand)" in n for n in sweep.progress.notes) is (jobs == ["GraphReplay"]), sweep.progress.notes
+    assert any("(replayed by hand)" in n for n in sweep.progress.notes) is (jobs == ["GraphReplay"]), (
+        sweep.progress.notes
+    )
     db.close()

@@ -39,7 +39,9 @@ def test_tuned_compiles_a_decode_step_under_reduce_overhead(tmp_path):
     x = make_inputs(SPEC)[1]
     with torch.no_grad():
         ref = model(x)
-        fn = torch.compile(model, backend="tuned", options={"db": f"sqlite:///{tmp_path / 'empty.db'}", "mode": "reduce-overhead"})
+        fn = torch.compile(
+            model, backend="tuned", options={"db": f"sqlite:///{tmp_path / 'empty.db'}", "mode": "reduce-overhead"}
+        )
         out = fn(x)
     assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
     with pytest.raises(TunerError, match="mode"):
@@ -50,8 +52,29 @@ def test_tuned_compiles_a_decode_step_under_reduce_overhead(tmp_path):
 
 def test_bench_times_decode_steps_in_tokens_per_second(tmp_path):
     out = tmp_path / "bench.json"
-    args = ["bench", "--model", TINY, "--mode", "decode", "--batch", "2", "--seq-len", "32", "--device", "cpu", "--threads", "2",
-            "--modes", "default,tuned-reduce-overhead", "--rounds", "3", "--db", f"sqlite:///{tmp_path / 'none.db'}", "--out", str(out)]
+    args = [
+        "bench",
+        "--model",
+        TINY,
+        "--mode",
+        "decode",
+        "--batch",
+        "2",
+        "--seq-len",
+        "32",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--modes",
+        "default,tuned-reduce-overhead",
+        "--rounds",
+        "3",
+        "--db",
+        f"sqlite:///{tmp_path / 'none.db'}",
+        "--out",
+        str(out),
+    ]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     assert "tok/s" in r.output
@@ -63,8 +86,28 @@ def test_a_decode_sweep_stores_winners_that_a_tuned_compile_forces(db_url, cwd_r
     import tuner.backend as tb
     from tuner.db import Database
 
-    args = ["sweep", "--model", TINY, "--mode", "decode", "--batch", "2", "--seq-len", "32", "--device", "cpu", "--threads", "2",
-            "--budget", "quick", "--trials", "2", "--no-fusion", "--db", db_url]
+    args = [
+        "sweep",
+        "--model",
+        TINY,
+        "--mode",
+        "decode",
+        "--batch",
+        "2",
+        "--seq-len",
+        "32",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--budget",
+        "quick",
+        "--trials",
+        "2",
+        "--no-fusion",
+        "--db",
+        db_url,
+    ]
     r = CliRunner().invoke(app, args, terminal_width=300)
     assert r.exit_code == 0, r.output
     assert "done:" in r.output
@@ -90,8 +133,15 @@ def test_a_decode_sweep_stores_winners_that_a_tuned_compile_forces(db_url, cwd_r
 def test_a_config_with_fewer_key_value_heads_decodes_with_grouped_heads():
     """Llama's and Qwen2's ``num_key_value_heads``: the cache holds those heads, and attention groups the query heads
     over them, as attention over the cache repeated for each query head of a group gives."""
-    spec = WorkloadSpec(model="hf:llama,num_hidden_layers=1,hidden_size=64,intermediate_size=128,num_attention_heads=4,"
-                        "num_key_value_heads=2,vocab_size=512", device="cpu", mode="decode", batch=2, seq_len=16, threads=2)
+    spec = WorkloadSpec(
+        model="hf:llama,num_hidden_layers=1,hidden_size=64,intermediate_size=128,num_attention_heads=4,"
+        "num_key_value_heads=2,vocab_size=512",
+        device="cpu",
+        mode="decode",
+        batch=2,
+        seq_len=16,
+        threads=2,
+    )
     model = build_model(spec)
     block = model.blocks[0]
     assert block.k.shape == (2, 2, 16, 16) and block.qkv.out_features == 64 + 2 * 2 * 16
@@ -100,7 +150,8 @@ def test_a_config_with_fewer_key_value_heads_decodes_with_grouped_heads():
         got = model(x)
         repeated = torch.nn.functional.scaled_dot_product_attention
         torch.nn.functional.scaled_dot_product_attention = lambda q, k, v, enable_gqa=False: repeated(
-            q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1))
+            q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1)
+        )
         try:
             want = model(x)
         finally:

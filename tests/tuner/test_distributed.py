@@ -35,7 +35,11 @@ def _state(url):
     db = Database.open(url, create=False)
     with db.session() as s:
         per_task = dict(s.execute(select(Task.key, func.count(Trial.id)).join(Trial).group_by(Task.key)).all())
-        distinct = dict(s.execute(select(Task.key, func.count(func.distinct(Trial.config_hash))).join(Trial).group_by(Task.key)).all())
+        distinct = dict(
+            s.execute(
+                select(Task.key, func.count(func.distinct(Trial.config_hash))).join(Trial).group_by(Task.key)
+            ).all()
+        )
         uids = s.scalars(select(Trial.uid)).all()
         winners = {w.task.key: w.config for w in s.scalars(select(Winner))}
     db.close()
@@ -61,10 +65,30 @@ def test_eight_workers_share_a_sweep_without_tuning_anything_twice(backend, requ
 
 
 def test_rerun_after_sigkill_keeps_every_trial_and_completes(tmp_path, db_url, cwd_root):
-    cmd = [sys.executable, "-m", "tuner", "sweep", "--model", "tests.helpers.models:mlp", "--input-shape", "16,64",
-           "--device", "cpu", "--threads", "2", "--budget", "quick", "--trials", "3", "--db", db_url]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tuner",
+        "sweep",
+        "--model",
+        "tests.helpers.models:mlp",
+        "--input-shape",
+        "16,64",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--budget",
+        "quick",
+        "--trials",
+        "3",
+        "--db",
+        db_url,
+    ]
     env = {**os.environ, "PYTHONPATH": str(cwd_root)}
-    proc = subprocess.Popen(cmd, cwd=cwd_root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=cwd_root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 240
     before: set[str] = set()
     while time.monotonic() < deadline:
@@ -118,9 +142,17 @@ def test_from_similar_seeds_a_study_with_other_devices_winners(tmp_path):
 
     for from_similar, expect in ((False, False), (True, True)):
         dev = db.device_id(DeviceInfo("cpu", f"Fresh {from_similar}", {}))
-        ctx = StudyContext(db=db, storage=open_storage(url), device_id=dev, environment_id=db.environment_id(replay.ENV),
-                           device_fingerprint=str(dev) * 16, sampler="random", seed=1,
-                           budget=dataclasses.replace(make_budget("quick"), trials=2), from_similar=from_similar)
+        ctx = StudyContext(
+            db=db,
+            storage=open_storage(url),
+            device_id=dev,
+            environment_id=db.environment_id(replay.ENV),
+            device_fingerprint=str(dev) * 16,
+            sampler="random",
+            seed=1,
+            budget=dataclasses.replace(make_budget("quick"), trials=2),
+            from_similar=from_similar,
+        )
         measured.clear()
         run_study(ctx, rec, task.space, measure)
         # A graph's knobs: no default trial (each trial times the default beside it), so the seed comes first.
@@ -135,9 +167,23 @@ def test_combined_report_shows_what_the_checker_reverted_and_its_whole_workload_
 
     a, b = (TaskRecord(i, f"k{i}", "template_choice", f"site {i}", {}) for i in (1, 2))
     won = TaskOutcome(a, {"choice": "triton"}, False, 2.0, 1.0, 10, 10)
-    first = SweepReport("m", "H200", {}, None, None, [won, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 0, 5)], wall_s=50)
-    stored = TaskOutcome(a, {"choice": "aten"}, True, None, None, 0, 10)  # the checker reverted site 1, measured by the other
-    last = SweepReport("m", "H200", {}, None, None, [stored, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 5, 5)], 3.0, 2.9, wall_s=80)
+    first = SweepReport(
+        "m", "H200", {}, None, None, [won, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 0, 5)], wall_s=50
+    )
+    stored = TaskOutcome(
+        a, {"choice": "aten"}, True, None, None, 0, 10
+    )  # the checker reverted site 1, measured by the other
+    last = SweepReport(
+        "m",
+        "H200",
+        {},
+        None,
+        None,
+        [stored, TaskOutcome(b, {"choice": "aten"}, True, 1.0, 1.0, 5, 5)],
+        3.0,
+        2.9,
+        wall_s=80,
+    )
     last.whole_checked = True
     merged = combine([first, last])
     one = next(o for o in merged.outcomes if o.task.id == 1)
@@ -168,13 +214,23 @@ def test_merged_progress_counts_a_phase_once_and_labels_each_workers_lines():
     seen = Seen()
     m = MergedProgress(seen, 2)
     for index, method, args in [
-        (0, "start", (10, ["a", "b"])), (1, "start", (10, ["a", "b"])),  # both plan the same shared sites
-        (1, "task", ("a",)), (1, "trial", ("ok",)), (0, "trial", ("failed",)),
-        (1, "start", (6, ["k"])), (0, "start", (6, ["k"])), (0, "note", ("done",)),
+        (0, "start", (10, ["a", "b"])),
+        (1, "start", (10, ["a", "b"])),  # both plan the same shared sites
+        (1, "task", ("a",)),
+        (1, "trial", ("ok",)),
+        (0, "trial", ("failed",)),
+        (1, "start", (6, ["k"])),
+        (0, "start", (6, ["k"])),
+        (0, "note", ("done",)),
     ]:
         m.handle(index, method, args)
     assert seen.calls == [
-        ("start", 10), ("task", "worker 2/2: a"), ("trial", "ok"), ("trial", "failed"), ("start", 6), ("note", "worker 1/2: done"),
+        ("start", 10),
+        ("task", "worker 2/2: a"),
+        ("trial", "ok"),
+        ("trial", "failed"),
+        ("start", 6),
+        ("note", "worker 1/2: done"),
     ]
 
 
@@ -227,5 +283,7 @@ def test_workers_with_nothing_to_claim_join_a_running_study(backend, request, tm
     per_task, distinct, _, winners = _state(url)
     (key,) = per_task
     assert 24 <= distinct[key] <= 25  # the target, counted across both workers (one may overshoot by its last trial)
-    assert per_task[key] - distinct[key] <= 2  # no config measured twice but by a rare simultaneous ask, and the verification
+    assert (
+        per_task[key] - distinct[key] <= 2
+    )  # no config measured twice but by a rare simultaneous ask, and the verification
     assert key in winners

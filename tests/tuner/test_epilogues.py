@@ -7,8 +7,11 @@ import dataclasses
 from tuner.sweep.epilogues import Epilogue, site_epilogue, site_epilogues
 
 KERNELS = [
-    {"name": "triton_per_fused__safe_softmax_add_arange_exp_expand_ge_prepare_softmax_online_scalar_tensor_sub_unsqueeze_view_where_5",
-     "default_ms": 0.072, "launches": 12},
+    {
+        "name": "triton_per_fused__safe_softmax_add_arange_exp_expand_ge_prepare_softmax_online_scalar_tensor_sub_unsqueeze_view_where_5",
+        "default_ms": 0.072,
+        "launches": 12,
+    },
     {"name": "triton_poi_fused_gelu_view_3", "default_ms": 0.029, "launches": 12},
     {"name": "triton_per_fused_add_native_layer_norm_view_4", "default_ms": 0.011, "launches": 24},
     {"name": "triton_poi_fused__to_copy_clone_split_transpose_view_1", "default_ms": 0.012, "launches": 12},
@@ -23,14 +26,23 @@ def _site(key, ops, count=12):
 def test_the_kernel_named_for_the_sites_epilogue_ops_and_launched_as_often_is_its_epilogue():
     assert site_epilogue(_site("ffn", ["gelu"]), KERNELS) == Epilogue(0.029, "triton_poi_fused_gelu_view_3")
     # an op whose name starts with an underscore, fused first; of two such kernels, the faster
-    assert site_epilogue(_site("qkv", ["_to_copy", "clone"]), KERNELS) == Epilogue(0.010, "triton_poi_fused__to_copy_clone_mul_split_transpose_view_2")
+    assert site_epilogue(_site("qkv", ["_to_copy", "clone"]), KERNELS) == Epilogue(
+        0.010, "triton_poi_fused__to_copy_clone_mul_split_transpose_view_2"
+    )
 
 
 def test_no_kernel_stands_where_none_matches():
-    assert site_epilogue(_site("out", ["add"]), KERNELS) is None, "its add is fused into a reduction a template cannot take in"
+    assert site_epilogue(_site("out", ["add"]), KERNELS) is None, (
+        "its add is fused into a reduction a template cannot take in"
+    )
     assert site_epilogue(_site("ffn", ["gelu"], count=1), KERNELS) is None, "launched 12 times a step, not once"
     assert site_epilogue(_site("ffn", []), KERNELS) is None and site_epilogue({"key": "old"}, KERNELS) is None
-    assert site_epilogue(_site("x", ["view"]), [{"name": "triton_poi_fused_gelu_view_3", "default_ms": None, "launches": 12}]) is None
+    assert (
+        site_epilogue(
+            _site("x", ["view"]), [{"name": "triton_poi_fused_gelu_view_3", "default_ms": None, "launches": 12}]
+        )
+        is None
+    )
 
 
 def test_by_site_a_site_whose_epilogue_a_reduction_kernel_holds_is_credited_nothing():
@@ -38,8 +50,10 @@ def test_by_site_a_site_whose_epilogue_a_reduction_kernel_holds_is_credited_noth
     add in leaves that kernel to run, so the site saves no kernel. A site whose ops no kernel holds has no entry (the
     step's median pointwise kernel stands in)."""
     sites = [_site("ffn", ["gelu"]), _site("out", ["add"]), _site("gone", ["sigmoid"])]
-    assert site_epilogues(sites, KERNELS) == {"ffn": Epilogue(0.029, "triton_poi_fused_gelu_view_3"),
-                                              "out": Epilogue(0.0, "triton_per_fused_add_native_layer_norm_view_4")}
+    assert site_epilogues(sites, KERNELS) == {
+        "ffn": Epilogue(0.029, "triton_poi_fused_gelu_view_3"),
+        "out": Epilogue(0.0, "triton_per_fused_add_native_layer_norm_view_4"),
+    }
 
 
 GPT2_KERNELS = [
@@ -54,8 +68,11 @@ def test_a_kernel_is_the_epilogue_of_the_site_naming_most_of_its_ops_and_of_none
     ffn, proj, out = _site("ffn", ["add", "mul", "pow"]), _site("proj", ["add"]), _site("out", ["add"])
     assert site_epilogue(proj, GPT2_KERNELS) is not None, "alone, the name matches"
     nothing = Epilogue(0.0, "triton_per_fused_add_native_layer_norm_view_4")
-    assert site_epilogues([ffn, proj, out], GPT2_KERNELS) == {"ffn": Epilogue(0.0265, "triton_poi_fused_add_mul_pow_tanh_view_3"),
-                                                              "proj": nothing, "out": nothing}
+    assert site_epilogues([ffn, proj, out], GPT2_KERNELS) == {
+        "ffn": Epilogue(0.0265, "triton_poi_fused_add_mul_pow_tanh_view_3"),
+        "proj": nothing,
+        "out": nothing,
+    }
     # SwiGLU's gate and up projections each name one op of the kernel both feed: which one a template takes it into
     # is not known, so neither is credited
     swiglu = [{"name": "triton_poi_fused_mul_silu_2", "default_ms": 0.02, "launches": 12}]
@@ -91,7 +108,10 @@ def test_a_template_won_on_its_epilogue_kernel_that_still_runs_goes_back_to_the_
         db.set_winner(rec.id, sweep.tuning.device_id, None, {"choice": "triton::mm a"}, best, 0.0337)
         sweep.outcomes[rec.id] = TaskOutcome(rec, {"choice": "triton::mm a"}, False, 0.0337, best, 4, 4)
     unfused_epilogues(sweep, KERNELS)  # the capture with the winners forced: the GELU kernel as before
-    assert db.winner_config(slow.id, sweep.tuning.device_id) == {"choice": "aten::mm"} and sweep.outcomes[slow.id].is_default
+    assert (
+        db.winner_config(slow.id, sweep.tuning.device_id) == {"choice": "aten::mm"}
+        and sweep.outcomes[slow.id].is_default
+    )
     assert db.winner_config(fast.id, sweep.tuning.device_id) == {"choice": "triton::mm a"}
     assert any("still runs with every winner forced" in n for n in sweep.progress.notes), sweep.progress.notes
     db.close()

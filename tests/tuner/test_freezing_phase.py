@@ -19,19 +19,31 @@ def _sweep(db_url, deadline_in_s=None, capture_s=0.0):
     db = Database.open(db_url)
     tuning = _context(db_url, db, trials=4)
     if deadline_in_s is not None:
-        tuning = dataclasses.replace(tuning, deadline=time.monotonic() + deadline_in_s, settle_by=time.monotonic() + deadline_in_s)
+        tuning = dataclasses.replace(
+            tuning, deadline=time.monotonic() + deadline_in_s, settle_by=time.monotonic() + deadline_in_s
+        )
     workload = Workload(db, "m/infer/cpu/fp32/1x8")
-    task = TaskSpec("f" * 64, Kind("freezing"), "m forward graph 0 freezing", {"space": {}}, space_for("freezing", {"space": {}}))
+    task = TaskSpec(
+        "f" * 64, Kind("freezing"), "m forward graph 0 freezing", {"space": {}}, space_for("freezing", {"space": {}})
+    )
     workload.register([task])
-    return SweepContext(tuning, worker=None, progress=Progress(), workload=workload, device_type="cpu", model="m",
-                        capture_s=capture_s, freed_s=5.0)
+    return SweepContext(
+        tuning,
+        worker=None,
+        progress=Progress(),
+        workload=workload,
+        device_type="cpu",
+        model="m",
+        capture_s=capture_s,
+        freed_s=5.0,
+    )
 
 
 def test_unfrozen_with_no_time_to_capture_again_stops_the_searches_and_keeps_the_answer(db_url):
     sweep = _sweep(db_url, deadline_in_s=30.0, capture_s=60.0)
     phase = FreezingPhase()
     assert phase.plan(sweep)
-    (t, r), = phase.pairs
+    ((t, r),) = phase.pairs
     from tuner.sweep.phases.freezing import store
 
     assert store(sweep, phase.pairs, Measurement(Status.OK, 0.9, 0.9, 0.01, 1.0, baseline_spread_ms=0.01), "frozen")
@@ -55,7 +67,7 @@ def test_a_rerun_reads_what_an_earlier_sweep_settled(db_url):
 
     assert not store(sweep, phase.pairs, slower, "frozen")
     assert phase._stored(sweep) is False  # timed, frozen stays: not timed again
-    (t, r), = phase.pairs
+    ((t, r),) = phase.pairs
     assert sweep.db.winner_config(r.id, sweep.tuning.device_id) == t.space.default
     sweep.db.set_winner(r.id, sweep.tuning.device_id, None, unfrozen(), None, None)
     assert phase._stored(sweep) is True  # unfrozen won before: captured again without measuring
@@ -103,7 +115,7 @@ def test_an_unfrozen_gain_inside_the_noise_is_timed_again_on_fresh_instances_and
     first, second = sweep.worker.jobs
     assert (first.instances, second.instances) == (1, 2)  # the CPU: fresh instances of both sides
     assert second.candidate == first.candidate and second.baseline == first.baseline
-    (t, r), = phase.pairs
+    ((t, r),) = phase.pairs
     assert sweep.db.winner_config(r.id, sweep.tuning.device_id) == unfrozen() and sweep.unfrozen_ratio == 0.9
     sweep.db.close()
 

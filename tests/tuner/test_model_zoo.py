@@ -13,13 +13,21 @@ from tuner.errors import WorkloadError
 from tuner.workloads.spec import WorkloadSpec, build_model, make_inputs
 
 GPT2 = "hf:gpt2,n_layer=1,n_embd=32,n_head=2,vocab_size=128,n_positions=64"
-BERT = "hf:bert-base-uncased,num_hidden_layers=1,hidden_size=32,num_attention_heads=2,intermediate_size=64,vocab_size=128"
+BERT = (
+    "hf:bert-base-uncased,num_hidden_layers=1,hidden_size=32,num_attention_heads=2,intermediate_size=64,vocab_size=128"
+)
 
 
 def test_a_causal_lm_prefills_random_tokens_to_logits_and_an_encoder_gives_hidden_states():
     spec = WorkloadSpec(model=GPT2, batch=2, seq_len=16)
     model, x = build_model(spec), make_inputs(spec, sets=1)[0]
-    assert x.dtype == torch.int64 and x.shape == (2, 16) and 0 <= int(x.min()) and int(x.max()) < 128 and spec.shape == (2, 16)
+    assert (
+        x.dtype == torch.int64
+        and x.shape == (2, 16)
+        and 0 <= int(x.min())
+        and int(x.max()) < 128
+        and spec.shape == (2, 16)
+    )
     with torch.no_grad():
         assert model(x).shape == (2, 16, 128)  # logits over the vocabulary
     bert = WorkloadSpec(model=BERT, batch=2, seq_len=8)
@@ -30,8 +38,11 @@ def test_a_causal_lm_prefills_random_tokens_to_logits_and_an_encoder_gives_hidde
 def test_a_vocabulary_smaller_than_the_types_padding_id_builds_without_a_padding_row():
     """phi3's config pads with token 32000: at vocab_size=128 its embedding refused it. The model builds, with no
     padding row, unless the string sets pad_token_id itself."""
-    spec = WorkloadSpec(model="hf:phi3,num_hidden_layers=1,hidden_size=32,num_attention_heads=2,intermediate_size=64,vocab_size=128",
-                        batch=1, seq_len=8)
+    spec = WorkloadSpec(
+        model="hf:phi3,num_hidden_layers=1,hidden_size=32,num_attention_heads=2,intermediate_size=64,vocab_size=128",
+        batch=1,
+        seq_len=8,
+    )
     model = build_model(spec)
     assert model.config.pad_token_id is None
     with torch.no_grad():
@@ -44,7 +55,22 @@ def test_explain_compiles_an_hf_model_under_the_tuned_backend(db_url):
     from tuner.db import Database
 
     Database.open(db_url).close()
-    args = ["explain", "--model", GPT2, "--batch", "2", "--seq-len", "16", "--device", "cpu", "--threads", "2", "--json", "--db", db_url]
+    args = [
+        "explain",
+        "--model",
+        GPT2,
+        "--batch",
+        "2",
+        "--seq-len",
+        "16",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--json",
+        "--db",
+        db_url,
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -59,17 +85,22 @@ def test_a_timm_model_is_built_without_weights_and_matches_under_compile():
         torch.testing.assert_close(torch.compile(model, backend="tuned")(x), model(x), rtol=1e-3, atol=1e-3)
 
 
-@pytest.mark.parametrize("model, message", [
-    ("timm:resnet5O", "unknown timm model 'resnet5O'"),
-    ("hf:no_such_type", "Transformers has no model type 'no_such_type'"),
-    ("hf:gpt2,n_layer", "config overrides are key=value"),
-])
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        ("timm:resnet5O", "unknown timm model 'resnet5O'"),
+        ("hf:no_such_type", "Transformers has no model type 'no_such_type'"),
+        ("hf:gpt2,n_layer", "config overrides are key=value"),
+    ],
+)
 def test_unknown_names_are_one_line(model, message):
     with pytest.raises(WorkloadError, match=message):
         build_model(WorkloadSpec(model=model))
 
 
-@pytest.mark.parametrize("model, package, extra", [("timm:resnet18", "timm", "timm"), ("hf:gpt2", "transformers", "hf")])
+@pytest.mark.parametrize(
+    "model, package, extra", [("timm:resnet18", "timm", "timm"), ("hf:gpt2", "transformers", "hf")]
+)
 def test_a_missing_extra_names_its_install(model, package, extra, monkeypatch):
     monkeypatch.setitem(sys.modules, package, None)  # as when it is not installed: importing it raises ImportError
     with pytest.raises(WorkloadError, match=rf"pip install -e '\.\[{extra}\]'"):
@@ -81,7 +112,9 @@ def test_the_cli_prints_the_missing_extra_as_written(monkeypatch, db_url):
     from tuner.db import Database
 
     Database.open(db_url).close()
-    result = CliRunner().invoke(app, ["explain", "--model", "timm:resnet18", "--device", "cpu", "--db", db_url])  # builds here
+    result = CliRunner().invoke(
+        app, ["explain", "--model", "timm:resnet18", "--device", "cpu", "--db", db_url]
+    )  # builds here
     assert result.exit_code == 1 and "pip install -e '.[timm]'" in result.output  # brackets are not console markup
 
 
@@ -108,9 +141,13 @@ def test_weights_initialised_to_zeros_are_drawn_so_outputs_depend_on_inputs():
 
     spec = WorkloadSpec("vit_b_32")
     model = build_model(spec).eval()
-    assert model.heads.head.weight.abs().max() > 0 and model.heads.head.bias.abs().max() == 0, "weights drawn, biases kept"
+    assert model.heads.head.weight.abs().max() > 0 and model.heads.head.bias.abs().max() == 0, (
+        "weights drawn, biases kept"
+    )
     a, b = make_inputs(spec, 2)
     with torch.no_grad():
         ya, yb = model(a), model(b)
     assert ya.abs().max() > 0 and not torch.allclose(ya, yb)
-    assert torch.equal(build_model(spec).heads.head.weight, model.heads.head.weight), "seeded: every process builds the same model"
+    assert torch.equal(build_model(spec).heads.head.weight, model.heads.head.weight), (
+        "seeded: every process builds the same model"
+    )

@@ -20,7 +20,13 @@ def _payload(m, k, n, *, transposed=False, dtype="torch.float32"):
 
 
 def test_the_nearest_sizes_of_the_same_op_and_layout_answer():
-    near = Nearest.from_winners({"a": _site(16, 64, 64, "aten:mm"), "b": _site(256, 64, 64, "cpp:gemm"), "c": _site(32, 64, 64, "x", channels_last=True)})
+    near = Nearest.from_winners(
+        {
+            "a": _site(16, 64, 64, "aten:mm"),
+            "b": _site(256, 64, 64, "cpp:gemm"),
+            "c": _site(32, 64, 64, "x", channels_last=True),
+        }
+    )
     assert near.site(_payload(24, 64, 64)).config == {"choice": "aten:mm"}  # 16 is nearer than 256 in log2
     assert near.site(_payload(200, 64, 64)).source == "b"
     assert near.site(_payload(32, 64, 64, transposed=True)).source == "c"  # a transposed operand only from its own kind
@@ -34,8 +40,11 @@ def test_a_batch_of_one_keeps_the_layout_of_the_other_dimensions():
 
 
 def test_symbolic_sizes_and_malformed_signatures_never_transfer():
-    broken = {"x": (Kind.SITE, {"choice": "c"}, {"op": "mm", "inputs": [["cpu", "f32", "s0", 64, 64, 1, 0]]}),
-              "y": (Kind.CPP_GRAPH, {}, {"family": 3, "shapes": [[1]]}), "z": (Kind.FUSION, {}, {"family": "f", "shapes": "nope"})}
+    broken = {
+        "x": (Kind.SITE, {"choice": "c"}, {"op": "mm", "inputs": [["cpu", "f32", "s0", 64, 64, 1, 0]]}),
+        "y": (Kind.CPP_GRAPH, {}, {"family": 3, "shapes": [[1]]}),
+        "z": (Kind.FUSION, {}, {"family": "f", "shapes": "nope"}),
+    }
     near = Nearest.from_winners({**broken, "a": _site(16, 64, 64, "aten:mm")})
     assert len(near.sites) == 1 and near.graphs == ()
     symbolic = _payload(16, 64, 64)
@@ -44,11 +53,13 @@ def test_symbolic_sizes_and_malformed_signatures_never_transfer():
 
 
 def test_graphs_transfer_within_their_family_and_kind_only():
-    near = Nearest.from_winners({
-        "g1": (Kind.CPP_GRAPH, {"cpp.simdlen": 0}, {"family": "f", "shapes": [[1, 64]]}),
-        "g2": (Kind.CPP_GRAPH, {"cpp.simdlen": 256}, {"family": "f", "shapes": [[64, 64]]}),
-        "f1": (Kind.FUSION, {"max_fusion_size": 8}, {"family": "f", "shapes": [[1, 64]]}),
-    })
+    near = Nearest.from_winners(
+        {
+            "g1": (Kind.CPP_GRAPH, {"cpp.simdlen": 0}, {"family": "f", "shapes": [[1, 64]]}),
+            "g2": (Kind.CPP_GRAPH, {"cpp.simdlen": 256}, {"family": "f", "shapes": [[64, 64]]}),
+            "f1": (Kind.FUSION, {"max_fusion_size": 8}, {"family": "f", "shapes": [[1, 64]]}),
+        }
+    )
     assert near.graph(Kind.CPP_GRAPH, "f", ((2, 64),)).config == {"cpp.simdlen": 0}
     assert near.graph(Kind.CPP_GRAPH, "f", ((48, 64),)).source == "g2"
     assert near.graph(Kind.FUSION, "f", ((48, 64),)).source == "f1"

@@ -26,8 +26,16 @@ def _space(context):
 
 
 def _register(monkeypatch):
-    kind = kinds.TaskKind(NEW, _space, kinds.GRAPH_HOOK, phase="graph knobs", cost="graph", group="graph-knob", label="splits",
-                          graph_task=lambda graph, sites, info: {})
+    kind = kinds.TaskKind(
+        NEW,
+        _space,
+        kinds.GRAPH_HOOK,
+        phase="graph knobs",
+        cost="graph",
+        group="graph-knob",
+        label="splits",
+        graph_task=lambda graph, sites, info: {},
+    )
     monkeypatch.setitem(kinds._REGISTRY, NEW, kind)
     return kind
 
@@ -62,8 +70,20 @@ def test_a_kind_with_its_own_hook_point_brings_its_adapter(monkeypatch):
     the active context for its answer."""
     from tests.helpers import adapter
 
-    monkeypatch.setitem(kinds._REGISTRY, NEW, kinds.TaskKind(NEW, _space, "attention site", phase="template sites", cost="site choice",
-                                                              group="template-site", devices=("cpu",), adapter="tests.helpers.adapter"))
+    monkeypatch.setitem(
+        kinds._REGISTRY,
+        NEW,
+        kinds.TaskKind(
+            NEW,
+            _space,
+            "attention site",
+            phase="template sites",
+            cost="site choice",
+            group="template-site",
+            devices=("cpu",),
+            adapter="tests.helpers.adapter",
+        ),
+    )
     adapter.INSTALLED.clear()
     ctx = CompileContext(Forcing({NEW: {"k": {KNOB: False}}}), "cpu")
     _compile(ctx)
@@ -90,17 +110,32 @@ def test_a_graph_kind_with_its_own_adapter_and_phase(monkeypatch):
     from tests.helpers import adapter
     from tuner.sweep.phases import study_phases
 
-    monkeypatch.setitem(kinds._REGISTRY, NEW, kinds.TaskKind(
-        NEW, _space, kinds.GRAPH_HOOK, phase="test splits", cost="graph", group="test", devices=("cpu",), label="splits",
-        answer=lambda key, config, sig: (key, {adapter.KNOB: config[KNOB]}), adapter="tests.helpers.adapter",
-        graph_task=lambda graph, sites, info: {} if graph["found"].get(NEW) else None))
+    monkeypatch.setitem(
+        kinds._REGISTRY,
+        NEW,
+        kinds.TaskKind(
+            NEW,
+            _space,
+            kinds.GRAPH_HOOK,
+            phase="test splits",
+            cost="graph",
+            group="test",
+            devices=("cpu",),
+            label="splits",
+            answer=lambda key, config, sig: (key, {adapter.KNOB: config[KNOB]}),
+            adapter="tests.helpers.adapter",
+            graph_task=lambda graph, sites, info: {} if graph["found"].get(NEW) else None,
+        ),
+    )
     assert "test splits" in study_phases("cpu") and "test splits" not in study_phases("cuda")
     assert study_phases("cpu")[0] == "attention backends"  # registration order
 
     rec = Recorder()
     _compile(MeasuringContext(Forcing(), "cpu", rec))
     (graph,) = rec.graphs.values()
-    assert graph.found[NEW] == adapter.FOUND and kinds.descriptor(NEW).graph_task(dataclasses.asdict(graph), [], {}) == {}
+    assert (
+        graph.found[NEW] == adapter.FOUND and kinds.descriptor(NEW).graph_task(dataclasses.asdict(graph), [], {}) == {}
+    )
     adapter.PATCHED.clear()
     _compile(CompileContext(Forcing({NEW: {graph.keys[NEW]: {adapter.KNOB: False}}}), "cpu"))
     assert adapter.PATCHED == [{"split_reductions": False}]

@@ -20,7 +20,10 @@ def _m(median, spread, base_spread, base=1.0):
         (_m(0.90, 0.15, 0.10), False),  # 10% faster on medians, but 0.1 ms <= (0.15 + 0.10) / 2: noise
         (_m(0.90, 0.05, None), True),  # only the candidate's spread known: 0.1 > 0.025
         (_m(0.99, 0.0, 0.0), False),  # below min_gain (2%)
-        (Measurement(Status.OK, 0.9, 0.9, None, 1.0), True),  # no spreads (a site batch's single timing): min_gain alone
+        (
+            Measurement(Status.OK, 0.9, 0.9, None, 1.0),
+            True,
+        ),  # no spreads (a site batch's single timing): min_gain alone
     ],
 )
 def test_a_gain_must_clear_min_gain_and_the_measured_noise(m, wins):
@@ -32,7 +35,9 @@ def test_a_noisy_pair_is_not_declared_a_winner_and_a_clean_one_is(db_url):
     tuning = _context(db_url, db, trials=4)
     task = tasks(2)[0]
     for label, verify, expect_default in (("noisy", _m(0.85, 0.4, 0.3), True), ("clean", _m(0.85, 0.02, 0.02), False)):
-        rec = db.upsert_task(f"{ord(label[0]):064x}", task.kind, f"{label} graph", task.signature, task.space.fingerprint())
+        rec = db.upsert_task(
+            f"{ord(label[0]):064x}", task.kind, f"{label} graph", task.signature, task.space.fingerprint()
+        )
         config = {**task.space.default, "cpp.simdlen": 0}
         assert config != task.space.default and task.space.is_valid(config)
         record(tuning, rec, task.space.default, _m(1.0, 0.0, 0.0))

@@ -4,7 +4,15 @@ that tensor."""
 import torch
 import torchvision
 
-from tuner.measure.numerics import TOLERANCE, eager_errors, relative_error, tensor_errors, tolerance_for, widened_by_default, within
+from tuner.measure.numerics import (
+    TOLERANCE,
+    eager_errors,
+    relative_error,
+    tensor_errors,
+    tolerance_for,
+    widened_by_default,
+    within,
+)
 from tuner.workloads.steps import run_step
 
 
@@ -47,4 +55,6 @@ def test_under_mixed_precision_a_wrong_output_is_caught_though_small_gradients_a
     wrong = [ref[0] * 1.25, *ref[1:]]
     errs = tensor_errors(wrong, ref)
     assert max(errs) < max(tol) and not within(errs, tol)  # the old single bound would have admitted it
-    assert within(tensor_errors(ref, ref), tol) and widened_by_default(tol, [2.0] * len(tol)) == [max(t, 4.0) for t in tol]
+    assert within(tensor_errors(ref, ref), tol) and widened_by_default(tol, [2.0] * len(tol)) == [
+        max(t, 4.0) for t in tol
+    ]

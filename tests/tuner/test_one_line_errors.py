@@ -24,7 +24,10 @@ def _one_line(r, *words):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "1e15", "-5"])
 def test_time_budget_must_be_a_real_number_of_seconds(value, db_url):
-    _one_line(runner.invoke(app, ["sweep", *MLP, "--input-shape", "1,64", "--time-budget", value, "--db", db_url]), "--time-budget")
+    _one_line(
+        runner.invoke(app, ["sweep", *MLP, "--input-shape", "1,64", "--time-budget", value, "--db", db_url]),
+        "--time-budget",
+    )
 
 
 def test_zero_threads_is_refused(db_url):
@@ -45,7 +48,9 @@ def test_a_port_that_is_no_number_and_a_password_never_shown():
 def test_an_unwritable_out_is_refused_before_any_work(command, db_url, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    _one_line(runner.invoke(app, [*command, "--out", str(blocker / "x" / "out.json"), "--db", db_url]), "cannot write there")
+    _one_line(
+        runner.invoke(app, [*command, "--out", str(blocker / "x" / "out.json"), "--db", db_url]), "cannot write there"
+    )
 
 
 @pytest.mark.parametrize("command", ["explain", "bench"])
@@ -55,7 +60,9 @@ def test_an_input_the_model_rejects_is_one_line(command, db_url, cwd_root, tmp_p
     _one_line(r, "rejects its input of shape (1, 65)")
 
 
-@pytest.mark.parametrize("command", [["db", "stats"], ["db", "show"], ["db", "export", "OUT"], ["db", "check"], ["report", "--out", "OUT"]])
+@pytest.mark.parametrize(
+    "command", [["db", "stats"], ["db", "show"], ["db", "export", "OUT"], ["db", "check"], ["report", "--out", "OUT"]]
+)
 def test_read_only_commands_create_no_database_at_a_mistyped_path(command, tmp_path):
     typo = tmp_path / "tunnig.db"
     args = [str(tmp_path / "out") if a == "OUT" else a for a in command]
@@ -69,7 +76,12 @@ def test_read_only_commands_change_nothing_in_a_read_only_file(tmp_path):
     os.chmod(path, 0o444)
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     url = f"sqlite:///{path}"
-    for args in (["db", "stats"], ["db", "show"], ["db", "export", str(tmp_path / "e.jsonl")], ["report", "--out", str(tmp_path / "r.html")]):
+    for args in (
+        ["db", "stats"],
+        ["db", "show"],
+        ["db", "export", str(tmp_path / "e.jsonl")],
+        ["report", "--out", str(tmp_path / "r.html")],
+    ):
         r = runner.invoke(app, [*args, "--db", url])
         assert r.exit_code == 0, (args, r.output)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before

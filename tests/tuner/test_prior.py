@@ -44,7 +44,11 @@ def test_the_shipped_priors_are_valid_exports_of_h200_workloads_other_than_the_m
 def test_rows_for_the_h200_hold_timed_site_and_kernel_trials_and_winners(fresh_prior_cache):
     rows = rows_for(*H200)
     kinds = {k for k, *_ in rows.trials}
-    assert Kind.SITE in kinds and kinds & {Kind.TRITON_POINTWISE, Kind.TRITON_REDUCTION, Kind.TRITON_PERSISTENT_REDUCTION}
+    assert Kind.SITE in kinds and kinds & {
+        Kind.TRITON_POINTWISE,
+        Kind.TRITON_REDUCTION,
+        Kind.TRITON_PERSISTENT_REDUCTION,
+    }
     assert all(r > 0 for *_, r in rows.trials)
     assert rows.winners and rows.files
     assert rows_for("cuda", "NVIDIA H100 80GB HBM3") == PriorRows()  # another device model: nothing
@@ -108,11 +112,21 @@ def test_another_graphs_fusion_winner_lends_its_knobs_not_its_vetoes():
 
 
 def _fusion_defaults():
-    return {"max_fusion_size": 64, "aggressive_fusion": False, "epilogue_fusion": True, "prologue_fusion": True,
-            "score_fusion_memory_threshold": 10, "realize_reads_threshold": 4, "realize_opcount_threshold": 30,
-            "realize_acc_reads_threshold": 8, "split_reductions": True, "loop_ordering_after_fusion": False,
-            "combo_kernels": False, "triton.tiling_prevents_pointwise_fusion": True,
-            "triton.tiling_prevents_reduction_fusion": True}
+    return {
+        "max_fusion_size": 64,
+        "aggressive_fusion": False,
+        "epilogue_fusion": True,
+        "prologue_fusion": True,
+        "score_fusion_memory_threshold": 10,
+        "realize_reads_threshold": 4,
+        "realize_opcount_threshold": 30,
+        "realize_acc_reads_threshold": 8,
+        "split_reductions": True,
+        "loop_ordering_after_fusion": False,
+        "combo_kernels": False,
+        "triton.tiling_prevents_pointwise_fusion": True,
+        "triton.tiling_prevents_reduction_fusion": True,
+    }
 
 
 def test_the_priors_are_read_ahead_and_the_model_library_loaded_only_for_a_device_they_hold():
@@ -134,5 +148,11 @@ assert "sklearn.ensemble" in sys.modules
 misses = _plan.cache_info().misses
 assert rows_for("cuda", "NVIDIA H200").files and _plan.cache_info().misses == misses
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, "TUNER_PRIOR": "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TUNER_PRIOR": "1"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]

@@ -9,7 +9,9 @@ def _hold(kind, cache_dir, seconds, started, out):
     import os
 
     os.environ["TUNER_LOCK_DIR"] = cache_dir
-    os.environ["TUNER_CACHE_DIR"] = os.path.join(cache_dir, f"cache-{os.getpid()}")  # its own cache folder, as any user's
+    os.environ["TUNER_CACHE_DIR"] = os.path.join(
+        cache_dir, f"cache-{os.getpid()}"
+    )  # its own cache folder, as any user's
     from tuner.measure import quiet
 
     with getattr(quiet, kind)():

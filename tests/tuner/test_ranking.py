@@ -23,14 +23,31 @@ from tuner.search_spaces.template import generator_context, parse_generated
 pytest.importorskip("sklearn")
 
 TRITON = "triton::mm:" + json.dumps(
-    {"ACC_TYPE": "tl.float32", "BLOCK_K": 32, "BLOCK_M": 64, "BLOCK_N": 64, "EVEN_K": True, "GROUP_M": 8, "USE_FAST_ACCUM": False,
-     "hint_override": None, "num_stages": 2, "num_warps": 4}, sort_keys=True, separators=(",", ":"))
+    {
+        "ACC_TYPE": "tl.float32",
+        "BLOCK_K": 32,
+        "BLOCK_M": 64,
+        "BLOCK_N": 64,
+        "EVEN_K": True,
+        "GROUP_M": 8,
+        "USE_FAST_ACCUM": False,
+        "hint_override": None,
+        "num_stages": 2,
+        "num_warps": 4,
+    },
+    sort_keys=True,
+    separators=(",", ":"),
+)
 
 
 def _site(m, n, k):
     inputs = [["cuda", "torch.bfloat16", m, k, k, 1, 0], ["cuda", "torch.bfloat16", k, n, n, 1, 0]]
     choices = ["aten::mm:{}", TRITON]
-    return {"op": "mm", "inputs": inputs, "space": {"choices": choices, "default": choices[0], "generate": generator_context("mm", inputs, choices)}}
+    return {
+        "op": "mm",
+        "inputs": inputs,
+        "space": {"choices": choices, "default": choices[0], "generate": generator_context("mm", inputs, choices)},
+    }
 
 
 def _synthetic_ratio(sig, config):
@@ -40,10 +57,24 @@ def _synthetic_ratio(sig, config):
         return 1.0
     p, m = parsed[1], sig["inputs"][0][2]
     best_m = 128 if m >= 4096 else 32
-    return 0.6 + 0.15 * abs(math.log2(p["BLOCK_M"] / best_m)) + 0.1 * abs(math.log2(p["BLOCK_N"] / 64)) + 0.05 * abs(math.log2(p["num_warps"] / 4))
+    return (
+        0.6
+        + 0.15 * abs(math.log2(p["BLOCK_M"] / best_m))
+        + 0.1 * abs(math.log2(p["BLOCK_N"] / 64))
+        + 0.05 * abs(math.log2(p["num_warps"] / 4))
+    )
 
 
-SIZES = [(256, 512, 256), (512, 256, 512), (1024, 1024, 256), (8192, 256, 512), (16384, 512, 256), (4096, 1024, 1024), (256, 256, 1024), (32768, 128, 128)]
+SIZES = [
+    (256, 512, 256),
+    (512, 256, 512),
+    (1024, 1024, 256),
+    (8192, 256, 512),
+    (16384, 512, 256),
+    (4096, 1024, 1024),
+    (256, 256, 1024),
+    (32768, 128, 128),
+]
 
 
 def _samples(sizes, per_task=30, seed=0):

@@ -13,8 +13,18 @@ runner = CliRunner()
 
 def test_report_of_a_swept_database_shows_provenance_kinds_searches_and_statuses(swept_at_batch_1, tmp_path):
     bench = tmp_path / "bench.json"
-    bench.write_text(json.dumps({"command": "tuner bench --model m", "date": "2026-12-01",
-                                 "results": {"default": {"median_ms": 0.5, "compile_s": 3.0}, "tuned": {"median_ms": 0.4, "compile_s": 2.0, "benchmarks": 0}}}))
+    bench.write_text(
+        json.dumps(
+            {
+                "command": "tuner bench --model m",
+                "date": "2026-12-01",
+                "results": {
+                    "default": {"median_ms": 0.5, "compile_s": 3.0},
+                    "tuned": {"median_ms": 0.4, "compile_s": 2.0, "benchmarks": 0},
+                },
+            }
+        )
+    )
     out = tmp_path / "report.html"
     result = runner.invoke(app, ["report", "--db", swept_at_batch_1, "--out", str(out), "--bench", str(bench)])
     assert result.exit_code == 0, result.output
@@ -36,7 +46,10 @@ def test_report_of_a_swept_database_shows_provenance_kinds_searches_and_statuses
 
 def test_report_for_another_model_has_no_winners(swept_at_batch_1, tmp_path):
     out = tmp_path / "r.html"
-    assert runner.invoke(app, ["report", "--db", swept_at_batch_1, "--out", str(out), "--model", "resnet50"]).exit_code == 0
+    assert (
+        runner.invoke(app, ["report", "--db", swept_at_batch_1, "--out", str(out), "--model", "resnet50"]).exit_code
+        == 0
+    )
     assert "no winners stored" in out.read_text()
 
 

@@ -24,7 +24,13 @@ def test_a_stored_workload_is_captured_again_as_the_workload_it_names(db_url, sp
     was refused ("--mode decode takes ... not --input-shape") and revalidate stopped."""
     db = fill(db_url)
     try:
-        rec = db.upsert_task("d" * 64, "template_choice", "packed_linear", {"op": "mm", "inputs": [], "space": {"choices": ["a", "b"], "default": "a"}}, "fp")
+        rec = db.upsert_task(
+            "d" * 64,
+            "template_choice",
+            "packed_linear",
+            {"op": "mm", "inputs": [], "space": {"choices": ["a", "b"], "default": "a"}},
+            "fp",
+        )
         db.link_workload(spec.name, [rec.id])
     finally:
         db.close()
@@ -41,11 +47,15 @@ def test_a_reverted_winner_says_whether_it_was_slower_too_little_faster_or_faste
     assert _why_not(Measurement(Status.OK, 2.2, 2.1, 0.0, 2.1), 0.02) == "no longer faster"
 
 
-TRITON = ('triton::mm:{"ACC_TYPE":"tl.float32","BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"EVEN_K":true,"GROUP_M":8,'
-          '"USE_FAST_ACCUM":false,"hint_override":null,"num_stages":6,"num_warps":4}')
+TRITON = (
+    'triton::mm:{"ACC_TYPE":"tl.float32","BLOCK_K":128,"BLOCK_M":16,"BLOCK_N":32,"EVEN_K":true,"GROUP_M":8,'
+    '"USE_FAST_ACCUM":false,"hint_override":null,"num_stages":6,"num_warps":4}'
+)
 
 
-@pytest.mark.parametrize("epilogue, ratio, verdict", [(True, 0.995, "kept"), (True, 1.03, "reverted"), (False, 0.995, "reverted")])
+@pytest.mark.parametrize(
+    "epilogue, ratio, verdict", [(True, 0.995, "kept"), (True, 1.03, "reverted"), (False, 0.995, "reverted")]
+)
 def test_a_site_winner_that_takes_in_its_epilogue_is_kept_while_no_slower_alone(db_url, epilogue, ratio, verdict):
     """A Triton tile stored for the kernel it saves (the GELU cuBLAS leaves to a kernel of its own) is re-timed alone
     within 1% of cuBLAS: kept, as the sweep kept it; slower alone, or with no epilogue to take in, put back."""
@@ -58,13 +68,19 @@ def test_a_site_winner_that_takes_in_its_epilogue_is_kept_while_no_slower_alone(
 
     db = Database.open(db_url)
     try:
-        space = {"choices": ["aten::bias_addmm:{}", TRITON], "default": "aten::bias_addmm:{}", **({"epilogue": True} if epilogue else {})}
+        space = {
+            "choices": ["aten::bias_addmm:{}", TRITON],
+            "default": "aten::bias_addmm:{}",
+            **({"epilogue": True} if epilogue else {}),
+        }
         sig = {"op": "addmm", "inputs": [], "space": space}
         task = TaskSpec("e" * 64, Kind.SITE, "addmm 8x3072", sig, space_for(Kind.SITE, sig))
         rec = db.upsert_task(task.key, task.kind, task.name, sig, task.space.fingerprint())
         dev = db.device_id(current_device("cpu"))
         run = _Run(db, None, dev, db.environment_id(ENV), make_budget("quick"))
-        drift = run.settle(task, rec, {"choice": TRITON}, 1.07, Measurement(Status.OK, 0.005 * ratio, 0.005 * ratio, 0.0, 0.005))
+        drift = run.settle(
+            task, rec, {"choice": TRITON}, 1.07, Measurement(Status.OK, 0.005 * ratio, 0.005 * ratio, 0.0, 0.005)
+        )
         assert drift.verdict == verdict
         assert db.winner_config(rec.id, dev)["choice"] == (TRITON if verdict == "kept" else "aten::bias_addmm:{}")
     finally:

@@ -23,7 +23,9 @@ def test_the_capture_compile_is_the_defaults_baseline_and_is_not_compiled_again(
 def test_a_training_capture_is_the_defaults_baseline_too():
     """A training sweep's first baseline costs no compile (the CUDA-graph phase on resnet50's training step compiled
     the defaults again: ~40 s of a 240-s budget on the H200). Timing it leaves the weights as eager's."""
-    session = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", mode="train", input_shape=(16, 64), threads=2))
+    session = Session(
+        WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", mode="train", input_shape=(16, 64), threads=2)
+    )
     session.capture()
     kept = session.compile({})
     assert kept.compile_s == 0.0
@@ -72,13 +74,18 @@ def test_a_cpu_capture_times_compiled_instances_and_every_whole_workload_spread_
     cap = session.capture()
     assert session_module.INSTANCES == 2 and "instances" in cap.costs
     assert cap.instances is not None and cap.instances.instance_spread_ms >= 0 and cap.instances.instance_base_ms > 0
-    assert 0 < cap.instances.warm_compile_s and cap.later_compile_s == min(cap.compile_s, 2 * cap.instances.warm_compile_s)
+    assert 0 < cap.instances.warm_compile_s and cap.later_compile_s == min(
+        cap.compile_s, 2 * cap.instances.warm_compile_s
+    )
     assert "compiled instances of one config differ by up to" in cap.instance_note()
     session.instance_spread_ms = 1.0  # as a large spread: both sides of a trial are widened to it
     m = session.time_graph(GraphTrial({}, {}, 3, 1.0))
     assert m.spread_ms >= 1.0 and m.baseline_spread_ms >= 1.0 and m.within_noise
 
-    told = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2), instance_spread_ms=0.01)
+    told = Session(
+        WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2),
+        instance_spread_ms=0.01,
+    )
     again = told.capture()  # a restarted worker is told the spread: no more compiles
     assert "instances" not in again.costs and again.instances is None and again.later_compile_s == again.compile_s
 
@@ -86,7 +93,10 @@ def test_a_cpu_capture_times_compiled_instances_and_every_whole_workload_spread_
 def test_no_instance_compile_starts_that_would_end_past_the_time_budgets_share():
     import time
 
-    late = Session(WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2), instances_by=time.monotonic())
+    late = Session(
+        WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(16, 64), threads=2),
+        instances_by=time.monotonic(),
+    )
     cap = late.capture()
     assert cap.instances is None and late.instance_spread_ms is None and cap.instance_note() == ""
 

@@ -140,7 +140,9 @@ def test_with_no_time_to_verify_only_a_clear_gain_wins_on_its_batch_timing(db_ur
 
     def measure(request):
         clock.t += 0.2 * sum(len(v) for v in request.values())
-        return SiteTimings(Status.OK, {k: {c: (1.0 if i == 0 else faster[k]) for i, c in enumerate(v)} for k, v in request.items()})
+        return SiteTimings(
+            Status.OK, {k: {c: (1.0 if i == 0 else faster[k]) for i, c in enumerate(v)} for k, v in request.items()}
+        )
 
     tuning = dataclasses.replace(tuning, deadline=clock.t + 1.0, settle_by=clock.t + sweep_left_s)
     outcomes, measured, _, _ = tune_sites(tuning, group, measure, batch=16)
@@ -339,13 +341,17 @@ def test_the_expected_time_of_the_sites_is_what_their_batches_take(db_url, monke
     targets = [planned(lambda t: site_target(tuning, t), [task]) for task, _ in group]  # capped by each space's size
     expected = expected_s(tuning, targets, batch=2)
     start, calls = clock.t, []
-    tune_sites(tuning, group, _affine(calls, 1.0, per_choice_s, clock, gain=0.03), batch=2)  # finalists 9% faster: verified
+    tune_sites(
+        tuning, group, _affine(calls, 1.0, per_choice_s, clock, gain=0.03), batch=2
+    )  # finalists 9% faster: verified
     assert len(calls) >= 3 and expected == pytest.approx(clock.t - start, rel=0.1), (expected, calls)
     db.close()
 
 
 @pytest.mark.parametrize("gain, batches", [(0.2, 2), (0.03, 3)])
-def test_a_finalist_clearly_faster_in_its_own_batch_wins_with_no_verification_compile(db_url, monkeypatch, gain, batches):
+def test_a_finalist_clearly_faster_in_its_own_batch_wins_with_no_verification_compile(
+    db_url, monkeypatch, gain, batches
+):
     """Each site's candidates are 20% faster than the one before: the finalists beat their defaults by more than
     ``UNVERIFIED_GAIN`` in the batch whose compile ran them (Inductor takes a site's fastest choice), so no second
     compile re-times them. Where each is 3% faster (the finalists 9%), the verification compile runs."""

@@ -32,13 +32,17 @@ def captured(spec: WorkloadSpec, tmp_path, db):
     records = dict(zip((t.kind for t in tasks), workload.register(tasks)))
     keys = {t.key for t, _ in workload.pairs((Kind.SITE,))}
     notes = Notes()
-    sweep = SweepContext(_context(db.url, db, trials=4), worker, notes, workload, spec.device, "mlp", recorded=capture.graphs)
+    sweep = SweepContext(
+        _context(db.url, db, trials=4), worker, notes, workload, spec.device, "mlp", recorded=capture.graphs
+    )
     return sweep, records, keys, notes
 
 
 def _captured(model, tmp_path, db, shape=(16, 64)):
     """``captured`` on the CPU: two packed-linear sites when frozen (an mlp, an attention block)."""
-    sweep, records, keys, notes = captured(WorkloadSpec(model=model, device="cpu", input_shape=shape, threads=1), tmp_path, db)
+    sweep, records, keys, notes = captured(
+        WorkloadSpec(model=model, device="cpu", input_shape=shape, threads=1), tmp_path, db
+    )
     assert len(keys) == 2  # the frozen mlp's two packed linears
     return sweep, records, keys, notes
 
@@ -58,16 +62,25 @@ def test_the_sites_tuned_are_those_the_kept_winners_lower(tmp_path, db_url):
 
         db.set_winner(records[Kind("freezing")].id, sweep.tuning.device_id, None, unfrozen(), None, None)
         plan = phase.plan(sweep)
-        assert {t.key for t in plan.tasks} == captured and phase.to_record and sweep.recordings == {}  # no compile of its own
-        assert notes.pop().startswith("the winners so far change how the graphs lower (mlp forward graph 0 freezing): the first site batch")
+        assert (
+            {t.key for t in plan.tasks} == captured and phase.to_record and sweep.recordings == {}
+        )  # no compile of its own
+        assert notes.pop().startswith(
+            "the winners so far change how the graphs lower (mlp forward graph 0 freezing): the first site batch"
+        )
         phase.run(sweep, now() + 60.0)
         (recording,) = sweep.recordings.values()
         assert recording.graphs and all(not g["frozen"] for g in recording.graphs)
         assert recording.sites == []  # unfrozen, the CPU lowers its linears through ATen alone: no site at all
-        assert "the template sites tuned are those a compile with them forced meets, 0: 0 of the capture's 2 and 0 new" in notes[-1], notes
+        assert (
+            "the template sites tuned are those a compile with them forced meets, 0: 0 of the capture's 2 and 0 new"
+            in notes[-1]
+        ), notes
         ids = [r.id for _, r in sweep.workload.pairs((Kind.SITE,))]
         assert all(not db.trials(i, sweep.tuning.device_id) for i in ids)  # dropped, nothing stored
-        assert pending(db, ids, sweep.tuning.device_id, sweep.tuning.budget.site_target) == len(ids)  # released, not finished
+        assert pending(db, ids, sweep.tuning.device_id, sweep.tuning.budget.site_target) == len(
+            ids
+        )  # released, not finished
         assert phase.plan(sweep).tasks == [] and not phase.to_record  # the held recording: no compile, no site
     finally:
         sweep.worker.close()
@@ -87,8 +100,9 @@ def test_a_recording_that_fails_leaves_the_captured_fusions_to_search(tmp_path, 
         fusion = next(t for t in sweep.workload.tasks if t.kind == Kind.FUSION)
         assert [t.key for t in FusionPhase().plan(sweep).tasks] == [fusion.key] and sweep.recordings == {}
         assert notes[0] == "recording the fusions Inductor makes with the winners so far forced", notes
-        assert notes[1].startswith("recording the fusions with the winners so far forced failed (") and notes[1].endswith(
-            "the fusions the capture recorded are searched"), notes
+        assert notes[1].startswith("recording the fusions with the winners so far forced failed (") and notes[
+            1
+        ].endswith("the fusions the capture recorded are searched"), notes
     finally:
         sweep.worker.close()
         db.close()
@@ -103,7 +117,9 @@ def test_only_winners_that_change_which_sites_exist_count():
     from tuner.search_spaces.fusion import FREEZING, SPACE_TO_DEPTH
     from tuner.search_spaces.fusion import space as fusion_space
 
-    fusion = fusion_space({"device": "cuda", "defaults": fusion_defaults("cuda"), "pairs": ["a|b"], "s2d_convs": 1, "frozen": 1})
+    fusion = fusion_space(
+        {"device": "cuda", "defaults": fusion_defaults("cuda"), "pairs": ["a|b"], "s2d_convs": 1, "frozen": 1}
+    )
     d = fusion.default
     assert not fusion.reshapes_sites(d) and not fusion.reshapes_sites({**d, "max_fusion_size": 8, "veto.a|b": True})
     assert fusion.reshapes_sites({**d, SPACE_TO_DEPTH: True}) and fusion.reshapes_sites({**d, FREEZING: False})

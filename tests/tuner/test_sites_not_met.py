@@ -26,7 +26,10 @@ def test_a_site_its_batch_never_met_is_dropped_unmeasured_and_released(db_url):
     outcomes, measured, cut, dropped = tune_sites(tuning, group, measure, batch=16)
     assert calls[0] == sorted([gone.key, kept.key]) and all(c == [kept.key] for c in calls[1:])
     assert [o.task.key for o in outcomes] == [kept.key] and dropped == {group[0][1].id} and cut == set()
-    assert db.trials(group[0][1].id, tuning.device_id) == [] and measured == len(db.trials(group[1][1].id, tuning.device_id)) > 0
+    assert (
+        db.trials(group[0][1].id, tuning.device_id) == []
+        and measured == len(db.trials(group[1][1].id, tuning.device_id)) > 0
+    )
     (first_n, _), *_ = tuning.costs.sized[SITE_CHOICE]
     assert first_n == PROBE_CHOICES  # the probe's choices at the site it met
     db.close()

@@ -26,10 +26,14 @@ def test_a_grouping_stored_before_its_space_grew_is_searched_in_the_stored_space
         ((task, rec),) = Workload(db, "m").register_pairs([_grouping(grown)])
         assert MULTI_KERNEL not in task.space.names() and task.signature == rec.signature == before.signature
         winner = {**task.space.default, "max_fusion_size": 128}
-        assert valid_winners({task.key: (str(task.kind), winner, rec.signature)}), "the compile keeps what the study finds"
+        assert valid_winners({task.key: (str(task.kind), winner, rec.signature)}), (
+            "the compile keeps what the study finds"
+        )
 
         fresh = _grouping(grown)
-        ((same, _),) = Workload(db, "m").register_pairs([TaskSpec("e" * 64, fresh.kind, fresh.name, fresh.signature, fresh.space)])
+        ((same, _),) = Workload(db, "m").register_pairs(
+            [TaskSpec("e" * 64, fresh.kind, fresh.name, fresh.signature, fresh.space)]
+        )
         assert MULTI_KERNEL in same.space.names()  # a task stored now has the grown space
     finally:
         db.close()

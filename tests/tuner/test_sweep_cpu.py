@@ -33,7 +33,9 @@ def _per_task(db_url):
 
             from tuner.db.models import Task, Trial
 
-            rows = s.execute(select(Task.kind, Trial.config_hash, func.count()).join(Trial).group_by(Task.kind, Trial.config_hash))
+            rows = s.execute(
+                select(Task.kind, Trial.config_hash, func.count()).join(Trial).group_by(Task.kind, Trial.config_hash)
+            )
             return list(rows)
     finally:
         db.close()
@@ -78,10 +80,14 @@ def test_the_workload_is_timed_unfrozen_before_the_searches_and_tuned_as_it_won(
     assert not unfrozen or median_ms < baseline_ms * 0.98  # kept only where it won by the minimum gain
     assert winner in ({"freezing": False}, {"freezing": True})  # every task of the swept workload has an answer
     said = flat.index("without freezing: ")
-    first_search = flat.index("capturing the workload again without freezing" if unfrozen else "template sites: 2 tasks")
+    first_search = flat.index(
+        "capturing the workload again without freezing" if unfrozen else "template sites: 2 tasks"
+    )
     assert said < first_search, flat
     s = _tuned_compile_stats(db_url)
-    assert s["benchmarks"] == 0 and s["misses"] == 0, s  # unfrozen: the graph compiled again finds the answers tuned for it
+    assert s["benchmarks"] == 0 and s["misses"] == 0, (
+        s
+    )  # unfrozen: the graph compiled again finds the answers tuned for it
     # The bar counts every trial stored, the freezing phase's too (it measures outside the studies), and its last
     # line waits for nothing
     counted = int(re.findall(r"ended .*? (\d+)/\d+ trials", flat)[-1])
@@ -115,9 +121,13 @@ def _freezing(db_url):
     try:
         with db.session() as s:
             (task_id,) = s.scalars(select(Task.id).where(Task.kind == "freezing"))
-            arms = [t for t in s.scalars(select(Trial).where(Trial.task_id == task_id)) if t.config.get("freezing") is False]
+            arms = [
+                t for t in s.scalars(select(Trial).where(Trial.task_id == task_id)) if t.config.get("freezing") is False
+            ]
             assert len(arms) <= 1
-            return [(t.status, t.median_ms, t.baseline_ms) for t in arms], s.scalar(select(Winner.config).where(Winner.task_id == task_id))
+            return [(t.status, t.median_ms, t.baseline_ms) for t in arms], s.scalar(
+                select(Winner.config).where(Winner.task_id == task_id)
+            )
     finally:
         db.close()
 
@@ -158,7 +168,9 @@ def test_a_workload_faster_unfrozen_is_captured_again_and_tuned_unfrozen(sweep_a
     assert stats["tasks"] == 7, stats  # the frozen graph's five, the unfrozen graph's codegen knobs and fusion grouping
 
     s = _tuned_compile_stats(db_url)
-    assert s["benchmarks"] == 0 and s["misses"] == 0 and s["hits"] >= 4, s  # the frozen graph's answer, the unfrozen one's
+    assert s["benchmarks"] == 0 and s["misses"] == 0 and s["hits"] >= 4, (
+        s
+    )  # the frozen graph's answer, the unfrozen one's
 
 
 @pytest.mark.parametrize(
@@ -171,8 +183,14 @@ def test_a_workload_faster_unfrozen_is_captured_again_and_tuned_unfrozen(sweep_a
         (["--model", "tests.helpers.models:mlp", "--input-shape", "16,65"], "the workload failed to run"),
         (["--model", "resnet18", "--dtype", "fp8"], "--dtype must be one of"),
         (["--model", "resnet18", "--budget", "huge"], "--budget must be one of"),
-        (["--model", "resnet18", "--skip", "graph-knob"], "--skip: no search 'graph-knob' on cpu; did you mean graph-knobs?"),
-        (["--model", "resnet18", "--skip", "cuda-graphs"], "no search 'cuda-graphs' on cpu (one of template-sites, attention-backends, fusion-groupings, graph-knobs)"),
+        (
+            ["--model", "resnet18", "--skip", "graph-knob"],
+            "--skip: no search 'graph-knob' on cpu; did you mean graph-knobs?",
+        ),
+        (
+            ["--model", "resnet18", "--skip", "cuda-graphs"],
+            "no search 'cuda-graphs' on cpu (one of template-sites, attention-backends, fusion-groupings, graph-knobs)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(args, message, db_url, cwd_root):
@@ -193,11 +211,15 @@ def test_unknown_site_timing_is_one_line_and_exit_1(monkeypatch, db_url):
         monkeypatch.delenv("TUNER_SITE_TIMING")
         settings.cache_clear()
     assert result.exit_code == 1, result.output
-    assert "TUNER_SITE_TIMING must be one of auto, pipelined, launch, cudagraph, not 'graphs'" in " ".join(result.output.split())
+    assert "TUNER_SITE_TIMING must be one of auto, pipelined, launch, cudagraph, not 'graphs'" in " ".join(
+        result.output.split()
+    )
     assert "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("url", ["sqlite:////proc/no/tuning.db", "postgresql+psycopg://nobody@127.0.0.1:1/x?connect_timeout=2"])
+@pytest.mark.parametrize(
+    "url", ["sqlite:////proc/no/tuning.db", "postgresql+psycopg://nobody@127.0.0.1:1/x?connect_timeout=2"]
+)
 def test_unusable_database_is_one_line_and_exit_1(url):
     result = runner.invoke(app, ["sweep", "--model", "resnet18", "--device", "cpu", "--db", url])
     assert result.exit_code == 1
@@ -217,14 +239,23 @@ def test_db_commands(db_url, tmp_path):
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two workers need two cores")
 def test_two_local_workers_share_one_sweep(db_url, cwd_root):
-    result = runner.invoke(app, ["sweep", *MLP[:-2], "--threads", "1", "--budget", "quick", "--trials", "2", "--workers", "2", "--db", db_url], terminal_width=400)
+    result = runner.invoke(
+        app,
+        ["sweep", *MLP[:-2], "--threads", "1", "--budget", "quick", "--trials", "2", "--workers", "2", "--db", db_url],
+        terminal_width=400,
+    )
     assert result.exit_code == 0, result.output
-    assert "worker 1/2: capturing" in result.output and "worker 2/2: capturing" in result.output  # the workers' progress, drawn here
+    assert (
+        "worker 1/2: capturing" in result.output and "worker 2/2: capturing" in result.output
+    )  # the workers' progress, drawn here
     # Each worker measured on its own core: the plan said so before they started, and each worker's
     # measuring process reported the cores it may run on, as the kernel gives them (os.sched_getaffinity).
     cores = sorted(os.sched_getaffinity(0))
     assert f"worker 1 on core {cores[0]}, worker 2 on core {cores[1]} (1 thread each" in result.output
-    seen = {w: re.search(rf"worker {w}/2: measuring on CPU core\(s\) ([0-9,]+) with 1 thread", result.output) for w in (1, 2)}
+    seen = {
+        w: re.search(rf"worker {w}/2: measuring on CPU core\(s\) ([0-9,]+) with 1 thread", result.output)
+        for w in (1, 2)
+    }
     assert all(seen.values()), result.output
     sets = [set(map(int, m.group(1).split(","))) for m in seen.values()]
     assert sets[0].isdisjoint(sets[1]) and all(len(x) == 1 for x in sets)
@@ -240,7 +271,10 @@ def test_the_closing_table_names_a_graph_s_task_without_the_model_its_title_name
     workload = "hf:mistral,num_hidden_layers=2/infer/cpu/fp32/1x128"
     assert task_label("hf:mistral,num_hidden_layers=2 forward graph 0 fusion", workload) == "forward graph 0 fusion"
     assert task_label("packed_linear 128x256,1x1,256x256", workload) == "packed_linear 128x256,1x1,256x256"
-    assert task_label("resnet50_32x4d forward graph 0", "resnet50/infer/cpu/fp32/1x3x224x224") == "resnet50_32x4d forward graph 0"
+    assert (
+        task_label("resnet50_32x4d forward graph 0", "resnet50/infer/cpu/fp32/1x3x224x224")
+        == "resnet50_32x4d forward graph 0"
+    )
     import io
 
     from rich.console import Console

@@ -35,15 +35,32 @@ def _site(key: str, m: int, k: int, n: int) -> TaskSpec:
 
 
 def _attention(b: int, h: int, s: int, d: int, causal: bool, count: int) -> TaskSpec:
-    site = {"site": "0123456789abcdef", "backend": "cudnn", "shape": [b, h, s, d, s], "dtype": "bfloat16", "mask": False, "causal": causal,
-            "class": "class:0", "count": count}
+    site = {
+        "site": "0123456789abcdef",
+        "backend": "cudnn",
+        "shape": [b, h, s, d, s],
+        "dtype": "bfloat16",
+        "mask": False,
+        "causal": causal,
+        "class": "class:0",
+        "count": count,
+    }
     sig = {"backward": False, "lines": 10, "space": {"device": "cuda", "sites": [site]}}
     return TaskSpec("att", Kind("attention"), "graph 0 attention", sig, space_for("attention", sig))
 
 
 def _capture(step_ms: float, busy_ms: float, kernels_ms: list[float], sites: list[tuple[str, int]]) -> CaptureResult:
-    return CaptureResult(graphs=[], sites=[{"key": k, "count": c} for k, c in sites], graph_breaks={}, device={}, environment={}, compile_s=10.0,
-                         kernels=[{"default_ms": ms, "launches": 2} for ms in kernels_ms], step_ms=step_ms, busy_ms=busy_ms)
+    return CaptureResult(
+        graphs=[],
+        sites=[{"key": k, "count": c} for k, c in sites],
+        graph_breaks={},
+        device={},
+        environment={},
+        compile_s=10.0,
+        kernels=[{"default_ms": ms, "launches": 2} for ms in kernels_ms],
+        step_ms=step_ms,
+        busy_ms=busy_ms,
+    )
 
 
 def test_the_profile_splits_the_step_by_what_each_phase_acts_on():
@@ -114,7 +131,9 @@ def test_the_phase_a_time_budget_was_raised_to_hold_goes_first_whatever_its_rate
     assert [ph.name for ph in searches_by_gain(_opts(), kernel_bound, cost, Progress())][0] != SITES
     order = [ph.name for ph in searches_by_gain(_opts(), kernel_bound, cost, progress, held=SITES)]
     assert order[0] == SITES and {SITES, FUSION, KERNELS} <= set(order)
-    assert any(n.startswith("expected gains") and n.index(SITES) < n.index(FUSION) for n in progress.notes), progress.notes
+    assert any(n.startswith("expected gains") and n.index(SITES) < n.index(FUSION) for n in progress.notes), (
+        progress.notes
+    )
     assert [ph.name for ph in searches_by_gain(_opts(), None, cost, Progress(), held=SITES)][0] == SITES
 
 
@@ -136,7 +155,9 @@ def test_a_site_met_at_every_layer_is_counted_each_time():
 
     threads, freezing = torch.get_num_threads(), inductor_config.freezing
     try:
-        session = Session(WorkloadSpec(model="tests.helpers.models:repeated", device="cpu", input_shape=(16, 64), threads=1))
+        session = Session(
+            WorkloadSpec(model="tests.helpers.models:repeated", device="cpu", input_shape=(16, 64), threads=1)
+        )
         counts = sorted(int(s.get("count", 1)) for s in session.capture().sites)
     finally:
         torch.set_num_threads(threads)
@@ -192,23 +213,32 @@ def test_the_gemm_merge_is_weighed_by_the_profiled_time_of_the_gemms_it_merges()
     """A Qwen2-like prefill layer: q, k and v read one input through frozen weights (addmm, profiled as bias and
     input), the output projection reads another (mm). Only the three merged GEMMs' time counts, k's and v's profiled
     together, as the profiler keys calls by their shapes."""
-    library = [{"op": "addmm", "shapes": [[4096, 1024], [4096, 1024]], "ms": 0.017},
-               {"op": "addmm", "shapes": [[4096, 256], [4096, 1024]], "ms": 0.020},
-               {"op": "mm", "shapes": [[4096, 1024], [1024, 1024]], "ms": 0.017},
-               {"op": "convolution", "shapes": [[8, 3, 32, 32], [16, 3, 3, 3]], "ms": 0.5}]
+    library = [
+        {"op": "addmm", "shapes": [[4096, 1024], [4096, 1024]], "ms": 0.017},
+        {"op": "addmm", "shapes": [[4096, 256], [4096, 1024]], "ms": 0.020},
+        {"op": "mm", "shapes": [[4096, 1024], [1024, 1024]], "ms": 0.017},
+        {"op": "convolution", "shapes": [[8, 3, 32, 32], [16, 3, 3, 3]], "ms": 0.5},
+    ]
     dims = [["addmm", 4096, 1024, 1024], ["addmm", 4096, 1024, 256], ["addmm", 4096, 1024, 256]]
-    capture = dataclasses.replace(_capture(4.0, 3.6, [0.1], []), library=library, graphs=[{"sibling_gemms": 3, "sibling_dims": dims}])
+    capture = dataclasses.replace(
+        _capture(4.0, 3.6, [0.1], []), library=library, graphs=[{"sibling_gemms": 3, "sibling_dims": dims}]
+    )
     p = profile_of(capture, [])
     assert abs(p.merge_ms - 0.037) < 1e-12
     assert abs(p.front_ms(FUSION) - 0.037 * gain.MERGE_RATE) < 1e-12 and p.front_ms(SITES) == 0.0
-    assert profile_of(dataclasses.replace(capture, graphs=[{"sibling_gemms": 0, "sibling_dims": []}]), []).merge_ms == 0.0
+    assert (
+        profile_of(dataclasses.replace(capture, graphs=[{"sibling_gemms": 0, "sibling_dims": []}]), []).merge_ms == 0.0
+    )
 
 
 def test_a_sites_epilogue_is_credited_with_the_steps_median_pointwise_kernel():
     """What a library call's epilogue costs: the launch-weighted median of the captured pointwise kernels (``_poi_``),
     not of the reductions or templates; nothing where none was captured (the CPU)."""
-    kernels = [{"name": "triton_poi_fused_add", "default_ms": 0.003, "launches": 24}, {"name": "triton_poi_fused_gelu", "default_ms": 0.004, "launches": 12},
-               {"name": "triton_per_fused_native_layer_norm", "default_ms": 0.009, "launches": 50}]
+    kernels = [
+        {"name": "triton_poi_fused_add", "default_ms": 0.003, "launches": 24},
+        {"name": "triton_poi_fused_gelu", "default_ms": 0.004, "launches": 12},
+        {"name": "triton_per_fused_native_layer_norm", "default_ms": 0.009, "launches": 50},
+    ]
     capture = dataclasses.replace(_capture(0.57, 0.3, [], []), kernels=kernels)
     assert profile.epilogue_ms(capture) == 0.003
     assert profile.epilogue_ms(dataclasses.replace(capture, kernels=kernels[1:])) == 0.004
@@ -220,12 +250,21 @@ def test_inside_a_cuda_graph_the_median_pointwise_kernel_costs_its_device_time_i
     its timing alone holds; unknown where any pointwise kernel was not profiled."""
     from tuner.measure.busy import kernel_ms
 
-    events = [SimpleNamespace(name="triton_poi_fused_add_3", device_time_total=1.0), SimpleNamespace(name="triton_poi_fused_add_7", device_time_total=1.4),
-              SimpleNamespace(name="triton_poi_fused_gelu_2", device_time_total=1.5), SimpleNamespace(name="ampere_bf16_gemm", device_time_total=9.0)]
+    events = [
+        SimpleNamespace(name="triton_poi_fused_add_3", device_time_total=1.0),
+        SimpleNamespace(name="triton_poi_fused_add_7", device_time_total=1.4),
+        SimpleNamespace(name="triton_poi_fused_gelu_2", device_time_total=1.5),
+        SimpleNamespace(name="ampere_bf16_gemm", device_time_total=9.0),
+    ]
     in_step = kernel_ms(events)
-    assert set(in_step) == {"triton_poi_fused_add", "triton_poi_fused_gelu"} and abs(in_step["triton_poi_fused_add"] - 0.0012) < 1e-12
-    kernels = [{"name": n, "default_ms": alone, "launches": k, "device_ms": in_step.get(n)}
-               for n, alone, k in (("triton_poi_fused_add", 0.0044, 24), ("triton_poi_fused_gelu", 0.0046, 12))]
+    assert (
+        set(in_step) == {"triton_poi_fused_add", "triton_poi_fused_gelu"}
+        and abs(in_step["triton_poi_fused_add"] - 0.0012) < 1e-12
+    )
+    kernels = [
+        {"name": n, "default_ms": alone, "launches": k, "device_ms": in_step.get(n)}
+        for n, alone, k in (("triton_poi_fused_add", 0.0044, 24), ("triton_poi_fused_gelu", 0.0046, 12))
+    ]
     capture = dataclasses.replace(_capture(0.57, 0.3, [], []), kernels=kernels)
     assert profile.epilogue_ms(capture) == 0.0044 and abs(profile.epilogue_device_ms(capture) - 0.0012) < 1e-12
     unprofiled = dataclasses.replace(capture, kernels=[{**kernels[0], "device_ms": None}, kernels[1]])
@@ -252,7 +291,10 @@ def test_the_sites_are_weighed_by_the_epilogue_kernels_their_library_calls_leave
     assert abs(p.site_epilogues_ms - expected) < 1e-12
     assert abs(p.gain_ms(SITES) - (p.lever_ms(SITES) * p.site_rate + expected)) < 1e-12
     without = profile_of(capture, [plain, templated])
-    assert without.site_epilogues_ms == 0.0 and abs(without.gain_ms(SITES) - without.lever_ms(SITES) * without.site_rate) < 1e-12
+    assert (
+        without.site_epilogues_ms == 0.0
+        and abs(without.gain_ms(SITES) - without.lever_ms(SITES) * without.site_rate) < 1e-12
+    )
     assert profile_of(dataclasses.replace(capture, kernels=[]), [skinny]).site_epilogues_ms == 0.0
 
 
@@ -266,21 +308,36 @@ def test_a_step_of_short_kernels_measures_combo_kernels_first_and_weighs_them_by
     prefill = _capture(2.6, 2.5, [0.005, 0.017, 0.02, 0.022], [])
     assert profile.short_launches(decode) == 14 and profile.short_launches(prefill) == 0
     assert abs(profile_of(decode, []).front_ms(FUSION) - 14 * gain.COMBO_MS_PER_LAUNCH) < 1e-12
-    graph = {"fusion_key": "k", "backward": False, "lines": 10, "index": 0, "device": "cuda", "fusion_defaults": fusion_defaults("cuda")}
+    graph = {
+        "fusion_key": "k",
+        "backward": False,
+        "lines": 10,
+        "index": 0,
+        "device": "cuda",
+        "fusion_defaults": fusion_defaults("cuda"),
+    }
     (short,), (plain,) = fusion_tasks([graph], "m", short_kernels=14), fusion_tasks([graph], "m")
     assert short.space.default["combo_kernels"] is False
     assert short.space.evidence() == [{**short.space.default, "combo_kernels": True}] and plain.space.evidence() == []
     assert plain.space.fingerprint() == fusion_tasks([graph], "m", short_kernels=0)[0].space.fingerprint()
-    (cpu,) = fusion_tasks([{**graph, "device": "cpu", "fusion_defaults": fusion_defaults("cpu")}], "m", short_kernels=14)
+    (cpu,) = fusion_tasks(
+        [{**graph, "device": "cpu", "fusion_defaults": fusion_defaults("cpu")}], "m", short_kernels=14
+    )
     assert "short_kernels" not in cpu.space.context and cpu.space.evidence() == []
 
 
 def test_values_stored_once_are_weighed_by_the_kernels_that_recompute_them():
     """A rotary prefill: the kernels whose fused names hold the recorded values' ops (cos, sin) count, by their
     launches; a kernel whose name only holds the op's letters elsewhere (``cosh``) does not."""
-    names = ["triton_poi_fused_add_cat_cos_mul_neg_sin_slice_4", "triton_poi_fused_cosh_mul_1", "triton_red_fused_add_mean_pow_rsqrt_2"]
+    names = [
+        "triton_poi_fused_add_cat_cos_mul_neg_sin_slice_4",
+        "triton_poi_fused_cosh_mul_1",
+        "triton_red_fused_add_mean_pow_rsqrt_2",
+    ]
     kernels = [{"name": n, "default_ms": ms, "launches": 8} for n, ms in zip(names, (0.017, 0.01, 0.005))]
-    capture = dataclasses.replace(_capture(2.6, 2.5, [], []), kernels=kernels, graphs=[{"broadcast_ops": ["cos", "sin"]}])
+    capture = dataclasses.replace(
+        _capture(2.6, 2.5, [], []), kernels=kernels, graphs=[{"broadcast_ops": ["cos", "sin"]}]
+    )
     p = profile_of(capture, [])
     assert abs(p.recompute_ms - 8 * 0.017) < 1e-12
     assert abs(p.front_ms(FUSION) - 8 * 0.017 * gain.RECOMPUTE_RATE) < 1e-12
@@ -296,7 +353,11 @@ def _typed_site(key: str, m: int, k: int, n: int) -> TaskSpec:
 def test_a_gemm_whose_rows_are_not_16_byte_aligned_is_weighed_at_the_unaligned_rate():
     """gpt2's vocabulary projection (8 x 768 x 50257, bf16): 50257 columns of 2 bytes leave each output row unaligned,
     where cuBLAS ran a slow kernel; the same GEMM at 50304 columns, or its 768-wide siblings, keep the sites' rate."""
-    head, padded, layer = _typed_site("h", 8, 768, 50257), _typed_site("p", 8, 768, 50304), _typed_site("l", 8, 768, 2304)
+    head, padded, layer = (
+        _typed_site("h", 8, 768, 50257),
+        _typed_site("p", 8, 768, 50304),
+        _typed_site("l", 8, 768, 2304),
+    )
     assert profile.site_rate(head) == gain.UNALIGNED_RATE > gain.RATES[SITES]
     assert profile.site_rate(padded) == profile.site_rate(layer) == gain.RATES[SITES]
     assert profile.site_rate(_typed_site("k", 8, 1001, 768)) == gain.UNALIGNED_RATE  # K: the first input's rows
@@ -319,11 +380,15 @@ def test_attention_run_as_math_is_weighed_by_its_batched_gemms():
     site = {**att.signature["space"]["sites"][0], "backend": "math"}
     sig = {**att.signature, "space": {"device": "cuda", "sites": [site]}}
     math = TaskSpec("att", Kind("attention"), "graph 0 attention", sig, space_for("attention", sig))
-    library = [{"op": "bmm", "shapes": [[96, 512, 64], [96, 64, 512]], "ms": 1.242},
-               {"op": "bmm", "shapes": [[96, 512, 512], [96, 512, 64]], "ms": 1.043},
-               {"op": "addmm", "shapes": [[3072], [4096, 768]], "ms": 0.4}]
+    library = [
+        {"op": "bmm", "shapes": [[96, 512, 64], [96, 64, 512]], "ms": 1.242},
+        {"op": "bmm", "shapes": [[96, 512, 512], [96, 512, 64]], "ms": 1.043},
+        {"op": "addmm", "shapes": [[3072], [4096, 768]], "ms": 0.4},
+    ]
     capture = dataclasses.replace(_capture(5.4, 5.0, [0.1], []), library=library)
     p = profile_of(capture, [math])
     assert p.math_attention[0] == ATTENTION and abs(p.math_attention[1] - 2.285) < 1e-9
-    assert abs(p.gain_ms(ATTENTION) - (p.lever_ms(ATTENTION) * gain.STUDY_RATE + 2.285 * gain.MATH_ATTENTION_RATE)) < 1e-9
+    assert (
+        abs(p.gain_ms(ATTENTION) - (p.lever_ms(ATTENTION) * gain.STUDY_RATE + 2.285 * gain.MATH_ATTENTION_RATE)) < 1e-9
+    )
     assert profile_of(capture, [att]).math_attention is None

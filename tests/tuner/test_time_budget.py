@@ -34,7 +34,9 @@ def test_a_site_phase_whose_deadline_cannot_hold_a_compile_gives_its_time_away(d
         tuning.costs.observe(CAPTURE, compile_s)
         workload = Workload(db, "replay")
         workload.register([t for t in tasks(1) if t.kind == "template_choice"])
-        sweep = SweepContext(tuning, worker=None, progress=Notes(), workload=workload, device_type="cuda", model="replay")
+        sweep = SweepContext(
+            tuning, worker=None, progress=Notes(), workload=workload, device_type="cuda", model="replay"
+        )
         phase = SitePhase()
         assert phase.plan(sweep)
         phase.run(sweep, deadline=time.monotonic() + deadline_s)
@@ -62,7 +64,9 @@ def test_an_untimed_trial_that_compiles_the_workload_is_expected_to_cost_two_com
     assert tuning.settles("whole workload", fallback=None, compiles=1)
     assert not tuning.settles("whole workload", fallback=None, compiles=2)
     assert not tuning.fits(Kind.CPP_GRAPH) and not tuning.fits(Kind.FUSION)
-    held = dataclasses.replace(tuning, base_held=True)  # the worker holds the baseline's compile: one compile, which fits
+    held = dataclasses.replace(
+        tuning, base_held=True
+    )  # the worker holds the baseline's compile: one compile, which fits
     assert held.fits(Kind.FUSION) and held.fits(Kind.CPP_GRAPH)
     tuning.deadline = time.monotonic() + 70
     assert tuning.fits(Kind.CPP_GRAPH) and tuning.fits(Kind.FUSION)
@@ -82,7 +86,9 @@ def test_a_phase_of_compiles_gets_room_for_one_step_when_the_sweep_can_afford_it
     db = Database.open(db_url)
     tuning = _context(db_url, db, trials=4)
     tuning.costs.observe(CAPTURE, 30.0)
-    sweep = SweepContext(tuning, worker=None, progress=Progress(), workload=Workload(db, "replay"), device_type="cpu", model="replay")
+    sweep = SweepContext(
+        tuning, worker=None, progress=Progress(), workload=Workload(db, "replay"), device_type="cpu", model="replay"
+    )
     for left, compiles, expected in [(100, 0.0, 40), (100, 2.5, 75), (50, 2.5, 50), (300, 2.5, 120)]:
         tuning.deadline = time.monotonic() + left
         got = deadline_for(sweep, 0.4, compiles) - time.monotonic()
@@ -92,8 +98,25 @@ def test_a_phase_of_compiles_gets_room_for_one_step_when_the_sweep_can_afford_it
 
 def test_several_batch_sizes_share_one_time_budget(db_url, cwd_root):
     budget = 30
-    args = ["sweep", "--model", "tests.helpers.models:mlp", "--input-shape", "16,64", "--batch", "4,8", "--device", "cpu",
-            "--threads", "2", "--budget", "quick", "--time-budget", str(budget), "--db", db_url]
+    args = [
+        "sweep",
+        "--model",
+        "tests.helpers.models:mlp",
+        "--input-shape",
+        "16,64",
+        "--batch",
+        "4,8",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--budget",
+        "quick",
+        "--time-budget",
+        str(budget),
+        "--db",
+        db_url,
+    ]
     t0 = time.monotonic()
     result = CliRunner().invoke(app, args)
     wall = time.monotonic() - t0
@@ -146,7 +169,9 @@ def test_the_last_whole_workload_search_takes_the_ends_time_where_nothing_is_lef
     whole = WholeCheckPhase()
     middle = with_shares([SitePhase(), FusionPhase()], whole=whole)
     assert middle[-1].lender is whole and middle[0].lender is None
-    assert with_shares([FusionPhase(), SitePhase()], whole=WholeCheckPhase())[-1].lender is None  # its trials time no whole workload
+    assert (
+        with_shares([FusionPhase(), SitePhase()], whole=WholeCheckPhase())[-1].lender is None
+    )  # its trials time no whole workload
 
     def sweep_for(workers: int = 1) -> SweepContext:
         tuning = _context(db_url, db, trials=4)
@@ -154,7 +179,9 @@ def test_the_last_whole_workload_search_takes_the_ends_time_where_nothing_is_lef
         tuning.deadline, tuning.settle_by = now + 50.0, now + 100.0
         workload = Workload(db, "replay")
         workload.register(tasks(2))
-        return SweepContext(tuning, worker=None, progress=Notes(), workload=workload, device_type="cpu", model="replay", workers=workers)
+        return SweepContext(
+            tuning, worker=None, progress=Notes(), workload=workload, device_type="cpu", model="replay", workers=workers
+        )
 
     sweep = sweep_for()
     whole.lend(sweep, "fusion groupings")
@@ -164,7 +191,9 @@ def test_the_last_whole_workload_search_takes_the_ends_time_where_nothing_is_lef
     whole.lend(several, "fusion groupings")
     assert several.tuning.settle_by - several.tuning.deadline > 49
     site = next(r for t, r in sweep.workload.pairs() if t.kind == "template_choice")
-    db.set_winner(site.id, sweep.tuning.device_id, None, {"choice": "cpp:A"}, 0.5, 1.0)  # a site winner: the check has work
+    db.set_winner(
+        site.id, sweep.tuning.device_id, None, {"choice": "cpp:A"}, 0.5, 1.0
+    )  # a site winner: the check has work
     waiting = sweep_for()
     whole.lend(waiting, "fusion groupings")
     assert waiting.tuning.settle_by - waiting.tuning.deadline > 49 and not waiting.progress.notes
@@ -181,7 +210,9 @@ def test_the_forecast_counts_the_fusion_groupings_of_every_captured_graph(db_url
 
     db = Database.open(db_url)
     tuning = _context(db_url, db, trials=4)
-    sweep = SweepContext(tuning, worker=None, progress=Progress(), workload=Workload(db, "replay"), device_type="cuda", model="replay")
+    sweep = SweepContext(
+        tuning, worker=None, progress=Progress(), workload=Workload(db, "replay"), device_type="cuda", model="replay"
+    )
     assert FusionPhase.name in forecast(sweep, [], fusion_graphs=1)
     assert FusionPhase.name not in forecast(sweep, [], fusion_graphs=0)
     db.close()
@@ -252,7 +283,12 @@ def test_the_end_of_a_sweep_counts_its_compiles_and_a_held_worker_is_not_recycle
     assert end_compiles(opts(cpu)) == end_compiles(opts(cuda)) == end_compiles(opts(cpu, 2))
     train = end_compiles(opts(WorkloadSpec("resnet18", mode="train")))
     # nothing frozen to time unfrozen; not to be timed; or timed by the freezing phase at the start
-    assert train == end_compiles(opts(cpu, time_unfrozen=False)) == end_compiles(opts(cpu), settled=True) < end_compiles(opts(cpu))
+    assert (
+        train
+        == end_compiles(opts(cpu, time_unfrozen=False))
+        == end_compiles(opts(cpu), settled=True)
+        < end_compiles(opts(cpu))
+    )
 
     spec = WorkloadSpec(model="tests.helpers.models:mlp", device="cpu", input_shape=(4, 64), threads=1)
     worker = Worker(spec, tmp_path / "logs", recycle_after=1)
@@ -279,11 +315,30 @@ def test_a_cold_first_run_keeps_its_time_budget_and_compiles_benchmarking_nothin
 
     exe = shutil.which("tuner")
     assert exe, "the tuner console script is installed with the package"
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITON_CACHE_DIR": str(tmp_path / "triton"),
-           "TUNER_CACHE_DIR": str(tmp_path / "tuner"), "COLUMNS": "200"}
+    env = {
+        **os.environ,
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+        "TRITON_CACHE_DIR": str(tmp_path / "triton"),
+        "TUNER_CACHE_DIR": str(tmp_path / "tuner"),
+        "COLUMNS": "200",
+    }
     db_url = f"sqlite:///{tmp_path / 'cold.db'}"
-    args = [exe, "sweep", "--model", "resnet18", "--device", "cpu", "--batch", "1", "--image-size", "64",
-            "--time-budget", str(BUDGET_S), "--db", db_url]
+    args = [
+        exe,
+        "sweep",
+        "--model",
+        "resnet18",
+        "--device",
+        "cpu",
+        "--batch",
+        "1",
+        "--image-size",
+        "64",
+        "--time-budget",
+        str(BUDGET_S),
+        "--db",
+        db_url,
+    ]
     t0 = time.monotonic()
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     wall = time.monotonic() - t0
@@ -311,13 +366,28 @@ def test_a_cold_first_run_keeps_its_time_budget_and_compiles_benchmarking_nothin
 
 def test_a_capture_that_outlasts_the_budget_is_stopped_and_the_promise_kept(tmp_path, cwd_root):
     budget = 2  # the promise is 1.1 x 2 + 20 s: the capture is stopped after ~17 s
-    args = ["sweep", "--model", "tests.helpers.models:slow_to_build", "--device", "cpu", "--threads", "2", "--input-shape", "1,64",
-            "--time-budget", str(budget), "--db", f"sqlite:///{tmp_path / 'x.db'}"]
+    args = [
+        "sweep",
+        "--model",
+        "tests.helpers.models:slow_to_build",
+        "--device",
+        "cpu",
+        "--threads",
+        "2",
+        "--input-shape",
+        "1,64",
+        "--time-budget",
+        str(budget),
+        "--db",
+        f"sqlite:///{tmp_path / 'x.db'}",
+    ]
     t0 = time.monotonic()
     result = CliRunner().invoke(app, args)
     wall = time.monotonic() - t0
     assert wall <= promised_end_s(budget), f"a {budget}-s budget took {wall:.0f} s"
-    assert result.exit_code == 1 and "did not end within the time budget" in " ".join(result.output.split()), result.output
+    assert result.exit_code == 1 and "did not end within the time budget" in " ".join(result.output.split()), (
+        result.output
+    )
 
 
 def test_the_fusion_study_searches_the_captures_recording_while_no_winner_changes_the_lowering(db_url):
@@ -336,16 +406,39 @@ def test_the_fusion_study_searches_the_captures_recording_while_no_winner_change
     from tuner.sweep.progress import Progress
     from tuner.sweep.tasks import tasks_from_capture
 
-    graph = {"kind": "cuda_graph", "device": "cuda", "lines": 40, "index": 0, "family": "f", "shapes": [[2, 3]], "backward": False,
-             "key": "fw", "keys": {"cuda_graph": "fw"}, "fusion_key": "fw-fusion", "pairs": {"a|b": 3.0}, "s2d_convs": 1, "frozen": True}
-    site = {"key": "s", "op": "mm", "inputs": [["cuda", "bf16", 64, 64, 64, 1, 0], ["cuda", "bf16", 64, 64, 64, 1, 0]],
-            "choices": ["aten::mm", "triton::mm a"], "default": "aten::mm", "count": 1}
+    graph = {
+        "kind": "cuda_graph",
+        "device": "cuda",
+        "lines": 40,
+        "index": 0,
+        "family": "f",
+        "shapes": [[2, 3]],
+        "backward": False,
+        "key": "fw",
+        "keys": {"cuda_graph": "fw"},
+        "fusion_key": "fw-fusion",
+        "pairs": {"a|b": 3.0},
+        "s2d_convs": 1,
+        "frozen": True,
+    }
+    site = {
+        "key": "s",
+        "op": "mm",
+        "inputs": [["cuda", "bf16", 64, 64, 64, 1, 0], ["cuda", "bf16", 64, 64, 64, 1, 0]],
+        "choices": ["aten::mm", "triton::mm a"],
+        "default": "aten::mm",
+        "count": 1,
+    }
     capture = CaptureResult([graph], [site], {}, {"info": {}}, {}, 1.0)
     db = Database.open(db_url)
     tuning = _context(db_url, db, trials=4)
     workload = Workload(db, "replay")
-    records = dict(zip((t.kind for t in tasks_from_capture(capture, "m")), workload.register(tasks_from_capture(capture, "m"))))
-    sweep = SweepContext(tuning, worker=None, progress=Progress(), workload=workload, device_type="cuda", model="m", recorded=[graph])
+    records = dict(
+        zip((t.kind for t in tasks_from_capture(capture, "m")), workload.register(tasks_from_capture(capture, "m")))
+    )
+    sweep = SweepContext(
+        tuning, worker=None, progress=Progress(), workload=workload, device_type="cuda", model="m", recorded=[graph]
+    )
     db.set_winner(records[Kind.CUDA_GRAPH].id, tuning.device_id, None, on(), None, None)
     assert lowers_as_captured(sweep, sweep.winners())
     plan = FusionPhase().plan(sweep)
@@ -375,8 +468,14 @@ def test_kernels_are_not_tuned_from_a_compile_the_winners_replaced_and_are_captu
     from tuner.sweep.tasks import tasks_from_capture
     from tuner.sweep.winners import revert_to_defaults
 
-    site = {"key": "s", "op": "mm", "inputs": [["cuda", "bf16", 64, 64, 64, 1, 0], ["cuda", "bf16", 64, 64, 64, 1, 0]],
-            "choices": ["aten::mm", "triton::mm a"], "default": "aten::mm", "count": 1}
+    site = {
+        "key": "s",
+        "op": "mm",
+        "inputs": [["cuda", "bf16", 64, 64, 64, 1, 0], ["cuda", "bf16", 64, 64, 64, 1, 0]],
+        "choices": ["aten::mm", "triton::mm a"],
+        "default": "aten::mm",
+        "count": 1,
+    }
     db = Database.open(db_url)
     tuning = dataclasses.replace(_context(db_url, db, trials=4), deadline=now() + 5.0, settle_by=now() + 5.0)
     tuning.costs.observe(CAPTURE, 60.0)  # a compile takes longer than the time left
@@ -410,10 +509,12 @@ def test_the_recording_carries_inductors_fusion_defaults_so_the_sweep_never_impo
     inputs = [{"dtype": "torch.bfloat16", "shape": [2, 3], "device": "cuda"}]
     rec.graph("fw", "cuda_graph", {"backward": False, "code": "a\nb\n", "inputs": inputs}, "fw-fusion", "cuda")
     assert rec.graphs["fw"].fusion_defaults == fusion_defaults("cuda") and rec.defaults["cpu"] == fusion_defaults("cpu")
-    code = ("import sys, json; from tuner.sweep.tasks import fusion_tasks; "
-            "g = json.loads(sys.argv[1]); t = fusion_tasks([g], 'm'); "
-            "assert t[0].space.default['max_fusion_size'] == g['fusion_defaults']['max_fusion_size']; "
-            "assert 'torch' not in sys.modules, 'imported torch'")
+    code = (
+        "import sys, json; from tuner.sweep.tasks import fusion_tasks; "
+        "g = json.loads(sys.argv[1]); t = fusion_tasks([g], 'm'); "
+        "assert t[0].space.default['max_fusion_size'] == g['fusion_defaults']['max_fusion_size']; "
+        "assert 'torch' not in sys.modules, 'imported torch'"
+    )
     import dataclasses
     import json
 

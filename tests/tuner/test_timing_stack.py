@@ -60,5 +60,7 @@ def test_the_harness_times_each_sample_in_a_chunk_of_its_own():
         runs.append(i)
         hot()
 
-    faults = _faults(lambda: STEP(depth, STEP, lambda: interleaved({"hot": counted}, rounds=5, min_sample_ms=1.0, warmup=2)))
+    faults = _faults(
+        lambda: STEP(depth, STEP, lambda: interleaved({"hot": counted}, rounds=5, min_sample_ms=1.0, warmup=2))
+    )
     assert len(runs) >= 5 + 3 and faults < len(runs) * CALLS // 50  # straddling, it would be about one per call

@@ -18,9 +18,14 @@ def _ctx(db, url):
 
     dev = DeviceInfo("cpu", "test", {})
     return StudyContext(
-        db=db, storage=optuna.storages.RDBStorage(url), device_id=db.device_id(dev),
-        environment_id=db.environment_id(EnvironmentInfo("t", None, None, "3", "0")), device_fingerprint=dev.fingerprint,
-        sampler="grid", seed=0, budget=dataclasses.replace(make_budget("quick"), rounds=3, min_sample_ms=2.0),
+        db=db,
+        storage=optuna.storages.RDBStorage(url),
+        device_id=db.device_id(dev),
+        environment_id=db.environment_id(EnvironmentInfo("t", None, None, "3", "0")),
+        device_fingerprint=dev.fingerprint,
+        sampler="grid",
+        seed=0,
+        budget=dataclasses.replace(make_budget("quick"), rounds=3, min_sample_ms=2.0),
     )
 
 

@@ -17,7 +17,10 @@ def _measure(times):
 
     def measure(f: Forcing) -> Measurement:
         kept = frozenset(
-            tid for tasks in PARTS.values() for tid, p in tasks.items() if all(f.of(k).items() >= p.of(k).items() for k in (Kind.SITE, Kind.TRITON_POINTWISE))
+            tid
+            for tasks in PARTS.values()
+            for tid, p in tasks.items()
+            if all(f.of(k).items() >= p.of(k).items() for k in (Kind.SITE, Kind.TRITON_POINTWISE))
         )
         seen.append(kept)
         return Measurement(Status.OK, times[kept], times[kept], 0.0, 1.0)
@@ -33,7 +36,9 @@ def test_a_faster_whole_is_kept_after_one_measurement():
 
 def test_the_kind_that_makes_the_whole_slower_is_dropped_then_its_good_winners_come_back():
     times = {
-        frozenset({1, 2, 3}): 1.2,  # everything; with site 1 kept, adding site 2 back gives this again: it is the harmful one
+        frozenset(
+            {1, 2, 3}
+        ): 1.2,  # everything; with site 1 kept, adding site 2 back gives this again: it is the harmful one
         frozenset({3}): 0.95,  # without the sites
         frozenset({1, 2}): 1.25,  # without the kernels
         frozenset({1, 3}): 0.90,  # site 1 added back helps the whole
@@ -48,7 +53,13 @@ def test_the_kind_that_makes_the_whole_slower_is_dropped_then_its_good_winners_c
 
 
 def test_an_added_back_winner_must_beat_the_set_by_the_minimum_gain():
-    times = {frozenset({1, 2, 3}): 1.2, frozenset({3}): 0.95, frozenset({1, 2}): 1.25, frozenset({1, 3}): 0.94, frozenset({2, 3}): 0.96}
+    times = {
+        frozenset({1, 2, 3}): 1.2,
+        frozenset({3}): 0.95,
+        frozenset({1, 2}): 1.25,
+        frozenset({1, 3}): 0.94,
+        frozenset({2, 3}): 0.96,
+    }
     m, dropped = check_whole(_measure(times)[0], PARTS, 0.02, lambda s: None)
     assert dropped == [1, 2] and m.ratio == 0.95  # 0.94 is inside the noise of 0.95
 
@@ -109,7 +120,15 @@ def test_a_whole_slower_only_inside_the_measured_noise_keeps_every_winner():
 def test_the_search_for_winners_to_drop_measures_through_refine():
     """The first measurement is the check's own; finding which winners to drop goes through ``refine``, which the
     sweep makes stop early to keep time for the workload's unfrozen measurement."""
-    measure, seen = _measure({frozenset({1, 2, 3}): 1.2, frozenset({3}): 0.9, frozenset({1, 2}): 1.1, frozenset({1, 3}): 0.85, frozenset({2, 3}): 0.95})
+    measure, seen = _measure(
+        {
+            frozenset({1, 2, 3}): 1.2,
+            frozenset({3}): 0.9,
+            frozenset({1, 2}): 1.1,
+            frozenset({1, 3}): 0.85,
+            frozenset({2, 3}): 0.95,
+        }
+    )
     refined = []
     m, dropped = check_whole(measure, PARTS, 0.02, lambda s: None, refine=lambda f: refined.append(f) or measure(f))
     assert len(seen) == len(refined) + 1 and refined and sorted(dropped) == [2]
@@ -124,8 +143,12 @@ def _measure_fused(times):
     seen = []
 
     def measure(f: Forcing) -> Measurement:
-        kept = frozenset(tid for tasks in FUSED.values() for tid, p in tasks.items()
-                         if all(f.of(k).items() >= p.of(k).items() for k in (Kind.SITE, Kind.TRITON_POINTWISE, Kind.FUSION)))
+        kept = frozenset(
+            tid
+            for tasks in FUSED.values()
+            for tid, p in tasks.items()
+            if all(f.of(k).items() >= p.of(k).items() for k in (Kind.SITE, Kind.TRITON_POINTWISE, Kind.FUSION))
+        )
         seen.append(kept)
         return Measurement(Status.OK, times[kept], times[kept], 0.0, 1.0)
 

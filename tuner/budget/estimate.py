@@ -16,7 +16,9 @@ from tuner.search_spaces.template import BEYOND_MAX_AUTOTUNE
 from tuner.budget.clock import CAPTURE, Costs
 
 SITE_CHOICE = "site choice"  # the cost kind of one choice offered in a site batch (its share of the compile included)
-ALONE = "attention alone"  # the cost kind of timing a workload's attention sites alone (``tuner.sweep.attention_alone``)
+ALONE = (
+    "attention alone"  # the cost kind of timing a workload's attention sites alone (``tuner.sweep.attention_alone``)
+)
 # Seconds per trial before this sweep has timed one, by device type: medians of measured sweeps. A site choice includes
 # its share of the batch's compile; a graph trial is a whole compile and its timing.
 PRIORS = {
@@ -97,7 +99,9 @@ def choice_s(device_type: str, choice: str) -> float:
     return per_tile * tile if per_tile is not None and tile is not None else flat
 
 
-def max_autotune_s(device_type: str, default_compile_s: float, choices: list[str], kernels: int = 0, renders: int = 0) -> float | None:
+def max_autotune_s(
+    device_type: str, default_compile_s: float, choices: list[str], kernels: int = 0, renders: int = 0
+) -> float | None:
     """About how long max-autotune would take to compile a workload whose default compile took
     ``default_compile_s``, whose template sites list ``choices`` (:func:`max_autotune_choices`), rendered ``renders``
     times (:func:`max_autotune_renders`; 0 where the default compile rendered them all) and which has ``kernels``
@@ -105,8 +109,12 @@ def max_autotune_s(device_type: str, default_compile_s: float, choices: list[str
     if device_type not in MAX_AUTOTUNE_CHOICE_S or not choices:
         return None
     tuned = min(kernels, MAX_AUTOTUNE_KERNELS.get(device_type, kernels))
-    return (default_compile_s + sum(choice_s(device_type, c) for c in choices) + tuned * MAX_AUTOTUNE_KERNEL_S.get(device_type, 0.0)
-            + renders * MAX_AUTOTUNE_RENDER_S.get(device_type, 0.0))
+    return (
+        default_compile_s
+        + sum(choice_s(device_type, c) for c in choices)
+        + tuned * MAX_AUTOTUNE_KERNEL_S.get(device_type, 0.0)
+        + renders * MAX_AUTOTUNE_RENDER_S.get(device_type, 0.0)
+    )
 
 
 def _prior_kind(kind: str) -> str:
@@ -132,5 +140,23 @@ def expected_s(costs: Costs, device_type: str, kinds_and_trials: list[tuple[str,
     return sum(n * per_trial(costs, device_type, kind) for kind, n in kinds_and_trials)
 
 
-__all__ = ["ALONE", "MAX_AUTOTUNE_CHOICE_S", "MAX_AUTOTUNE_KERNEL_S", "MAX_AUTOTUNE_KERNELS", "MAX_AUTOTUNE_RENDER_S", "MAX_AUTOTUNE_TILE_S", "PRIOR_MARGIN", "choice_s",
-           "max_autotune_choices", "max_autotune_renders", "prior_choice_share", "PRIORS", "SITE_CHOICE", "SITE_CHOICE_MARGINAL", "expected_s", "max_autotune_s", "per_trial", "tile_m"]
+__all__ = [
+    "ALONE",
+    "MAX_AUTOTUNE_CHOICE_S",
+    "MAX_AUTOTUNE_KERNEL_S",
+    "MAX_AUTOTUNE_KERNELS",
+    "MAX_AUTOTUNE_RENDER_S",
+    "MAX_AUTOTUNE_TILE_S",
+    "PRIOR_MARGIN",
+    "choice_s",
+    "max_autotune_choices",
+    "max_autotune_renders",
+    "prior_choice_share",
+    "PRIORS",
+    "SITE_CHOICE",
+    "SITE_CHOICE_MARGINAL",
+    "expected_s",
+    "max_autotune_s",
+    "per_trial",
+    "tile_m",
+]

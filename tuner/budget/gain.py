@@ -78,8 +78,12 @@ class Profile:
     recompute_ms: float = 0.0  # the Triton kernels' time that recomputes broadcast values (:func:`_recompute_ms`)
     site_rate: float = RATES[SITES]  # the sites' rate, weighted by their multiply-adds (:func:`site_rate`)
     study_ms: dict[str, float] = field(default_factory=dict)  # {phase: the profiled time of its kinds' library calls}
-    site_epilogues_ms: float = 0.0  # the epilogue kernels the sites' library calls leave, rate-weighted (:func:`_site_epilogues_ms`)
-    math_attention: tuple[str, float] | None = None  # (phase, the batched GEMMs' time) of attention run as math (:func:`_math_attention_ms`)
+    site_epilogues_ms: float = (
+        0.0  # the epilogue kernels the sites' library calls leave, rate-weighted (:func:`_site_epilogues_ms`)
+    )
+    math_attention: tuple[str, float] | None = (
+        None  # (phase, the batched GEMMs' time) of attention run as math (:func:`_math_attention_ms`)
+    )
 
     def lever_ms(self, phase: str) -> float | None:
         """The time of the step that ``phase`` acts on; None for a graph study whose kinds claim no multiply-adds
@@ -106,7 +110,11 @@ class Profile:
             return None
         if phase == SITES:
             return lever * self.site_rate + self.site_epilogues_ms
-        math = self.math_attention[1] * MATH_ATTENTION_RATE if self.math_attention and self.math_attention[0] == phase else 0.0
+        math = (
+            self.math_attention[1] * MATH_ATTENTION_RATE
+            if self.math_attention and self.math_attention[0] == phase
+            else 0.0
+        )
         return lever * RATES.get(phase, STUDY_RATE) + self.front_ms(phase) + math
 
     def front_ms(self, phase: str) -> float:
@@ -115,15 +123,23 @@ class Profile:
         so their gain comes at the price of one trial, not of the study."""
         if phase != FUSION:
             return 0.0
-        return (self.s2d_ms * S2D_RATE + (self.triton_ms * EPILOGUE_RATE if self.epilogues else 0.0) + self.merge_ms * MERGE_RATE
-                + self.recompute_ms * RECOMPUTE_RATE + self.short_launches * COMBO_MS_PER_LAUNCH)
+        return (
+            self.s2d_ms * S2D_RATE
+            + (self.triton_ms * EPILOGUE_RATE if self.epilogues else 0.0)
+            + self.merge_ms * MERGE_RATE
+            + self.recompute_ms * RECOMPUTE_RATE
+            + self.short_launches * COMBO_MS_PER_LAUNCH
+        )
 
 
-def by_gain(names: list[str], profile: Profile, cost_s: dict[str, float], first_s: dict[str, float] | None = None) -> list[str]:
+def by_gain(
+    names: list[str], profile: Profile, cost_s: dict[str, float], first_s: dict[str, float] | None = None
+) -> list[str]:
     """``names`` by expected gain per second of expected cost, largest first; a phase of unknown gain after those
     with one, and a phase with no expected cost (no task known yet) last; ties keep their order. ``first_s``: {phase:
     the expected cost of its first trial}, where the part of its gain that trial holds (:meth:`Profile.front_ms`) may
     come at a better rate than the whole phase's."""
+
     def rate(name: str) -> float:
         cost, ms = cost_s.get(name, 0.0), profile.gain_ms(name)
         if cost <= 0:
@@ -139,9 +155,12 @@ def by_gain(names: list[str], profile: Profile, cost_s: dict[str, float], first_
 def gains_line(profile: Profile, order: list[str], cost_s: dict[str, float]) -> str:
     """The order a time budget is spent in, each phase with its expected gain and cost."""
     parts = [f"{n} ~{_ms(profile.gain_ms(n))} in ~{cost_s[n]:.0f} s" for n in order if cost_s.get(n, 0.0) > 0]
-    return (f"expected gains on the default step's {profile.step_ms:.3g} ms (estimates; the GPU waits {profile.idle_ms:.3g} ms, "
-            f"Triton kernels {profile.triton_ms:.3g} ms, library and template calls {profile.library_ms:.3g} ms): "
-            + ", ".join(parts) + "; the phases run in that order")
+    return (
+        f"expected gains on the default step's {profile.step_ms:.3g} ms (estimates; the GPU waits {profile.idle_ms:.3g} ms, "
+        f"Triton kernels {profile.triton_ms:.3g} ms, library and template calls {profile.library_ms:.3g} ms): "
+        + ", ".join(parts)
+        + "; the phases run in that order"
+    )
 
 
 def _ms(ms: float | None) -> str:
@@ -155,4 +174,3 @@ def worth_a_trial(profile: Profile, phase: str, min_gain: float, graphs_first: b
     ms = profile.gain_ms(phase)
     step = profile.step_ms - (profile.gain_ms(CUDA_GRAPHS) or 0.0) if graphs_first else profile.step_ms
     return ms is None or ms >= min_gain * step
-

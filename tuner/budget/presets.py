@@ -34,11 +34,22 @@ class Budget:
 
 
 PRESETS = {
-    "quick": Budget("quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02, ranked=4, fusion_trials=3),
+    "quick": Budget(
+        "quick", trials=6, rounds=10, min_sample_ms=20.0, verify_rounds=20, min_gain=0.02, ranked=4, fusion_trials=3
+    ),
     # Fusion: Inductor's grouping, the (up to 3) seeds from other graphs' winning knobs, and one more; each is a
     # whole compile, so more would take the default sweep past max-autotune's compile.
-    "default": Budget("default", trials=20, rounds=15, min_sample_ms=25.0, verify_rounds=30, min_gain=0.02, site_trials=8, fusion_trials=5,
-                      as_fast_as_max_autotune=True),
+    "default": Budget(
+        "default",
+        trials=20,
+        rounds=15,
+        min_sample_ms=25.0,
+        verify_rounds=30,
+        min_gain=0.02,
+        site_trials=8,
+        fusion_trials=5,
+        as_fast_as_max_autotune=True,
+    ),
     "full": Budget("full", trials=60, rounds=25, min_sample_ms=30.0, verify_rounds=40, min_gain=0.01, ranked=16),
 }
 
@@ -71,7 +82,9 @@ def make_budget(preset: str = "default", *, trials: int | None = None, time_budg
         b = dataclasses.replace(b, trials=trials, site_trials=None, as_fast_as_max_autotune=False)
     if time_budget_s is not None:
         if not math.isfinite(time_budget_s) or not 0 < time_budget_s <= MAX_TIME_BUDGET_S:
-            raise TunerError(f"--time-budget must be a number of seconds above 0 and at most {MAX_TIME_BUDGET_S} (a week), "
-                             f"not {time_budget_s!r}")
+            raise TunerError(
+                f"--time-budget must be a number of seconds above 0 and at most {MAX_TIME_BUDGET_S} (a week), "
+                f"not {time_budget_s!r}"
+            )
         b = dataclasses.replace(b, time_budget_s=time_budget_s)
     return b

@@ -42,8 +42,9 @@ def end_compiles(unfrozen: bool) -> int:
     return WHOLE_COMPILES + (UNFROZEN_COMPILES if unfrozen else 0)
 
 
-def deadlines(budget_s: float | None, t0: float, check_s: float = 0.0, end_s: float = 0.0,
-              keep_end: bool = True) -> dict[str, float | None]:
+def deadlines(
+    budget_s: float | None, t0: float, check_s: float = 0.0, end_s: float = 0.0, keep_end: bool = True
+) -> dict[str, float | None]:
     """The phases' deadline (the budget less the share kept for the end) and the sweep's own, which verification and
     the whole-workload check may run to. A share too small to hold the check (``check_s``: its expected cost) would
     go unused: the phases get it. ``end_s``: what the end's measurements cost together (the check and the unfrozen
@@ -66,8 +67,9 @@ def first_trials_s(spent_s: float, trials_s: float) -> float:
     return spent_s + trials_s + CLOSING_S
 
 
-def floor_s(spent_s: float, graphs_s: float, site_batch_s: float | None, max_autotune_s: float | None,
-            max_autotune_share: float) -> tuple[float, bool]:
+def floor_s(
+    spent_s: float, graphs_s: float, site_batch_s: float | None, max_autotune_s: float | None, max_autotune_share: float
+) -> tuple[float, bool]:
     """(the least time budget that holds a sweep's first trials, whether they include a template-site batch), where the
     workload under CUDA graphs comes first: the time so far, that trial (``graphs_s``) and the closing. CUDA graphs
     alone give what Inductor's reduce-overhead mode gives, and max-autotune also tunes the template sites: where a

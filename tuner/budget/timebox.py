@@ -58,9 +58,13 @@ class Timebox:
             scale, rounds = self.budget.verify_rounds / max(1, self.budget.rounds), self.budget.verify_rounds
             # its trials' timing as measured without their compiles, else a trial less one compile (a first trial
             # compiled its base too, which a verification of two held compiles does not)
-            trial_timing = self.costs.expect(timing_kind(kind)) or (self.costs.expect(kind) or 0.0) - (self.costs.expect(CAPTURE) or 0.0)
-            timing = max(2 * rounds * self.budget.min_sample_ms / 1e3,  # two workloads, a sample each a round at least
-                         scale * trial_timing)
+            trial_timing = self.costs.expect(timing_kind(kind)) or (self.costs.expect(kind) or 0.0) - (
+                self.costs.expect(CAPTURE) or 0.0
+            )
+            timing = max(
+                2 * rounds * self.budget.min_sample_ms / 1e3,  # two workloads, a sample each a round at least
+                scale * trial_timing,
+            )
             expected = min(expected, with_instances(timing, self.costs.expect(CAPTURE) or 0.0, instances))
         return fits(self.deadline if self.deadline is not None else self.settle_by, expected)
 

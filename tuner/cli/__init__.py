@@ -36,7 +36,9 @@ def _version(value: bool) -> None:
 @app.callback()
 @friendly
 def root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """tuner: better kernels than max-autotune, found once, stored, reused."""
     from tuner.settings import configure_logging

@@ -31,7 +31,11 @@ err_console = _console(stderr=True)
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", help="Database URL (sqlite:///path.db, postgresql+psycopg://host/name). Default: $TUNER_DB or SQLite in the user cache folder.", show_default=False),
+    typer.Option(
+        "--db",
+        help="Database URL (sqlite:///path.db, postgresql+psycopg://host/name). Default: $TUNER_DB or SQLite in the user cache folder.",
+        show_default=False,
+    ),
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -74,9 +78,12 @@ def compile_bytecode() -> None:
     prefix = bytecode.kept()
     took = bytecode.precompile(prefix) if prefix is not None and bytecode.cores() >= bytecode.AHEAD_MIN_CORES else None
     if took is not None:
-        console.print(f"[dim]this Python writes no bytecode beside its sources (PYTHONDONTWRITEBYTECODE): torch and the packages it "
-                      f"compiles with were compiled once under {prefix} in {took:.1f} s, which every later process reads "
-                      "(TUNER_BYTECODE_CACHE=0: not)[/]", highlight=False)
+        console.print(
+            f"[dim]this Python writes no bytecode beside its sources (PYTHONDONTWRITEBYTECODE): torch and the packages it "
+            f"compiles with were compiled once under {prefix} in {took:.1f} s, which every later process reads "
+            "(TUNER_BYTECODE_CACHE=0: not)[/]",
+            highlight=False,
+        )
 
 
 def fail(message: str) -> typer.Exit:
@@ -101,17 +108,66 @@ def friendly(fn: F) -> F:
 
 
 # --- workload options, shared by every command that builds a workload -----------------------------
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="A torchvision model name (resnet50, vit_b_16, …), timm:NAME, hf:NAME[,key=value…] (a Transformers config, no download) or pkg.module:factory returning an nn.Module.")]
-DeviceOpt = Annotated[str | None, typer.Option("--device", help="cpu or cuda. Default: cuda when available.", show_default=False)]
-ModeOpt = Annotated[str, typer.Option("--mode", help="infer (no_grad, with freezing), train (forward + backward + optimizer step) or decode (hf: language models: one token per sequence against a static KV cache of --seq-len positions; tuner's GPT-2-style decoder at the config's sizes, its query heads grouped over the config's num_key_value_heads where it has fewer).")]
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="A torchvision model name (resnet50, vit_b_16, …), timm:NAME, hf:NAME[,key=value…] (a Transformers config, no download) or pkg.module:factory returning an nn.Module.",
+    ),
+]
+DeviceOpt = Annotated[
+    str | None, typer.Option("--device", help="cpu or cuda. Default: cuda when available.", show_default=False)
+]
+ModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--mode",
+        help="infer (no_grad, with freezing), train (forward + backward + optimizer step) or decode (hf: language models: one token per sequence against a static KV cache of --seq-len positions; tuner's GPT-2-style decoder at the config's sizes, its query heads grouped over the config's num_key_value_heads where it has fewer).",
+    ),
+]
 BatchOpt = Annotated[int, typer.Option("--batch", help="Batch size.")]
-DtypeOpt = Annotated[str, typer.Option("--dtype", help="fp32, bf16 or fp16 (weights and inputs in it), or amp-bf16 / amp-fp16: mixed precision, fp32 weights and the step under torch.autocast (as training usually runs).")]
+DtypeOpt = Annotated[
+    str,
+    typer.Option(
+        "--dtype",
+        help="fp32, bf16 or fp16 (weights and inputs in it), or amp-bf16 / amp-fp16: mixed precision, fp32 weights and the step under torch.autocast (as training usually runs).",
+    ),
+]
 ImageSizeOpt = Annotated[int, typer.Option("--image-size", help="Square image size for vision models.")]
-InputShapeOpt = Annotated[str | None, typer.Option("--input-shape", help="Full input shape, batch first, e.g. 8,3,224,224 (overrides --batch/--image-size).", show_default=False)]
-ChannelsLastOpt = Annotated[bool, typer.Option("--channels-last/--no-channels-last", help="Run the model in channels_last memory format.")]
-FreezingOpt = Annotated[bool, typer.Option("--freezing/--no-freezing", help="Inference: freeze weights into constants (what backend='tuned' then needs too).")]
-SeqLenOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence, for hf: models (random token ids); with --mode decode, the KV cache's length.")]
-ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads (default: torch's). CPU winners are keyed by it: deploy with the same.", show_default=False)]
+InputShapeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--input-shape",
+        help="Full input shape, batch first, e.g. 8,3,224,224 (overrides --batch/--image-size).",
+        show_default=False,
+    ),
+]
+ChannelsLastOpt = Annotated[
+    bool, typer.Option("--channels-last/--no-channels-last", help="Run the model in channels_last memory format.")
+]
+FreezingOpt = Annotated[
+    bool,
+    typer.Option(
+        "--freezing/--no-freezing",
+        help="Inference: freeze weights into constants (what backend='tuned' then needs too).",
+    ),
+]
+SeqLenOpt = Annotated[
+    int,
+    typer.Option(
+        "--seq-len",
+        help="Tokens per sequence, for hf: models (random token ids); with --mode decode, the KV cache's length.",
+    ),
+]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        help="CPU threads (default: torch's). CPU winners are keyed by it: deploy with the same.",
+        show_default=False,
+    ),
+]
 
 
 def default_device() -> str:
@@ -120,12 +176,33 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def make_spec(model: str, device: str | None, mode: str, batch: int, dtype: str, image_size: int, input_shape: str | None,
-              channels_last: bool, freezing: bool, threads: int | None, seed: int = 0, seq_len: int = 128) -> Any:
+def make_spec(
+    model: str,
+    device: str | None,
+    mode: str,
+    batch: int,
+    dtype: str,
+    image_size: int,
+    input_shape: str | None,
+    channels_last: bool,
+    freezing: bool,
+    threads: int | None,
+    seed: int = 0,
+    seq_len: int = 128,
+) -> Any:
     from tuner.workloads.spec import WorkloadSpec, parse_shape
 
     return WorkloadSpec(
-        model=model, device=device or default_device(), mode=mode, batch=batch, dtype=dtype, image_size=image_size,
-        input_shape=parse_shape(input_shape) if input_shape else None, channels_last=channels_last,
-        freezing=freezing, seed=seed, threads=threads, seq_len=seq_len,
+        model=model,
+        device=device or default_device(),
+        mode=mode,
+        batch=batch,
+        dtype=dtype,
+        image_size=image_size,
+        input_shape=parse_shape(input_shape) if input_shape else None,
+        channels_last=channels_last,
+        freezing=freezing,
+        seed=seed,
+        threads=threads,
+        seq_len=seq_len,
     )

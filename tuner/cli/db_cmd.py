@@ -11,9 +11,24 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuner.cli.common import (
-    BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModeOpt, SeqLenOpt, ThreadsOpt,
+    BatchOpt,
+    ChannelsLastOpt,
+    DbOption,
+    DeviceOpt,
+    DtypeOpt,
+    FreezingOpt,
+    ImageSizeOpt,
+    InputShapeOpt,
+    ModeOpt,
+    SeqLenOpt,
+    ThreadsOpt,
     console,
-    db_url, default_device, err_console, friendly, make_spec, shown,
+    db_url,
+    default_device,
+    err_console,
+    friendly,
+    make_spec,
+    shown,
 )
 
 app = typer.Typer(help="Inspect and maintain the tuning database.", no_args_is_help=True)
@@ -21,7 +36,9 @@ app = typer.Typer(help="Inspect and maintain the tuning database.", no_args_is_h
 
 @app.command()
 @friendly
-def stats(db: DbOption = None, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+def stats(
+    db: DbOption = None, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False
+) -> None:
     """Count tasks, trials (by status), winners, devices and environments."""
     from tuner.db import Database
 
@@ -45,7 +62,9 @@ def stats(db: DbOption = None, as_json: Annotated[bool, typer.Option("--json", h
 
 @app.command()
 @friendly
-def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, help="How many winners to list.")] = 20) -> None:
+def show(
+    db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, help="How many winners to list.")] = 20
+) -> None:
     """List the winners with the largest speedups over Inductor's defaults, each with the spread of its timing: the
     winning trial's interquartile range, or where wider, how far the default's time moved between that task's
     trials (marked "drift": what a re-measurement on this machine can differ by)."""
@@ -60,7 +79,16 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
     from tuner.search_spaces import InvalidConfig, space_for
 
     t = Table(title=f"top {len(rows)} winners")
-    for col in ("task", "kind", "device", "default ms", "tuned ms", "spread ms", "speedup", "winner (changes from the default)"):
+    for col in (
+        "task",
+        "kind",
+        "device",
+        "default ms",
+        "tuned ms",
+        "spread ms",
+        "speedup",
+        "winner (changes from the default)",
+    ):
         t.add_column(col, overflow="fold")
     for r in rows:
         fmt = lambda v: f"{v:.4g}" if v else "-"  # noqa: E731
@@ -68,9 +96,21 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
             change = config_diff(r["config"], space_for(r["kind"], r["signature"] or {}).default)
         except InvalidConfig:
             change = json.dumps(r["config"], sort_keys=True)
-        spread = "-" if r["spread_ms"] is None else f"{r['spread_ms']:.2g}" + (" drift" if r["spread_ms"] != r["iqr_ms"] else "")
-        t.add_row(shown(r["task"]), shown(r["kind"]), shown(r["device"]), fmt(r["baseline_ms"]), fmt(r["median_ms"]), spread,
-                  f"{r['speedup']:.3f}x" if r["speedup"] else "-", shown(change))
+        spread = (
+            "-"
+            if r["spread_ms"] is None
+            else f"{r['spread_ms']:.2g}" + (" drift" if r["spread_ms"] != r["iqr_ms"] else "")
+        )
+        t.add_row(
+            shown(r["task"]),
+            shown(r["kind"]),
+            shown(r["device"]),
+            fmt(r["baseline_ms"]),
+            fmt(r["median_ms"]),
+            spread,
+            f"{r['speedup']:.3f}x" if r["speedup"] else "-",
+            shown(change),
+        )
     console.print(t)
 
 
@@ -78,7 +118,9 @@ def show(db: DbOption = None, top: Annotated[int, typer.Option("--top", min=1, h
 @friendly
 def check(
     db: DbOption = None,
-    drop: Annotated[bool, typer.Option("--drop", help="Delete the rows listed (a task with its trials and winners).")] = False,
+    drop: Annotated[
+        bool, typer.Option("--drop", help="Delete the rows listed (a task with its trials and winners).")
+    ] = False,
 ) -> None:
     """List the rows whose JSON cannot be read (hand-edited or damaged cells; every command skips them), and with
     --drop delete them. Without --drop the database is only read."""
@@ -121,7 +163,9 @@ def upgrade(db: DbOption = None) -> None:
             try:
                 before = migrate.current_revision(engine)
                 if before is not None and before not in migrate.known_revisions():
-                    raise SchemaError(f"database is at schema revision {before}, written by a newer tuner; upgrade tuner instead")
+                    raise SchemaError(
+                        f"database is at schema revision {before}, written by a newer tuner; upgrade tuner instead"
+                    )
                 migrate.upgrade(engine)
             except SQLAlchemyError as e:
                 raise StorageError(f"cannot open database {_safe(url)}: {_first_line(e)}") from None
@@ -134,14 +178,22 @@ def upgrade(db: DbOption = None) -> None:
 @app.command("export")
 @friendly
 def export_cmd(
-    file: Annotated[Path, typer.Argument(help="Where to write: JSON Lines, gzip-compressed when the name ends in .gz.")],
+    file: Annotated[
+        Path, typer.Argument(help="Where to write: JSON Lines, gzip-compressed when the name ends in .gz.")
+    ],
     db: DbOption = None,
-    device: Annotated[str | None, typer.Option(help="Only this device (name substring or fingerprint).", show_default=False)] = None,
+    device: Annotated[
+        str | None, typer.Option(help="Only this device (name substring or fingerprint).", show_default=False)
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Only tasks of this model's sweeps.", show_default=False)] = None,
-    format: Annotated[str, typer.Option(
-        "--format", help="tuner (JSON Lines, for `tuner db import`) or inductor-lut (the CUDA mm-family winners as "
-        "Inductor's own lookup-table JSON, for torch._inductor.config.lookup_table.table)."
-    )] = "tuner",
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="tuner (JSON Lines, for `tuner db import`) or inductor-lut (the CUDA mm-family winners as "
+            "Inductor's own lookup-table JSON, for torch._inductor.config.lookup_table.table).",
+        ),
+    ] = "tuner",
 ) -> None:
     """Write trials and winners to a portable file (a header line, then one JSON record per line),
     or with --format inductor-lut the GEMM template winners as Inductor's lookup table."""
@@ -240,7 +292,15 @@ def merge(
 @app.command()
 @friendly
 def revalidate(
-    model: Annotated[str | None, typer.Option("--model", "-m", help="One workload's model (with the workload flags below); default: every stored workload of this device type.", show_default=False)] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="One workload's model (with the workload flags below); default: every stored workload of this device type.",
+            show_default=False,
+        ),
+    ] = None,
     device: DeviceOpt = None,
     mode: ModeOpt = "infer",
     batch: BatchOpt = 1,
@@ -266,12 +326,28 @@ def revalidate(
 
     url = db_url(db)
     if model:
-        specs = [make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)]
+        specs = [
+            make_spec(
+                model,
+                device,
+                mode,
+                batch,
+                dtype,
+                image_size,
+                input_shape,
+                channels_last,
+                freezing,
+                threads,
+                seq_len=seq_len,
+            )
+        ]
     else:
         specs, code = stored_specs(url, device or default_device(), threads)
         if code:
-            err_console.print(f"[yellow]not re-measured: {len(code)} stored model(s) named as code to import "
-                              f"({shown(', '.join(code[:3]))}{', …' if len(code) > 3 else ''}); name one with --model to re-measure it[/]")
+            err_console.print(
+                f"[yellow]not re-measured: {len(code)} stored model(s) named as code to import "
+                f"({shown(', '.join(code[:3]))}{', …' if len(code) > 3 else ''}); name one with --model to re-measure it[/]"
+            )
     reports = [run(spec, url, note=lambda s: err_console.print(f"[dim]{s}[/]")) for spec in specs]
     if as_json:
         typer.echo(json.dumps(reports, indent=2))

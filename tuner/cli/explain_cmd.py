@@ -9,8 +9,23 @@ import typer
 from rich.table import Table
 
 from tuner.cli.common import (
-    BatchOpt, ChannelsLastOpt, DbOption, DeviceOpt, DtypeOpt, FreezingOpt, ImageSizeOpt, InputShapeOpt, ModelOpt, ModeOpt,
-    SeqLenOpt, ThreadsOpt, console, db_url, friendly, make_spec, shown,
+    BatchOpt,
+    ChannelsLastOpt,
+    DbOption,
+    DeviceOpt,
+    DtypeOpt,
+    FreezingOpt,
+    ImageSizeOpt,
+    InputShapeOpt,
+    ModelOpt,
+    ModeOpt,
+    SeqLenOpt,
+    ThreadsOpt,
+    console,
+    db_url,
+    friendly,
+    make_spec,
+    shown,
 )
 
 STYLE = {"hit": "green", "transferred": "yellow", "miss": "red"}
@@ -29,7 +44,12 @@ def explain(
     freezing: FreezingOpt = True,
     threads: ThreadsOpt = None,
     seq_len: SeqLenOpt = 128,
-    strict: Annotated[bool, typer.Option("--strict", help="Exact entries only, as options={'transfer': False}: no answers from other sizes.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Exact entries only, as options={'transfer': False}: no answers from other sizes."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     db: DbOption = None,
 ) -> None:
@@ -40,21 +60,29 @@ def explain(
     kernels are not listed: Inductor looks them up inside its kernel loader."""
     from tuner.commands.explain import explain_workload
 
-    spec = make_spec(model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len)
+    spec = make_spec(
+        model, device, mode, batch, dtype, image_size, input_shape, channels_last, freezing, threads, seq_len=seq_len
+    )
     report = explain_workload(spec, db_url(db), transfer=not strict)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
-    t = Table(title=shown(f"{report['workload']}: what {report['db']} answers") + (" (exact entries only)" if strict else ""))
+    t = Table(
+        title=shown(f"{report['workload']}: what {report['db']} answers") + (" (exact entries only)" if strict else "")
+    )
     for col in ("kind", "task", "outcome", "answer or reason"):
         t.add_column(col, overflow="fold")
     for d in report["decisions"]:
-        t.add_row(shown(d["kind"]), shown(d["what"]), f"[{STYLE[d['outcome']]}]{d['outcome']}[/]", shown(_answer_text(d)))
+        t.add_row(
+            shown(d["kind"]), shown(d["what"]), f"[{STYLE[d['outcome']]}]{d['outcome']}[/]", shown(_answer_text(d))
+        )
     console.print(t)
     c = report["counts"]
     st = report["store"]
-    console.print(f"{c['hit']} hit(s), {c['transferred']} transferred, {c['miss']} miss(es); "
-                  f"the stored answers were read {st['reads']} time(s) for {st['graphs']} graph(s)")
+    console.print(
+        f"{c['hit']} hit(s), {c['transferred']} transferred, {c['miss']} miss(es); "
+        f"the stored answers were read {st['reads']} time(s) for {st['graphs']} graph(s)"
+    )
     if report["note"]:
         console.print(shown(report["note"]), highlight=False, soft_wrap=True)
 

@@ -45,8 +45,15 @@ class RichProgress(SweepProgress):
         self.workload = workload  # its model, which every graph task's name repeats, is left out of the task lines
         self.remaining = BoundedRemaining(ends_by)
         self.bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("trials"),
-            TimeElapsedColumn(), TextColumn("eta"), self.remaining, console=console, transient=False,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("trials"),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            self.remaining,
+            console=console,
+            transient=False,
         )
         self.id: Any = None
         self.failed = 0
@@ -96,12 +103,24 @@ def _ms(v: float | None) -> str:
 
 
 _PARAM = re.compile(r"\b(BLOCK_[MNK]|SPLIT_K|num_stages|num_warps|GROUP_M)\"?[=:](\d+)")
-_SHORT = {"BLOCK_M": "M", "BLOCK_N": "N", "BLOCK_K": "K", "SPLIT_K": "split", "num_stages": "s", "num_warps": "w", "GROUP_M": "g"}
+_SHORT = {
+    "BLOCK_M": "M",
+    "BLOCK_N": "N",
+    "BLOCK_K": "K",
+    "SPLIT_K": "split",
+    "num_stages": "s",
+    "num_warps": "w",
+    "GROUP_M": "g",
+}
 
 
 def short_choice(choice: str) -> str:
     """A template choice id in a few characters: ``triton_convolution2d M128 N64 K64 s3 w8``."""
-    head = choice.split(":")[1] if choice.count(":") >= 2 and choice.startswith("TritonTemplateCaller") else choice.split(":{")[0]
+    head = (
+        choice.split(":")[1]
+        if choice.count(":") >= 2 and choice.startswith("TritonTemplateCaller")
+        else choice.split(":{")[0]
+    )
     params = dict(_PARAM.findall(choice))
     return " ".join([head, *(f"{_SHORT[k]}{params[k]}" for k in _SHORT if k in params)])
 
@@ -120,7 +139,7 @@ def task_label(name: str, workload: str) -> str:
     """A task's name without the model that the table's title names already (an ``hf:`` model's spec, repeated in every
     row, folded each into eight lines of a log's 80 columns)."""
     model = workload.split("/", 1)[0]
-    return name[len(model) + 1:] if model and name.startswith(model + " ") else name
+    return name[len(model) + 1 :] if model and name.startswith(model + " ") else name
 
 
 def print_report(console: Console, report: SweepReport, defaults: dict[str, dict[str, Any]]) -> None:
@@ -137,8 +156,14 @@ def print_report(console: Console, report: SweepReport, defaults: dict[str, dict
     for col in ("task", "trials", "default ms", "best ms", "speedup", "winner"):
         t.add_column(col, overflow="fold")
     for o in report.outcomes:
-        t.add_row(shown(task_label(o.task.name, report.workload)), str(o.total), _ms(o.default_ms), _ms(o.best_ms),
-                  f"{o.speedup:.3f}x" if o.speedup else "-", shown(config_diff(o.winner, defaults.get(o.task.key, {}))))
+        t.add_row(
+            shown(task_label(o.task.name, report.workload)),
+            str(o.total),
+            _ms(o.default_ms),
+            _ms(o.best_ms),
+            f"{o.speedup:.3f}x" if o.speedup else "-",
+            shown(config_diff(o.winner, defaults.get(o.task.key, {}))),
+        )
     console.print(t)
     if report.speedup:
         console.print(
@@ -146,7 +171,9 @@ def print_report(console: Console, report: SweepReport, defaults: dict[str, dict
             f"([bold]{report.speedup:.3f}x[/]); eager {_ms(report.eager_ms)} ms"
         )
     if report.unfrozen_ratio:
-        console.print(f"without freezing the workload ran at {report.unfrozen_ratio:.3f}x its time frozen (timed together): "
-                      "its graphs are stored to compile unfrozen")
+        console.print(
+            f"without freezing the workload ran at {report.unfrozen_ratio:.3f}x its time frozen (timed together): "
+            "its graphs are stored to compile unfrozen"
+        )
     state = "[yellow]interrupted[/]: every trial measured so far is stored" if report.interrupted else "done"
     console.print(f"{state}: {report.trials_measured} trials measured in {report.wall_s:.0f} s")

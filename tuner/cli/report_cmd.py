@@ -13,9 +13,21 @@ from tuner.cli.common import DbOption, console, db_url, friendly, writable_out
 @friendly
 def report(
     out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Only this model's workloads.", show_default=False)] = None,
-    bench: Annotated[list[Path] | None, typer.Option("--bench", help="A `tuner bench --out` JSON to include (repeatable).", show_default=False)] = None,
-    sweep_cost: Annotated[list[Path] | None, typer.Option("--sweep-cost", help="A sweep-cost JSON (bench/analysis/sweep_cost.py) to include (repeatable).", show_default=False)] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Only this model's workloads.", show_default=False)
+    ] = None,
+    bench: Annotated[
+        list[Path] | None,
+        typer.Option("--bench", help="A `tuner bench --out` JSON to include (repeatable).", show_default=False),
+    ] = None,
+    sweep_cost: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--sweep-cost",
+            help="A sweep-cost JSON (bench/analysis/sweep_cost.py) to include (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Write a self-contained HTML report of the database (no network needed to open it).

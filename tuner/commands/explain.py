@@ -43,8 +43,15 @@ def explain_workload(spec: WorkloadSpec, db_url: str, transfer: bool = True) -> 
     _name_sources(db, rows)
     missed = [r["key"] for r in rows if r["outcome"] == journal.MISS]
     note = None if counts[journal.HIT] or counts[journal.TRANSFERRED] else _why(db, spec, example, missed)
-    return {"workload": spec.name, "db": db_url, "transfer": transfer, "decisions": rows,
-            "counts": {k: counts[k] for k in (journal.HIT, journal.TRANSFERRED, journal.MISS)}, "store": store, "note": note}
+    return {
+        "workload": spec.name,
+        "db": db_url,
+        "transfer": transfer,
+        "decisions": rows,
+        "counts": {k: counts[k] for k in (journal.HIT, journal.TRANSFERRED, journal.MISS)},
+        "store": store,
+        "note": note,
+    }
 
 
 def _check_database(url: str) -> None:
@@ -75,7 +82,14 @@ def _why(db: Any, spec: WorkloadSpec, example: Any, missed: list[str]) -> str | 
     from tuner.backend.explain import why_no_hit
 
     tensors = list(example) if isinstance(example, (list, tuple)) else [example]
-    return why_no_hit([db], spec.device, [t for t in tensors if isinstance(t, torch.Tensor)], spec.uses_freezing, spec.mode == "train", missed)
+    return why_no_hit(
+        [db],
+        spec.device,
+        [t for t in tensors if isinstance(t, torch.Tensor)],
+        spec.uses_freezing,
+        spec.mode == "train",
+        missed,
+    )
 
 
 __all__ = ["explain_workload"]

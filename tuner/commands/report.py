@@ -17,8 +17,10 @@ from typing import Any
 from tuner.errors import TunerError
 
 TOP_STUDIES = 4
-STYLE = "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}" \
-        "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#f3f3f3}h2{margin-top:2em}"
+STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+    "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#f3f3f3}h2{margin-top:2em}"
+)
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -53,11 +55,20 @@ def _kind_sections(rows: list[dict[str, Any]], figure: _Figures) -> str:
     for kind in sorted({r["kind"] for r in rows}):
         mine = sorted((r for r in rows if r["kind"] == kind), key=lambda r: -(r["default_ms"] or 0))
         table = [[r["task"], r["device"], r["default_ms"], r["best_ms"], _speedup(r), r["config"]] for r in mine]
-        fig = go.Figure([go.Bar(name="Inductor's default", x=[r["task"] for r in mine], y=[r["default_ms"] for r in mine]),
-                         go.Bar(name="best", x=[r["task"] for r in mine], y=[r["best_ms"] for r in mine])])
-        fig.update_layout(barmode="group", height=360, yaxis_title="ms", title=f"{kind}: default vs best", margin={"b": 120})
-        out.append(f"<h3>{html.escape(kind)} ({len(mine)} tasks)</h3>" + figure(fig)
-                   + _table(["task", "device", "default ms", "best ms", "speedup", "winner"], table))
+        fig = go.Figure(
+            [
+                go.Bar(name="Inductor's default", x=[r["task"] for r in mine], y=[r["default_ms"] for r in mine]),
+                go.Bar(name="best", x=[r["task"] for r in mine], y=[r["best_ms"] for r in mine]),
+            ]
+        )
+        fig.update_layout(
+            barmode="group", height=360, yaxis_title="ms", title=f"{kind}: default vs best", margin={"b": 120}
+        )
+        out.append(
+            f"<h3>{html.escape(kind)} ({len(mine)} tasks)</h3>"
+            + figure(fig)
+            + _table(["task", "device", "default ms", "best ms", "speedup", "winner"], table)
+        )
     return "".join(out)
 
 
@@ -81,8 +92,10 @@ def _study_sections(url: str, figure: _Figures, model: str | None, has_studies: 
     out = []
     for s in summaries[:TOP_STUDIES]:
         study = optuna.load_study(study_name=s.study_name, storage=storage)
-        out.append(f"<h3>{html.escape(s.study_name)}</h3><p>default {_fmt(s.user_attrs.get('default_ms'))} ms, best "
-                   f"{_fmt(s.user_attrs.get('best_ms'))} ms, winner {html.escape(str(s.user_attrs.get('winner')))}</p>")
+        out.append(
+            f"<h3>{html.escape(s.study_name)}</h3><p>default {_fmt(s.user_attrs.get('default_ms'))} ms, best "
+            f"{_fmt(s.user_attrs.get('best_ms'))} ms, winner {html.escape(str(s.user_attrs.get('winner')))}</p>"
+        )
         out.append(figure(plot_optimization_history(study)))
         try:
             out.append(figure(plot_param_importances(study)))
@@ -98,13 +111,24 @@ def _files_section(title: str, paths: list[Path]) -> str:
             data = json.loads(p.read_text())
         except (OSError, ValueError) as e:
             raise TunerError(f"cannot read {p}: {e}") from None
-        rows = [[k, *(_fmt(v.get(c)) for c in ("median_ms", "compile_s", "benchmarks"))] for k, v in data.get("results", {}).items()]
-        body = _table(["mode", "median ms", "compile s", "benchmarks"], rows) if rows else f"<pre>{html.escape(json.dumps(data, indent=1)[:4000])}</pre>"
-        out.append(f"<h3>{html.escape(p.name)}</h3><p>{html.escape(str(data.get('command', '')))} — {html.escape(str(data.get('date', '')))}</p>{body}")
+        rows = [
+            [k, *(_fmt(v.get(c)) for c in ("median_ms", "compile_s", "benchmarks"))]
+            for k, v in data.get("results", {}).items()
+        ]
+        body = (
+            _table(["mode", "median ms", "compile s", "benchmarks"], rows)
+            if rows
+            else f"<pre>{html.escape(json.dumps(data, indent=1)[:4000])}</pre>"
+        )
+        out.append(
+            f"<h3>{html.escape(p.name)}</h3><p>{html.escape(str(data.get('command', '')))} — {html.escape(str(data.get('date', '')))}</p>{body}"
+        )
     return f"<h2>{title}</h2>" + "".join(out) if out else ""
 
 
-def render(url: str, model: str | None = None, bench: list[Path] | None = None, sweep_cost: list[Path] | None = None) -> str:
+def render(
+    url: str, model: str | None = None, bench: list[Path] | None = None, sweep_cost: list[Path] | None = None
+) -> str:
     """The report's HTML."""
     import importlib.util
 
@@ -128,12 +152,16 @@ def render(url: str, model: str | None = None, bench: list[Path] | None = None, 
     figure = _Figures()
     parts = [
         f"<h1>tuner report: {html.escape(model or 'every workload')}</h1><p>{html.escape(db.safe_url)}</p>",
-        "<h2>Measured on</h2>" + _table(["device", "kind", "info"], [[d["name"], d["kind"], d["info"]] for d in where["devices"]])
+        "<h2>Measured on</h2>"
+        + _table(["device", "kind", "info"], [[d["name"], d["kind"], d["info"]] for d in where["devices"]])
         + _table(["torch", "triton", "cuda", "python", "tuner"], [list(e.values()) for e in where["environments"]]),
         "<h2>Default vs best, per task kind</h2>" + (_kind_sections(rows, figure) or "<p>no winners stored</p>"),
         "<h2>Searches with the most time at stake</h2>" + _study_sections(url, figure, model, has_studies),
-        "<h2>Trials by status</h2>" + _table(["status", "trials", "sample reasons"],
-                                             [[k, v["count"], " | ".join(v["errors"])] for k, v in sorted(statuses.items())]),
+        "<h2>Trials by status</h2>"
+        + _table(
+            ["status", "trials", "sample reasons"],
+            [[k, v["count"], " | ".join(v["errors"])] for k, v in sorted(statuses.items())],
+        ),
         _files_section("tuner bench results", bench or []),
         _files_section("Sweep cost", sweep_cost or []),
     ]

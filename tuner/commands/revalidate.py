@@ -50,18 +50,28 @@ class _Run:
     environment_id: int
     budget: Budget
 
-    def settle(self, task: TaskSpec, rec: TaskRecord, config: dict[str, Any], stored: float | None, m: Measurement | None) -> Drift:
+    def settle(
+        self, task: TaskSpec, rec: TaskRecord, config: dict[str, Any], stored: float | None, m: Measurement | None
+    ) -> Drift:
         """Keep the winner when ``m`` shows it still wins; else put the task back to its default."""
         if m is not None:
             record(self, rec, config, m)
         speedup = 1 / m.ratio if m is not None and m.ratio else None
         # a site's template kept for the epilogue kernel it saves, which timing it alone cannot see, stays while no
         # slower alone (``site_batches.with_epilogue``)
-        saves = task.kind == Kind.SITE and m is not None and m.ok and saves_a_kernel(task.space, config["choice"], m.ratio)
+        saves = (
+            task.kind == Kind.SITE and m is not None and m.ok and saves_a_kernel(task.space, config["choice"], m.ratio)
+        )
         if m is not None and (m.beats_default(self.budget.min_gain) or saves):
             self.db.set_winner(rec.id, self.device_id, None, config, m.median_ms, m.baseline_ms)
             return Drift(task.name, str(task.kind), stored, speedup, KEPT)
-        why = _why_not(m, self.budget.min_gain) if speedup else (m.error or m.status.value) if m is not None else "not valid in its space here"
+        why = (
+            _why_not(m, self.budget.min_gain)
+            if speedup
+            else (m.error or m.status.value)
+            if m is not None
+            else "not valid in its space here"
+        )
         self.db.keep_default(rec.id, self.device_id, task.space.default)
         return Drift(task.name, str(task.kind), stored, speedup, REVERTED, why)
 
@@ -69,11 +79,15 @@ class _Run:
 def _why_not(m: Measurement, min_gain: float) -> str:
     """Why a timed winner did not beat its default: by too little, or by no more than the noise both sides showed."""
     if m.ratio is not None and m.ratio < 1 - min_gain:
-        return f"faster only within the noise (spreads {m.spread_ms or 0.0:.3g} and {m.baseline_spread_ms or 0.0:.3g} ms)"
+        return (
+            f"faster only within the noise (spreads {m.spread_ms or 0.0:.3g} and {m.baseline_spread_ms or 0.0:.3g} ms)"
+        )
     return "no longer faster" if m.ratio is None or m.ratio >= 1 else f"faster by less than {min_gain:.0%}"
 
 
-def _stored(db: Database, device_id: int, fingerprint: str, tasks: list[TaskSpec]) -> list[tuple[TaskSpec, TaskRecord, dict[str, Any], float | None]]:
+def _stored(
+    db: Database, device_id: int, fingerprint: str, tasks: list[TaskSpec]
+) -> list[tuple[TaskSpec, TaskRecord, dict[str, Any], float | None]]:
     """The tasks of this workload with a stored winner other than their default: (task, record, config, speedup)."""
     from tuner.search_spaces import InvalidConfig, space_for
 
@@ -114,8 +128,13 @@ def revalidate(spec: WorkloadSpec, db_url: str, note: Callable[[str], None] = la
     finally:
         worker.close()
         db.close()
-    return {"workload": spec.name, "device": device.name, "torch": capture.environment.get("torch"),
-            "tasks": len(tasks), "drift": [asdict(d) for d in drift]}
+    return {
+        "workload": spec.name,
+        "device": device.name,
+        "torch": capture.environment.get("torch"),
+        "tasks": len(tasks),
+        "drift": [asdict(d) for d in drift],
+    }
 
 
 def stored_specs(db_url: str, device_type: str, threads: int | None) -> tuple[list[WorkloadSpec], list[str]]:
@@ -136,8 +155,16 @@ def stored_specs(db_url: str, device_type: str, threads: int | None) -> tuple[li
 def _spec(w: WorkloadName, threads: int | None) -> WorkloadSpec:
     """The workload a stored name describes, to capture again: a decode step by its batch and KV-cache length (its
     input shape is one token per sequence), any other by its full input shape."""
-    common = {"model": w.model, "device": w.device, "mode": w.mode, "batch": w.shape[0], "dtype": w.dtype, "threads": threads,
-              "channels_last": w.channels_last, "freezing": w.frozen or w.mode == "train"}
+    common = {
+        "model": w.model,
+        "device": w.device,
+        "mode": w.mode,
+        "batch": w.shape[0],
+        "dtype": w.dtype,
+        "threads": threads,
+        "channels_last": w.channels_last,
+        "freezing": w.frozen or w.mode == "train",
+    }
     if w.mode == "decode" and w.kv is not None:
         return WorkloadSpec(**common, seq_len=w.kv)
     return WorkloadSpec(**common, input_shape=w.shape)
@@ -149,7 +176,10 @@ def _sites(run: _Run, stored: list[Any]) -> list[Drift]:
         return []
     request = {t.key: (t.space.default["choice"], c["choice"]) for t, _, c, _ in stored if t.space.is_valid(c)}
     timings = measure_split(lambda req: run.worker.run(SiteBatch({}, req)), request)
-    return [run.settle(t, rec, c, s, timings.get(t.key, {}).get(c["choice"]) if t.key in request else None) for t, rec, c, s in stored]
+    return [
+        run.settle(t, rec, c, s, timings.get(t.key, {}).get(c["choice"]) if t.key in request else None)
+        for t, rec, c, s in stored
+    ]
 
 
 def _graphs(run: _Run, stored: list[Any], base: Forcing) -> list[Drift]:
@@ -159,7 +189,9 @@ def _graphs(run: _Run, stored: list[Any], base: Forcing) -> list[Drift]:
         if not t.space.is_valid(c):
             out.append(run.settle(t, rec, c, s, None))
             continue
-        trial = GraphTrial(base.to_json(), base.merged(t.forcing(c)).to_json(), run.budget.verify_rounds, run.budget.min_sample_ms)
+        trial = GraphTrial(
+            base.to_json(), base.merged(t.forcing(c)).to_json(), run.budget.verify_rounds, run.budget.min_sample_ms
+        )
         out.append(run.settle(t, rec, c, s, run.worker.run(trial)))
     return out
 

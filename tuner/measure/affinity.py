@@ -33,7 +33,11 @@ def pin(cores: list[int]) -> None:
 
 
 def describe(sets: list[list[int]]) -> str:
-    shown = ", ".join(f"worker {i + 1} on core{'s' if len(c) > 1 else ''} {','.join(map(str, c))}" for i, c in enumerate(sets))
+    shown = ", ".join(
+        f"worker {i + 1} on core{'s' if len(c) > 1 else ''} {','.join(map(str, c))}" for i, c in enumerate(sets)
+    )
     per = len(sets[0])
-    return (f"CPU: {shown} ({per} thread{'s' if per > 1 else ''} each; the winners are stored for {per} "
-            f"thread{'s' if per > 1 else ''}, so deploy with torch.set_num_threads({per}))")
+    return (
+        f"CPU: {shown} ({per} thread{'s' if per > 1 else ''} each; the winners are stored for {per} "
+        f"thread{'s' if per > 1 else ''}, so deploy with torch.set_num_threads({per}))"
+    )

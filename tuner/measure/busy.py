@@ -15,7 +15,9 @@ from typing import Any
 log = logging.getLogger("tuner.measure")
 
 
-def device_ms(step: Callable[[int], Any], sync: Callable[[], None], steps: int = 10) -> tuple[float | None, dict[str, float]]:
+def device_ms(
+    step: Callable[[int], Any], sync: Callable[[], None], steps: int = 10
+) -> tuple[float | None, dict[str, float]]:
     """The device's busy time per step (ms), or None where the profiler sees no device activity (no CUPTI); and each
     Triton kernel's device time a launch (ms), by its name less Inductor's numeric suffix (``kernel_ms``)."""
     import torch
@@ -53,12 +55,23 @@ _SUFFIX = re.compile(r"_\d+$")
 
 # The library calls a compiled graph makes (ATen ops outside Inductor's Triton kernels) whose time the sweep weighs
 # levers by; each counted at its outermost call, its nested ops' device time included.
-LIBRARY_OPS = ("aten::convolution", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm",
-               "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
-               "aten::_scaled_dot_product_cudnn_attention", "aten::_scaled_dot_product_flash_attention_for_cpu")
+LIBRARY_OPS = (
+    "aten::convolution",
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::_scaled_mm",
+    "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention",
+    "aten::_scaled_dot_product_flash_attention_for_cpu",
+)
 
 
-def library_ops(step: Callable[[int], Any], sync: Callable[[], None], steps: int = 5, device: bool = True) -> list[dict[str, Any]]:
+def library_ops(
+    step: Callable[[int], Any], sync: Callable[[], None], steps: int = 5, device: bool = True
+) -> list[dict[str, Any]]:
     """Each library call of the step (:data:`LIBRARY_OPS`), by op and the shapes of its first two inputs, with its
     time per step (ms): the device's (``device``) or, on a CPU, the host's. Empty where the profiler cannot say
     (a warning): the sweep then weighs its levers without it."""
@@ -89,7 +102,9 @@ def _by_op(events: Any, steps: int, total: str) -> list[dict[str, Any]]:
         key = (e.name, repr(first))
         us[key] = us.get(key, 0.0) + float(getattr(e, total))
         shapes[key] = first
-    return [{"op": op.removeprefix("aten::"), "shapes": shapes[(op, s)], "ms": t / 1e3 / steps} for (op, s), t in us.items()]
+    return [
+        {"op": op.removeprefix("aten::"), "shapes": shapes[(op, s)], "ms": t / 1e3 / steps} for (op, s), t in us.items()
+    ]
 
 
 def _inside_library_op(event: Any) -> bool:

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from tuner.measure.result import Status
 
-_COMPILE_MARKERS = ("BackendCompilerFailed", "CppCompileError", "CompilationError", "InductorError", "LoweringException")
+_COMPILE_MARKERS = (
+    "BackendCompilerFailed",
+    "CppCompileError",
+    "CompilationError",
+    "InductorError",
+    "LoweringException",
+)
 # CUDA errors after which the context is unusable: the worker must be replaced.
-_CONTEXT_BREAKERS = ("illegal memory access", "unspecified launch failure", "misaligned address", "illegal instruction", "device-side assert")
+_CONTEXT_BREAKERS = (
+    "illegal memory access",
+    "unspecified launch failure",
+    "misaligned address",
+    "illegal instruction",
+    "device-side assert",
+)
 
 
 class CompileFailed(Exception):

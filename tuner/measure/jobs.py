@@ -26,7 +26,6 @@ class GraphTrial:
     instances: int = 1
     capture: ClassVar[bool] = False
 
-
     def lost(self, status: Status, error: str) -> Measurement:
         return Measurement(status, error=error)
 
@@ -39,7 +38,6 @@ class GraphReplay:
     rounds: int = 15
     min_sample_ms: float = 20.0
     capture: ClassVar[bool] = False
-
 
     def lost(self, status: Status, error: str) -> Measurement:
         return Measurement(status, error=error)
@@ -57,7 +55,6 @@ class SiteBatch:
     record: bool = False
     capture: ClassVar[bool] = False
 
-
     def lost(self, status: Status, error: str) -> SiteTimings:
         return SiteTimings(status, error=error)
 
@@ -73,7 +70,6 @@ class AttentionAlone:
     front_end: bool = False
     capture: ClassVar[bool] = False
 
-
     def lost(self, status: Status, error: str) -> AttentionTimings:
         return AttentionTimings(status, error=error)
 
@@ -87,7 +83,6 @@ class KernelBatch:
     rounds: int = 3
     capture: ClassVar[bool] = False
 
-
     def lost(self, status: Status, error: str) -> KernelResults:
         return KernelResults(tuple(Measurement(status, error=error) for _ in self.configs), lost=True)
 
@@ -100,7 +95,6 @@ class CaptureKernels:
     forcing: ForcingJSON
     capture: ClassVar[bool] = True
 
-
     def lost(self, status: Status, error: str) -> Any:
         raise WorkloadError(f"capturing the Triton kernels failed: {error}")
 
@@ -112,11 +106,19 @@ class CaptureGraphs:
     forcing: ForcingJSON
     capture: ClassVar[bool] = True
 
-
     def lost(self, status: Status, error: str) -> Any:
         raise WorkloadError(f"recording the graphs failed: {error}")
 
 
 Job = GraphTrial | GraphReplay | SiteBatch | AttentionAlone | KernelBatch | CaptureKernels | CaptureGraphs
 
-__all__ = ["AttentionAlone", "CaptureGraphs", "CaptureKernels", "GraphReplay", "GraphTrial", "Job", "KernelBatch", "SiteBatch"]
+__all__ = [
+    "AttentionAlone",
+    "CaptureGraphs",
+    "CaptureKernels",
+    "GraphReplay",
+    "GraphTrial",
+    "Job",
+    "KernelBatch",
+    "SiteBatch",
+]

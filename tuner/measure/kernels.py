@@ -62,8 +62,14 @@ class KernelEntry:
     launches: int = 1  # per captured step, over every kernel object with this source
 
     def record(self) -> dict[str, Any]:
-        return {"key": self.key, "kind": self.kind, "name": self.name, "signature": self.signature, "default_ms": self.default_ms,
-                "launches": self.launches}
+        return {
+            "key": self.key,
+            "kind": self.kind,
+            "name": self.name,
+            "signature": self.signature,
+            "default_ms": self.default_ms,
+            "launches": self.launches,
+        }
 
 
 class KernelBench:
@@ -97,7 +103,11 @@ class KernelBench:
             if key in unmeasurable:
                 continue
             name = re.sub(r"_\d+$", "", str((getattr(k, "inductor_meta", {}) or {}).get("kernel_name", family)))
-            sig = {**payload, "size_hints_str": str(k.size_hints), "space": {"size_hints": payload["size_hints"], "default": default}}
+            sig = {
+                **payload,
+                "size_hints_str": str(k.size_hints),
+                "space": {"size_hints": payload["size_hints"], "default": default},
+            }
             entry = KernelEntry(key, kind, name, sig, cap, default, launches=max(1, cap.calls))
             try:
                 entry.reference = self._run_once(entry, self._launcher(entry, default))
@@ -130,7 +140,11 @@ class KernelBench:
 
         args = args if args is not None else _fresh(entry.captured.args)
         kwargs, stream = dict(entry.captured.kwargs), kc.raw_stream(self.device_index)
-        return float(triton.testing.do_bench(lambda: kc.call(launch, args, kwargs, stream), warmup=2, rep=self.rep_ms, return_mode="median"))
+        return float(
+            triton.testing.do_bench(
+                lambda: kc.call(launch, args, kwargs, stream), warmup=2, rep=self.rep_ms, return_mode="median"
+            )
+        )
 
     def _interleaved(self, entry: KernelEntry, cand: Any, base: Any) -> tuple[float, float, float, float, float]:
         """Median, min and spread (range over rounds) of the candidate, then the default's median and spread."""
@@ -148,7 +162,9 @@ class KernelBench:
     def measure(self, key: str, configs: list[dict[str, Any]], rounds: int | None = None) -> list[Measurement]:
         entry = self.entries.get(key)
         if entry is None:
-            return [Measurement(Status.RUNTIME_ERROR, error="this kernel is not in the workload's compiled graphs any more")] * len(configs)
+            return [
+                Measurement(Status.RUNTIME_ERROR, error="this kernel is not in the workload's compiled graphs any more")
+            ] * len(configs)
         if rounds:
             self.rounds = max(2, min(int(rounds), 7))
         errors: dict[int, Measurement] = {}
@@ -170,7 +186,10 @@ class KernelBench:
                 continue
             out.append(self._measure_one(entry, entry.launchers[config_hash(c)], base))
             if out[-1].error and breaks_context([out[-1].error]):
-                out.extend(Measurement(Status.WORKER_DIED, error="not measured: an earlier config broke the CUDA context") for _ in configs[i + 1 :])
+                out.extend(
+                    Measurement(Status.WORKER_DIED, error="not measured: an earlier config broke the CUDA context")
+                    for _ in configs[i + 1 :]
+                )
                 break
         return out
 
@@ -179,7 +198,9 @@ class KernelBench:
             out = self._run_once(entry, launch)
             err = relative_error(out, entry.reference, where_finite=True)
             if not err <= self.tolerance:
-                return Measurement(Status.INACCURATE, error=f"outputs differ from the default config's (relative error {err:.3g})")
+                return Measurement(
+                    Status.INACCURATE, error=f"outputs differ from the default config's (relative error {err:.3g})"
+                )
             probe = self._probe(entry, launch)
             if probe is not None:
                 return probe
@@ -194,8 +215,17 @@ class KernelBench:
         kernel's best timed so far (``tuner.backend.instrument.pruning``), else None (it gets the full interleaved timing)."""
         import triton.testing
 
-        args, kwargs, stream = _fresh(entry.captured.args), dict(entry.captured.kwargs), kc.raw_stream(self.device_index)
-        runs = sorted(float(t) for t in triton.testing.do_bench(lambda: kc.call(launch, args, kwargs, stream), warmup=1, rep=PROBE_REP_MS, return_mode="all"))
+        args, kwargs, stream = (
+            _fresh(entry.captured.args),
+            dict(entry.captured.kwargs),
+            kc.raw_stream(self.device_index),
+        )
+        runs = sorted(
+            float(t)
+            for t in triton.testing.do_bench(
+                lambda: kc.call(launch, args, kwargs, stream), warmup=1, rep=PROBE_REP_MS, return_mode="all"
+            )
+        )
         med = statistics.median(runs)
         iqr = runs[(3 * len(runs)) // 4] - runs[len(runs) // 4]
         if not clearly_slower(med, entry.best_ms, PROBE_FLOOR_MS, iqr):

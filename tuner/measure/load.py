@@ -41,8 +41,10 @@ def busy_note(device: str) -> str | None:
     busy, cores = busy_cores(), os.cpu_count() or 1
     if busy is None or busy <= BUSY_SHARE * cores:
         return None
-    return (f"other work keeps ~{busy:.1f} of this machine's {cores} cores busy: timings taken beside it can be off by "
-            "more than their spread, enough to decide wrongly; sweep on a quiet machine")
+    return (
+        f"other work keeps ~{busy:.1f} of this machine's {cores} cores busy: timings taken beside it can be off by "
+        "more than their spread, enough to decide wrongly; sweep on a quiet machine"
+    )
 
 
 def others_note(device: str) -> str | None:
@@ -53,8 +55,10 @@ def others_note(device: str) -> str | None:
 
     pid = quiet.holder(quiet.device_lock(device))  # the first GPU: a worker's own index is known only inside it
     if pid is not None:
-        return (f"another tuner process (pid {pid or 'unknown'}) is measuring on this {device}: this sweep's timings wait "
-                "for its measurement windows, so that no two time together")
+        return (
+            f"another tuner process (pid {pid or 'unknown'}) is measuring on this {device}: this sweep's timings wait "
+            "for its measurement windows, so that no two time together"
+        )
     return busy_note(device)  # other work, which no lock keeps out
 
 

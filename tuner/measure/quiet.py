@@ -51,8 +51,11 @@ def _take(fd: int, mode: int, device: str) -> None:
     except BlockingIOError:
         pass
     t0 = time.monotonic()
-    log.warning("another tuner process is measuring on %s (pid %s): waiting for it, so that no two time together",
-                device, _owner(device) or "unknown")
+    log.warning(
+        "another tuner process is measuring on %s (pid %s): waiting for it, so that no two time together",
+        device,
+        _owner(device) or "unknown",
+    )
     fcntl.flock(fd, mode)
     log.warning("waited %.1f s for the %s measurement lock", time.monotonic() - t0, device)
 

@@ -39,7 +39,9 @@ class Measurement:
 
     def slower_than_default(self, min_gain: float) -> bool:
         """Whether this measurement shows its config slower than the default by ``min_gain`` and past the noise."""
-        return self.ratio is not None and self.ratio > 1 + min_gain and self.median_ms - self.baseline_ms > self.noise_ms  # type: ignore[operator]
+        return (
+            self.ratio is not None and self.ratio > 1 + min_gain and self.median_ms - self.baseline_ms > self.noise_ms
+        )  # type: ignore[operator]
 
     @property
     def noise_ms(self) -> float:
@@ -156,8 +158,10 @@ class CaptureResult:
         i = self.instances
         if i is None or not i.instance_base_ms:
             return ""
-        return (f"compiled instances of one config differ by up to {100 * i.instance_spread_ms / i.instance_base_ms:.1f}% here "
-                f"({i.instance_spread_ms:.3g} ms): a whole-workload trial's gain must exceed that")
+        return (
+            f"compiled instances of one config differ by up to {100 * i.instance_spread_ms / i.instance_base_ms:.1f}% here "
+            f"({i.instance_spread_ms:.3g} ms): a whole-workload trial's gain must exceed that"
+        )
 
     def cost_line(self) -> str:
         """The capture's cost, item by item: ``capture: 40 s (start 6.0 s, model build 2.1 s, default compile …)``."""

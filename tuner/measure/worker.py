@@ -49,8 +49,14 @@ def _leave() -> None:
     os._exit(0)
 
 
-def _child(conn: Any, spec_json: dict[str, Any], log_path: str, base: dict[str, Any] | None = None,
-           instance_spread_ms: float | None = None, instances_by: float | None = None) -> None:
+def _child(
+    conn: Any,
+    spec_json: dict[str, Any],
+    log_path: str,
+    base: dict[str, Any] | None = None,
+    instance_spread_ms: float | None = None,
+    instances_by: float | None = None,
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
@@ -61,7 +67,9 @@ def _child(conn: Any, spec_json: dict[str, Any], log_path: str, base: dict[str, 
         spec_json = dict(spec_json)
         if spec_json.get("input_shape") is not None:
             spec_json["input_shape"] = tuple(spec_json["input_shape"])
-        session = Session(WorkloadSpec(**spec_json), base=base, instance_spread_ms=instance_spread_ms, instances_by=instances_by)
+        session = Session(
+            WorkloadSpec(**spec_json), base=base, instance_spread_ms=instance_spread_ms, instances_by=instances_by
+        )
         conn.send(("ready", session.capture()))
     except TunerError as e:
         conn.send(("error", str(e)))
@@ -140,9 +148,13 @@ class Worker:
         self.costs = Costs()  # seconds each kind of job took lately (captures as "capture")
         self._held = False  # no recycling (``held``)
         self._compiled: frozenset[str] = frozenset()  # digests of the forcings its last job left compiled (``holds``)
-        self.base: dict[str, Any] = {}  # what every compile forces beneath its job's own (``Session.base``), from the next start
+        self.base: dict[
+            str, Any
+        ] = {}  # what every compile forces beneath its job's own (``Session.base``), from the next start
         self.instance_spread_ms: float | None = None  # measured by the first capture; a restarted worker is told it
-        self.instances_by: float | None = None  # no instance compile of a capture ends past this (``Session.instances_by``)
+        self.instances_by: float | None = (
+            None  # no instance compile of a capture ends past this (``Session.instances_by``)
+        )
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -168,9 +180,18 @@ class Worker:
         self.log_path = self.log_dir / f"worker-{os.getpid()}-{int(time.time() * 1000)}.log"
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_child, args=(child, asdict(self.spec), str(self.log_path), dict(self.base), self.instance_spread_ms,
-                                                            self.instances_by),
-                                 daemon=True)
+        self._proc = ctx.Process(
+            target=_child,
+            args=(
+                child,
+                asdict(self.spec),
+                str(self.log_path),
+                dict(self.base),
+                self.instance_spread_ms,
+                self.instances_by,
+            ),
+            daemon=True,
+        )
         self._proc.start()
         child.close()
         self._conn, self._served, self._compiled = parent, 0, frozenset()
@@ -181,16 +202,21 @@ class Worker:
             raise CaptureOverBudget(
                 f"the capture (importing, building and compiling the workload with Inductor's defaults) did not end within "
                 f"the time budget ({limit_s:.0f} s were left for it): nothing was measured. Cold caches make a first "
-                "compile slow; run it again (they are warm now) or give a larger --time-budget")
+                "compile slow; run it again (they are warm now) or give a larger --time-budget"
+            )
         if reply is None:
             why = _death(self._proc) if not self._proc.is_alive() else "timed out"
             self.close()
-            raise WorkloadError(f"the measurement worker failed to start ({why}); log: {self.log_path}: {_tail(self.log_path)}")
+            raise WorkloadError(
+                f"the measurement worker failed to start ({why}); log: {self.log_path}: {_tail(self.log_path)}"
+            )
         kind, payload = reply
         if kind == "error":
             self.close()
             raise WorkloadError(payload)
-        self.costs.observe("capture", payload.later_compile_s)  # what a compile of this workload costs, before any other
+        self.costs.observe(
+            "capture", payload.later_compile_s
+        )  # what a compile of this workload costs, before any other
         if payload.instances is not None:
             self.instance_spread_ms = payload.instances.instance_spread_ms
         start = max(0.0, time.monotonic() - t0 - sum(payload.costs.values()))  # the interpreter and its imports

@@ -38,7 +38,9 @@ class Rankers:
         if group is None:
             return None
         if group not in self.fitted:
-            rows = self.db.timed_trials(GROUP_KINDS[group], self.device_id, TIMED) + self.prior.timed(GROUP_KINDS[group])
+            rows = self.db.timed_trials(GROUP_KINDS[group], self.device_id, TIMED) + self.prior.timed(
+                GROUP_KINDS[group]
+            )
             self.fitted[group] = Ranker.fit(group, [Sample(*row) for row in rows])
         return self.fitted[group]
 

@@ -31,8 +31,12 @@ TIMED = ("ok", "pruned")
 class PriorRows:
     """One device model's rows from every shipped prior file."""
 
-    trials: tuple[tuple[str, str, dict[str, Any], dict[str, Any], float], ...] = ()  # (kind, key, signature, config, ratio)
-    winners: tuple[tuple[str, str, dict[str, Any], dict[str, Any], float | None], ...] = ()  # (kind, key, sig, config, speedup)
+    trials: tuple[
+        tuple[str, str, dict[str, Any], dict[str, Any], float], ...
+    ] = ()  # (kind, key, signature, config, ratio)
+    winners: tuple[
+        tuple[str, str, dict[str, Any], dict[str, Any], float | None], ...
+    ] = ()  # (kind, key, sig, config, speedup)
     files: tuple[str, ...] = field(default=())
     devices: tuple[str, ...] = field(default=())  # the device models they were measured on
 
@@ -43,7 +47,11 @@ class PriorRows:
 
     def winners_of_kind(self, kind: str, exclude_key: str) -> list[tuple[dict[str, Any], dict[str, Any], float | None]]:
         """(signature, config, speedup) of the winners of ``kind``, as ``Database.winners_of_kind``."""
-        return [(sig, config, speedup) for k, key, sig, config, speedup in self.winners if k == str(kind) and key != exclude_key]
+        return [
+            (sig, config, speedup)
+            for k, key, sig, config, speedup in self.winners
+            if k == str(kind) and key != exclude_key
+        ]
 
 
 def prior_files(directory: Path = PRIOR_DIR) -> list[Path]:
@@ -51,7 +59,9 @@ def prior_files(directory: Path = PRIOR_DIR) -> list[Path]:
 
 
 @functools.lru_cache(maxsize=8)
-def rows_for(device_kind: str, device_name: str, capability: str | None = None, directory: Path = PRIOR_DIR) -> PriorRows:
+def rows_for(
+    device_kind: str, device_name: str, capability: str | None = None, directory: Path = PRIOR_DIR
+) -> PriorRows:
     """The prior's rows measured on this device model; where none was, those measured on devices of the same kind and
     compute ``capability`` (one architecture: its configs rank alike, and each candidate is measured here before it can
     win); empty when there are none, or when priors are off."""
@@ -62,7 +72,9 @@ def rows_for(device_kind: str, device_name: str, capability: str | None = None, 
     same_model = _rows(directory, lambda d: d["kind"] == device_kind and d["name"] == device_name)
     if same_model.files or not capability:
         return same_model
-    return _rows(directory, lambda d: d["kind"] == device_kind and str((d.get("info") or {}).get("capability")) == capability)
+    return _rows(
+        directory, lambda d: d["kind"] == device_kind and str((d.get("info") or {}).get("capability")) == capability
+    )
 
 
 def _rows(directory: Path, here: Callable[[dict[str, Any]], bool]) -> PriorRows:
@@ -101,13 +113,24 @@ def _read(path: Path, device: Callable[[dict[str, Any]], bool]) -> tuple[list[An
     here = {fp for fp, d in plan.devices.items() if device(d)}
     tasks = plan.tasks
     trials = [
-        (tasks[t["task"]]["kind"], t["task"], tasks[t["task"]]["signature"], t["config"], t["median_ms"] / t["baseline_ms"])
+        (
+            tasks[t["task"]]["kind"],
+            t["task"],
+            tasks[t["task"]]["signature"],
+            t["config"],
+            t["median_ms"] / t["baseline_ms"],
+        )
         for t in plan.trials
         if t["device"] in here and t["status"] in TIMED and t["task"] in tasks and t["median_ms"] and t["baseline_ms"]
     ]
     winners = [
-        (tasks[w["task"]]["kind"], w["task"], tasks[w["task"]]["signature"], w["config"],
-         (w["baseline_ms"] / w["median_ms"]) if w["median_ms"] and w["baseline_ms"] else None)
+        (
+            tasks[w["task"]]["kind"],
+            w["task"],
+            tasks[w["task"]]["signature"],
+            w["config"],
+            (w["baseline_ms"] / w["median_ms"]) if w["median_ms"] and w["baseline_ms"] else None,
+        )
         for w in plan.winners
         if w["device"] in here and w["task"] in tasks
     ]
@@ -124,7 +147,9 @@ def read_ahead(device_kind: str, ranking: bool = True, directory: Path = PRIOR_D
     def read() -> None:
         try:
             plans = [_plan(path)[0] for path in prior_files(directory)] if settings().prior else []
-            if ranking and any(d["kind"] == device_kind for plan in plans if plan is not None for d in plan.devices.values()):
+            if ranking and any(
+                d["kind"] == device_kind for plan in plans if plan is not None for d in plan.devices.values()
+            ):
                 from tuner.ranking.model import Ranker
 
                 Ranker.load_library()
@@ -144,11 +169,13 @@ def describe(directory: Path = PRIOR_DIR) -> list[dict[str, Any]]:
         if plan is None:
             out.append({"file": path.name, "error": error})
             continue
-        out.append({
-            "file": path.name,
-            "devices": sorted({d["name"] for d in plan.devices.values()}),
-            "workloads": sorted({w["workload"] for w in plan.workloads}),
-            "trials": len(plan.trials),
-            "winners": len(plan.winners),
-        })
+        out.append(
+            {
+                "file": path.name,
+                "devices": sorted({d["name"] for d in plan.devices.values()}),
+                "workloads": sorted({w["workload"] for w in plan.workloads}),
+                "trials": len(plan.trials),
+                "winners": len(plan.winners),
+            }
+        )
     return out

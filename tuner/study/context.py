@@ -38,7 +38,9 @@ class StudyContext(Timebox):
     rankers: Any = None  # tuner.ranking.Rankers: the learned ranking (None: off)
     prior: Any = None  # tuner.ranking.PriorRows: shipped winners of this device model, seeds when the database has none
     stored: Counter[str] = field(default_factory=Counter)  # trials this sweep stored (context.record), by status
-    on_stored: Callable[[str], None] | None = None  # told each measured trial's status as it is stored (the progress bar)
+    on_stored: Callable[[str], None] | None = (
+        None  # told each measured trial's status as it is stored (the progress bar)
+    )
 
     def target(self, kind: str, unranked: int) -> int:
         """Distinct configs a task of ``kind`` measures: fewer when a learned ranking picks them."""
@@ -77,10 +79,22 @@ class TrialSink(Protocol):
 
 
 def record(tuning: TrialSink, task: TaskRecord, config: dict[str, Any], m: Measurement) -> TrialRecord:
-    trial = tuning.db.record_trial(task.id, tuning.device_id, tuning.environment_id, config, m.status.value, median_ms=m.median_ms,
-                                   min_ms=m.min_ms, spread_ms=m.spread_ms, baseline_ms=m.baseline_ms, error=m.error)
+    trial = tuning.db.record_trial(
+        task.id,
+        tuning.device_id,
+        tuning.environment_id,
+        config,
+        m.status.value,
+        median_ms=m.median_ms,
+        min_ms=m.min_ms,
+        spread_ms=m.spread_ms,
+        baseline_ms=m.baseline_ms,
+        error=m.error,
+    )
     if (tally := getattr(tuning, "stored", None)) is not None:
         tally[m.status.value] += 1
-    if (told := getattr(tuning, "on_stored", None)) is not None and m.status is not Status.INVALID:  # invalid: never measured
+    if (
+        told := getattr(tuning, "on_stored", None)
+    ) is not None and m.status is not Status.INVALID:  # invalid: never measured
         told(m.status.value)
     return trial

@@ -26,7 +26,13 @@ def annotate_study(tuning: Any, task: TaskRecord, outcome: TaskOutcome) -> None:
         study_id = tuning.storage.get_study_id_from_name(study_name(tuning, task))
     except KeyError:
         return  # settled without a study of its own (nothing measured here)
-    attrs = {"task": task.name, "kind": task.kind, "default_ms": outcome.default_ms, "best_ms": outcome.best_ms,
-             "speedup": outcome.speedup, "winner": "Inductor's default" if outcome.is_default else canonical_json(outcome.winner)}
+    attrs = {
+        "task": task.name,
+        "kind": task.kind,
+        "default_ms": outcome.default_ms,
+        "best_ms": outcome.best_ms,
+        "speedup": outcome.speedup,
+        "winner": "Inductor's default" if outcome.is_default else canonical_json(outcome.winner),
+    }
     for k, v in attrs.items():
         tuning.storage.set_study_user_attr(study_id, k, v)

@@ -47,7 +47,13 @@ def _grid(space: Space, seed: int) -> Any:
     return AskTellGrid(space.optuna_grid(), seed=seed)
 
 
-SAMPLERS: dict[str, Callable[[Space, int], Any]] = {"tpe": _tpe, "random": _random, "cmaes": _cmaes, "gp": _gp, "grid": _grid}
+SAMPLERS: dict[str, Callable[[Space, int], Any]] = {
+    "tpe": _tpe,
+    "random": _random,
+    "cmaes": _cmaes,
+    "gp": _gp,
+    "grid": _grid,
+}
 
 
 def make_sampler(name: str, space: Space, seed: int) -> Any:

@@ -28,11 +28,18 @@ def site_distance(a: dict[str, Any], b: dict[str, Any]) -> float | None:
         ra, rb = [InputRow.parse(r) for r in a.get("inputs", [])], [InputRow.parse(r) for r in b.get("inputs", [])]
     except (ValueError, TypeError):
         return None
-    if a.get("op") != b.get("op") or len(ra) != len(rb) or not ra or [_layout(r) for r in ra] != [_layout(r) for r in rb]:
+    if (
+        a.get("op") != b.get("op")
+        or len(ra) != len(rb)
+        or not ra
+        or [_layout(r) for r in ra] != [_layout(r) for r in rb]
+    ):
         return None
     if any(len(x.sizes) != len(y.sizes) for x, y in zip(ra, rb)):
         return None
-    return sum(abs(math.log2(max(1, p)) - math.log2(max(1, q))) for x, y in zip(ra, rb) for p, q in zip(x.sizes, y.sizes))
+    return sum(
+        abs(math.log2(max(1, p)) - math.log2(max(1, q))) for x, y in zip(ra, rb) for p, q in zip(x.sizes, y.sizes)
+    )
 
 
 def _shared(knobs: dict[str, Any], space: Space) -> dict[str, Any]:
@@ -40,13 +47,21 @@ def _shared(knobs: dict[str, Any], space: Space) -> dict[str, Any]:
     return {k: v for k, v in knobs.items() if k in space.default}
 
 
-def near_seeds(kind: str, signature: dict[str, Any], space: Space, others: list[tuple[dict[str, Any], dict[str, Any], float | None]]) -> list[dict[str, Any]]:
+def near_seeds(
+    kind: str,
+    signature: dict[str, Any],
+    space: Space,
+    others: list[tuple[dict[str, Any], dict[str, Any], float | None]],
+) -> list[dict[str, Any]]:
     """Up to MAX_SEEDS configs from other tasks' winners, nearest (sites) or best (other kinds) first; only those
     valid in ``space`` and other than its default."""
     if kind == Kind.SITE:
         ranked = [(d, config) for sig, config, _ in others if (d := site_distance(signature, sig)) is not None]
     elif kind == Kind.FUSION:
-        ranked = [(-(speedup or 0.0), {**space.default, **_shared(fusion_space.knobs_of(config), space)}) for _, config, speedup in others]
+        ranked = [
+            (-(speedup or 0.0), {**space.default, **_shared(fusion_space.knobs_of(config), space)})
+            for _, config, speedup in others
+        ]
     else:
         ranked = [(-(speedup or 0.0), config) for _, config, speedup in others]
     out: list[dict[str, Any]] = []

@@ -16,14 +16,20 @@ from tuner.search_spaces import Space
 from tuner.study.context import Measure, StudyContext, record
 
 
-def finalist(tuning: StudyContext, task: TaskRecord, space: Space) -> tuple[list[TrialRecord], TrialRecord | None, TrialRecord | None]:
+def finalist(
+    tuning: StudyContext, task: TaskRecord, space: Space
+) -> tuple[list[TrialRecord], TrialRecord | None, TrialRecord | None]:
     """The task's measured trials on this device, its latest trial of the default, and its best other config
     when that beats the default by the budget's gain (else None)."""
     ok = [t for t in tuning.db.trials(task.id, tuning.device_id) if t.status == Status.OK.value and t.ratio is not None]
     default_hash = config_hash(space.default)
     default = next((t for t in reversed(ok) if config_hash(t.config) == default_hash), None)
     candidates = sorted((t for t in ok if config_hash(t.config) != default_hash), key=lambda t: t.ratio or 9e9)
-    top = candidates[0] if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - tuning.budget.min_gain else None
+    top = (
+        candidates[0]
+        if candidates and candidates[0].ratio is not None and candidates[0].ratio < 1 - tuning.budget.min_gain
+        else None
+    )
     return ok, default, top
 
 
@@ -36,8 +42,13 @@ def keep_for_verifying(tuning: StudyContext, task: TaskRecord, space: Space) -> 
 
 
 def settle(
-    tuning: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, default_ms: float | None,
-    top: TrialRecord | None, m: Measurement | None,
+    tuning: StudyContext,
+    task: TaskRecord,
+    space: Space,
+    default: TrialRecord | None,
+    default_ms: float | None,
+    top: TrialRecord | None,
+    m: Measurement | None,
 ) -> TaskOutcome:
     """Store the task's winner: ``top`` when ``m``, its re-measurement against the default, shows the gain again;
     else the default."""
@@ -52,8 +63,15 @@ def settle(
     return _store_winner(tuning, task, trial_id, winner, is_default, default_ms, best_ms)
 
 
-def _store_winner(tuning: StudyContext, task: TaskRecord, trial_id: int | None, winner: dict[str, Any], is_default: bool,
-                  default_ms: float | None, best_ms: float | None) -> TaskOutcome:
+def _store_winner(
+    tuning: StudyContext,
+    task: TaskRecord,
+    trial_id: int | None,
+    winner: dict[str, Any],
+    is_default: bool,
+    default_ms: float | None,
+    best_ms: float | None,
+) -> TaskOutcome:
     """Store the task's winner and return its outcome; the study carries it as user attributes (the dashboard)."""
     tuning.db.set_winner(task.id, tuning.device_id, trial_id, winner, best_ms, default_ms)
     total = len(tuning.db.trials(task.id, tuning.device_id))
@@ -79,9 +97,13 @@ def choose_winner(tuning: StudyContext, task: TaskRecord, space: Space, measure:
     ok, default, top = finalist(tuning, task, space)
     default_ms = default.median_ms if default else (ok[0].baseline_ms if ok else None)
     verify = verifier(measure)
-    if top is not None and not tuning.can_verify(space.family, held=held(measure, top.config), instances=getattr(verify, "instances", 1)):
+    if top is not None and not tuning.can_verify(
+        space.family, held=held(measure, top.config), instances=getattr(verify, "instances", 1)
+    ):
         if beside_base(task.kind):
-            return settle_measured(tuning, task, space, default, top, UNVERIFIED_GAIN, tight=tuning.budget.min_gain * TIGHT_GAINS)
+            return settle_measured(
+                tuning, task, space, default, top, UNVERIFIED_GAIN, tight=tuning.budget.min_gain * TIGHT_GAINS
+            )
         return unverified(tuning, task, space, default_ms)
     m = None
     if top is not None:
@@ -114,8 +136,15 @@ def clearly_faster(top: TrialRecord | None, gain: float, tight: float | None = N
     return tight is not None and top.ratio <= 1 - tight and past_noise
 
 
-def settle_measured(tuning: StudyContext, task: TaskRecord, space: Space, default: TrialRecord | None, top: TrialRecord | None, gain: float,
-                    tight: float | None = None) -> TaskOutcome:
+def settle_measured(
+    tuning: StudyContext,
+    task: TaskRecord,
+    space: Space,
+    default: TrialRecord | None,
+    top: TrialRecord | None,
+    gain: float,
+    tight: float | None = None,
+) -> TaskOutcome:
     """No time to verify: ``top`` wins on its own trial (timed beside the default in one run, numerics checked) when
     that beat the default by ``gain``, far past the noise between two runs, or by ``tight`` and many times its own
     spread (:func:`clearly_faster`); else, as :func:`unverified`."""

@@ -38,7 +38,12 @@ def first_to_measure(tuning: StudyContext, task: TaskRecord, space: Space, seen:
     models' winners (so each is measured here before it can win), each once. ``Study`` measures them without asking
     the study and adds each to it once finished (``tuner.study.direct``)."""
     near = near_seeds(task.kind, task.signature, space, _near_winners(tuning, task))
-    first = [*([] if beside_base(task.kind) else [space.default]), *space.evidence(), *near, *tuning.first_configs(task, space)]
+    first = [
+        *([] if beside_base(task.kind) else [space.default]),
+        *space.evidence(),
+        *near,
+        *tuning.first_configs(task, space),
+    ]
     if tuning.from_similar:
         first += [c for c in tuning.db.winners_elsewhere(task.id, tuning.device_id) if space.is_valid(c)]
     hashes = [config_hash(c) for c in first]
@@ -73,7 +78,13 @@ def tell(study: Any, ot: Any, trial: TrialRecord) -> None:
         study.tell(ot, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
 
 
-def rejected(tuning: StudyContext, task: TaskRecord, space: Space, config: dict[str, Any], on_trial: Callable[[TrialRecord], None]) -> TrialRecord | None:
+def rejected(
+    tuning: StudyContext,
+    task: TaskRecord,
+    space: Space,
+    config: dict[str, Any],
+    on_trial: Callable[[TrialRecord], None],
+) -> TrialRecord | None:
     """``config``'s trial, stored as invalid (never measured), when its space rejects it; else None."""
     try:
         space.validate(config)
@@ -85,7 +96,13 @@ def rejected(tuning: StudyContext, task: TaskRecord, space: Space, config: dict[
 
 
 def ask_new(
-    tuning: StudyContext, task: TaskRecord, space: Space, study: Any, seen: set[str], invalid: set[str], on_trial: Callable[[TrialRecord], None]
+    tuning: StudyContext,
+    task: TaskRecord,
+    space: Space,
+    study: Any,
+    seen: set[str],
+    invalid: set[str],
+    on_trial: Callable[[TrialRecord], None],
 ) -> tuple[Any, dict[str, Any]] | None:
     """Ask the study for one config; a config measured before is told its stored result and an invalid one is
     stored as such (both return None; invalid ones also join ``invalid``); else (trial, config) to measure."""
@@ -106,7 +123,9 @@ def ask_new(
 def measured_before(tuning: StudyContext, task: TaskRecord) -> tuple[set[str], set[str]]:
     """Hashes of the task's configs tried on this device, and of those among them its space rejected."""
     trials = tuning.db.trials(task.id, tuning.device_id)
-    return {config_hash(t.config) for t in trials}, {config_hash(t.config) for t in trials if t.status == Status.INVALID.value}
+    return {config_hash(t.config) for t in trials}, {
+        config_hash(t.config) for t in trials if t.status == Status.INVALID.value
+    }
 
 
 Pending = dict[str, tuple[dict[str, Any], list[Any]]]  # config hash -> (config, the Optuna trials that asked for it)
@@ -144,7 +163,11 @@ class Study:
         pending: Pending = {}
         while len(pending) < batch and self.open():
             self.asks += 1
-            fresh = self._direct() if self.queue else ask_new(self.tuning, self.task, self.space, self.study, self.seen, self.invalid, self.on_trial)
+            fresh = (
+                self._direct()
+                if self.queue
+                else ask_new(self.tuning, self.task, self.space, self.study, self.seen, self.invalid, self.on_trial)
+            )
             if fresh is not None:
                 ot, config = fresh
                 pending.setdefault(config_hash(config), (config, []))[1].append(ot)  # the sampler may repeat itself
@@ -219,7 +242,16 @@ def run_study(
     trials in the same study), ``batch`` at a time (``measure`` then takes a list of configs). ``join``: another
     worker holds the task; this one helps. Returns how many this call measured."""
     seen, invalid = measured_before(tuning, task)
-    asker = Study(tuning, task, space, None, seen, tuning.target(task.kind, target or tuning.budget.trials), on_trial, invalid=invalid)
+    asker = Study(
+        tuning,
+        task,
+        space,
+        None,
+        seen,
+        tuning.target(task.kind, target or tuning.budget.trials),
+        on_trial,
+        invalid=invalid,
+    )
     if not asker.open():
         return 0
     many: MeasureMany = measure if batch > 1 else one_by_one(measure)  # type: ignore[assignment,arg-type]
@@ -234,7 +266,9 @@ def run_study(
         with tuning.costs.timed(space.family):
             results = many(configs, tuning.budget.rounds)
         for m in results:
-            if m.timing_s is not None:  # a whole-workload trial: what re-timing its compiles would cost (``can_verify``)
+            if (
+                m.timing_s is not None
+            ):  # a whole-workload trial: what re-timing its compiles would cost (``can_verify``)
                 tuning.costs.observe(timing_kind(space.family), m.timing_s)
         asker.tell_batch(pending, results)
         measured += len(configs)

@@ -40,8 +40,12 @@ def timed_alone(task: TaskSpec, device_type: str) -> bool:
     alone to compare with: Inductor compiles math attention into kernels of its own, which its eager form does not
     time."""
     sites = task.space.context.get("sites") or []
-    return (str(task.kind) == FAMILY and device_type == "cuda" and bool(sites)
-            and all(rebuildable(s) and s.get("backend") != DECOMPOSED for s in sites))
+    return (
+        str(task.kind) == FAMILY
+        and device_type == "cuda"
+        and bool(sites)
+        and all(rebuildable(s) and s.get("backend") != DECOMPOSED for s in sites)
+    )
 
 
 def math_sites(task: TaskSpec, device_type: str) -> list[dict[str, Any]]:
@@ -77,14 +81,21 @@ def settle_alone(sweep: Any, pairs: list[Pair], deadline: float | None) -> list[
     sites = {s["site"]: s for t, _ in todo for s in t.space.context["sites"]}
     if not sites or not fits(deadline, per_trial(sweep.tuning.costs, sweep.device_type, ALONE)):
         return _without(pairs, alone)
-    got = _timed(sweep, sites, False, f"timing {len(sites)} attention site(s) alone, each backend ({', '.join(FUSED)}) on inputs of its sizes",
-                 "the graph study measures them")
+    got = _timed(
+        sweep,
+        sites,
+        False,
+        f"timing {len(sites)} attention site(s) alone, each backend ({', '.join(FUSED)}) on inputs of its sizes",
+        "the graph study measures them",
+    )
     if got is None:
         return pairs
     return _without(pairs, {r.id for t, r in todo if _settle(sweep, t, r, got)} | (alone - {r.id for _, r in todo}))
 
 
-def _timed(sweep: Any, sites: dict[str, dict[str, Any]], front_end: bool, said: str, otherwise: str) -> dict[str, Any] | None:
+def _timed(
+    sweep: Any, sites: dict[str, dict[str, Any]], front_end: bool, said: str, otherwise: str
+) -> dict[str, Any] | None:
     """``sites``' fused backends timed alone by the worker ({site id: {backend: timing}}; ``front_end``: as
     :class:`AttentionAlone` calls them), having said ``said``; None where the timing failed, said with why and
     ``otherwise`` (what follows instead)."""
@@ -99,7 +110,10 @@ def _timed(sweep: Any, sites: dict[str, dict[str, Any]], front_end: bool, said: 
 
 def _note_site(sweep: Any, task: TaskSpec, site: dict[str, Any], how: str, timed: dict[str, Any]) -> None:
     """Say what ``site`` of ``task`` timed alone (``how``: what was timed there)."""
-    sweep.progress.note(f"{task.name}: attention site {site['site'][:8]} {site['shape']} ({site['count']} call(s)) {how}: " + _timings_line(timed))
+    sweep.progress.note(
+        f"{task.name}: attention site {site['site'][:8]} {site['shape']} ({site['count']} call(s)) {how}: "
+        + _timings_line(timed)
+    )
 
 
 def _without(pairs: list[Pair], ids: set[int]) -> list[Pair]:
@@ -115,18 +129,27 @@ def _settle(sweep: Any, task: TaskSpec, rec: TaskRecord, timings: dict[str, Any]
         return False
     config, m = found
     tuning = sweep.tuning
-    default = record(tuning, rec, task.space.default, Measurement(Status.OK, m.baseline_ms, m.baseline_ms, m.baseline_spread_ms, m.baseline_ms))
+    default = record(
+        tuning,
+        rec,
+        task.space.default,
+        Measurement(Status.OK, m.baseline_ms, m.baseline_ms, m.baseline_spread_ms, m.baseline_ms),
+    )
     if config == task.space.default:
         outcome = unverified(tuning, rec, task.space, m.baseline_ms)
     else:
         top = record(tuning, rec, config, m)
-        outcome = settle_measured(tuning, rec, task.space, default, top if m.beats_default(UNVERIFIED_GAIN) else None, UNVERIFIED_GAIN)
+        outcome = settle_measured(
+            tuning, rec, task.space, default, top if m.beats_default(UNVERIFIED_GAIN) else None, UNVERIFIED_GAIN
+        )
     sweep.add([outcome])
     return True
 
 
 def _timings_line(timed: dict[str, dict[str, Any]]) -> str:
-    return ", ".join(f"{b} {t['ms'] * 1e3:.2f} us" if "ms" in t else f"{b} none ({t['error'][:80]})" for b, t in timed.items())
+    return ", ".join(
+        f"{b} {t['ms'] * 1e3:.2f} us" if "ms" in t else f"{b} none ({t['error'][:80]})" for b, t in timed.items()
+    )
 
 
 def rank_math(sweep: Any, pairs: list[Pair], deadline: float | None) -> list[Pair]:
@@ -135,18 +158,29 @@ def rank_math(sweep: Any, pairs: list[Pair], deadline: float | None) -> list[Pai
     fused backend took is left out: it stays as Inductor traces it. (BERT-base on the H100: its one trial, of the
     memory-efficient kernel, first in the fixed order, ran the step in 2.78 ms against 5.14; at GPT-2's masked sites of
     the same sizes cuDNN's kernel ran 36 us alone against memory-efficient's 89.)"""
-    todo = {r.id: m for t, r in pairs if (m := math_sites(t, sweep.device_type)) and sweep.db.winner_config(r.id, sweep.tuning.device_id) is None}
+    todo = {
+        r.id: m
+        for t, r in pairs
+        if (m := math_sites(t, sweep.device_type)) and sweep.db.winner_config(r.id, sweep.tuning.device_id) is None
+    }
     sites = {s["site"]: s for m in todo.values() for s in m}
     if not sites or not fits(deadline, per_trial(sweep.tuning.costs, sweep.device_type, ALONE)):
         return pairs
-    got = _timed(sweep, sites, True, f"timing the fused backends ({', '.join(FUSED)}) alone at {len(sites)} attention site(s) run as math, to order their trials",
-                 "their trials go in the fixed order")
+    got = _timed(
+        sweep,
+        sites,
+        True,
+        f"timing the fused backends ({', '.join(FUSED)}) alone at {len(sites)} attention site(s) run as math, to order their trials",
+        "their trials go in the fixed order",
+    )
     if got is None:
         return pairs
     return ordered(sweep, pairs, todo, got)
 
 
-def ordered(sweep: Any, pairs: list[Pair], todo: dict[int, list[dict[str, Any]]], timings: dict[str, Any]) -> list[Pair]:
+def ordered(
+    sweep: Any, pairs: list[Pair], todo: dict[int, list[dict[str, Any]]], timings: dict[str, Any]
+) -> list[Pair]:
     """``pairs`` with the spaces of the tasks in ``todo`` ({task id: its math sites}) ranked by ``timings`` (a
     worker's ``AttentionTimings``), and those with nothing left to try without."""
     out = []

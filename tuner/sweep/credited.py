@@ -18,9 +18,16 @@ from tuner.sweep.winners import revert_outcomes
 
 def credited(sweep: SweepContext, keys: set[str] | None = None) -> list[tuple[TaskSpec, TaskRecord]]:
     """The template sites (of ``keys``, where given) whose winner is slower alone than their default."""
-    return [(t, r) for t, r in sweep.workload.pairs((Kind.SITE,)) if (keys is None or t.key in keys)
-            and (o := sweep.outcomes.get(r.id)) is not None and not o.is_default
-            and o.best_ms is not None and o.default_ms is not None and o.best_ms > o.default_ms]
+    return [
+        (t, r)
+        for t, r in sweep.workload.pairs((Kind.SITE,))
+        if (keys is None or t.key in keys)
+        and (o := sweep.outcomes.get(r.id)) is not None
+        and not o.is_default
+        and o.best_ms is not None
+        and o.default_ms is not None
+        and o.best_ms > o.default_ms
+    ]
 
 
 def unfused_epilogues(sweep: SweepContext, captured: list[dict[str, Any]]) -> None:
@@ -30,7 +37,9 @@ def unfused_epilogues(sweep: SweepContext, captured: list[dict[str, Any]]) -> No
     the template's output through a view, so a credit is never taken on trust."""
     apart = still_apart(sweep.epilogues, sweep.kernels, captured)
     sweep.fused_epilogues |= set(sweep.epilogues) - apart
-    _revert(sweep, credited(sweep, apart), "which still runs with every winner forced (Inductor kept the epilogue apart)")
+    _revert(
+        sweep, credited(sweep, apart), "which still runs with every winner forced (Inductor kept the epilogue apart)"
+    )
 
 
 def unconfirmed(sweep: SweepContext) -> None:
@@ -44,5 +53,7 @@ def _revert(sweep: SweepContext, pairs: list[tuple[TaskSpec, TaskRecord]], why: 
     for tid in revert_outcomes(sweep.db, sweep.tuning.device_id, pairs, sweep.outcomes):
         o = sweep.outcomes[tid]
         kernel = e.kernel if (e := sweep.epilogues.get(o.task.key)) else "the step's median pointwise kernel"
-        sweep.progress.note(f"{o.task.name}: its template won slower alone, on its epilogue kernel's time ({kernel}), {why}: "
-                            "back to Inductor's default")
+        sweep.progress.note(
+            f"{o.task.name}: its template won slower alone, on its epilogue kernel's time ({kernel}), {why}: "
+            "back to Inductor's default"
+        )

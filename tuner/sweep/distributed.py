@@ -159,8 +159,14 @@ def combine(reports: list[SweepReport]) -> SweepReport:
                 best[o.task.key] = mine.reverted(o.winner)
             elif o.winner.get(FREEZING) is False:  # set by the whole-workload check: the graph runs unfrozen
                 best[o.task.key] = o
-        base = dataclasses.replace(base, default_ms=checker.default_ms, tuned_ms=checker.tuned_ms, whole_checked=True,
-                                   unfrozen_ratio=checker.unfrozen_ratio, baseline=checker.baseline)
+        base = dataclasses.replace(
+            base,
+            default_ms=checker.default_ms,
+            tuned_ms=checker.tuned_ms,
+            whole_checked=True,
+            unfrozen_ratio=checker.unfrozen_ratio,
+            baseline=checker.baseline,
+        )
     order = [o.task.key for o in base.outcomes] + [k for k in best if k not in {o.task.key for o in base.outcomes}]
     merged = dataclasses.replace(base, outcomes=[best[k] for k in order])
     merged.trials_measured = sum(r.trials_measured for r in reports)

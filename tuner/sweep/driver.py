@@ -34,14 +34,17 @@ def run_sweep(opts: SweepOptions, progress: Progress | None = None) -> SweepRepo
     t0 = opts.started if opts.started is not None else time.monotonic()
     db = Database.open(opts.db_url)
     recycle = CPU_RECYCLE if opts.spec.device == "cpu" else 10**6
-    worker = Worker(opts.spec, settings().cache_dir / "logs", trial_timeout_s=opts.budget.trial_timeout_s, recycle_after=recycle)
+    worker = Worker(
+        opts.spec, settings().cache_dir / "logs", trial_timeout_s=opts.budget.trial_timeout_s, recycle_after=recycle
+    )
     report: SweepReport | None = None
     sweep: SweepContext | None = None
     whole = WholeCheckPhase()
     try:
         capture = _capture(opts, worker, progress, t0)
-        report = SweepReport(opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms,
-                             capture.compile_s)
+        report = SweepReport(
+            opts.spec.name, capture.device.get("name", ""), capture.graph_breaks, capture.eager_ms, capture.compile_s
+        )
         tasks = tasks_from_capture(capture, opts.spec.model)
         profile = profile_of(capture, tasks)
         opts, held, lead = plan.sized(opts, capture, progress, t0, profile)
@@ -74,38 +77,79 @@ def _capture(opts: SweepOptions, worker: Worker, progress: Progress, t0: float) 
     if note := capture.instance_note():
         progress.note(note)
     if opts.spec.device == "cpu":
-        progress.note(f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with "
-                      f"{opts.spec.threads or 'torch default'} thread(s)")
+        progress.note(
+            f"measuring on CPU core(s) {','.join(map(str, capture.cores))} with "
+            f"{opts.spec.threads or 'torch default'} thread(s)"
+        )
     return capture
 
 
-def _context(opts: SweepOptions, db: Database, worker: Worker, capture: CaptureResult, progress: Progress, t0: float,
-             tasks: list[TaskSpec], keep_end: bool = True) -> SweepContext:
+def _context(
+    opts: SweepOptions,
+    db: Database,
+    worker: Worker,
+    capture: CaptureResult,
+    progress: Progress,
+    t0: float,
+    tasks: list[TaskSpec],
+    keep_end: bool = True,
+) -> SweepContext:
     device = DeviceInfo(**capture.device)
     device_id = db.device_id(device)
     prior = rows_for(device.kind, device.name, (device.info or {}).get("capability")) if opts.prior else PriorRows()
     if prior.files:
-        where = device.name if prior.devices == (device.name,) else f"{', '.join(prior.devices)} (the {device.name}'s architecture, " \
+        where = (
+            device.name
+            if prior.devices == (device.name,)
+            else f"{', '.join(prior.devices)} (the {device.name}'s architecture, "
             f"compute capability {device.info['capability']})"
-        progress.note(f"learning also from the measurements tuner ships for the {where} ({', '.join(prior.files)}; --no-prior: not)")
+        )
+        progress.note(
+            f"learning also from the measurements tuner ships for the {where} ({', '.join(prior.files)}; --no-prior: not)"
+        )
     check_s = WHOLE_COMPILES * capture.later_compile_s
-    deadlines = shares.deadlines(opts.budget.time_budget_s, t0, check_s, plan.end_compiles(opts) * capture.later_compile_s, keep_end)
+    deadlines = shares.deadlines(
+        opts.budget.time_budget_s, t0, check_s, plan.end_compiles(opts) * capture.later_compile_s, keep_end
+    )
     # The end's share holds the unfrozen measurement until the freezing phase has taken it at the start; then the phases
     # get what the end no longer needs (never less than they had: a share too small for the end went to them).
-    settled = shares.deadlines(opts.budget.time_budget_s, t0, check_s, plan.end_compiles(opts, settled=True) * capture.later_compile_s, keep_end)
+    settled = shares.deadlines(
+        opts.budget.time_budget_s,
+        t0,
+        check_s,
+        plan.end_compiles(opts, settled=True) * capture.later_compile_s,
+        keep_end,
+    )
     freed = max(0.0, (settled["deadline"] or 0.0) - (deadlines["deadline"] or 0.0))
     tuning = StudyContext(
-        db=db, storage=open_storage(opts.db_url), device_id=device_id, prior=prior,
+        db=db,
+        storage=open_storage(opts.db_url),
+        device_id=device_id,
+        prior=prior,
         rankers=Rankers(db, device_id, prior) if opts.ranking else None,
-        environment_id=db.environment_id(EnvironmentInfo(**capture.environment)), device_fingerprint=device.fingerprint,
-        sampler=opts.sampler, seed=opts.seed, budget=opts.budget,
-        from_similar=opts.from_similar, costs=worker.costs, on_stored=progress.trial,
+        environment_id=db.environment_id(EnvironmentInfo(**capture.environment)),
+        device_fingerprint=device.fingerprint,
+        sampler=opts.sampler,
+        seed=opts.seed,
+        budget=opts.budget,
+        from_similar=opts.from_similar,
+        costs=worker.costs,
+        on_stored=progress.trial,
         **deadlines,
     )
     workload = Workload(db, opts.spec.name)
     workload.register(tasks)
-    return SweepContext(tuning, worker, progress, workload, opts.spec.device, opts.spec.model, opts.workers,
-                        freezing_settled=not opts.time_unfrozen, freed_s=freed if plan.freezing_first(opts) else 0.0).captured(capture)
+    return SweepContext(
+        tuning,
+        worker,
+        progress,
+        workload,
+        opts.spec.device,
+        opts.spec.model,
+        opts.workers,
+        freezing_settled=not opts.time_unfrozen,
+        freed_s=freed if plan.freezing_first(opts) else 0.0,
+    ).captured(capture)
 
 
 def _capture_limit(opts: SweepOptions, t0: float) -> float | None:

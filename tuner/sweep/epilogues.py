@@ -43,16 +43,25 @@ def _matching(site: dict[str, Any], kernels: list[dict[str, Any]]) -> list[dict[
     if not ops:
         return []
     count = int(site.get("count") or 1)
-    return [k for k in kernels if "_poi_" in (name := str(k.get("name", ""))) and int(k.get("launches") or 1) == count
-            and (k.get("default_ms") or 0) > 0 and all(_holds(name, op) for op in ops)]
+    return [
+        k
+        for k in kernels
+        if "_poi_" in (name := str(k.get("name", "")))
+        and int(k.get("launches") or 1) == count
+        and (k.get("default_ms") or 0) > 0
+        and all(_holds(name, op) for op in ops)
+    ]
 
 
 def _in_reduction(site: dict[str, Any], kernels: list[dict[str, Any]]) -> Epilogue | None:
     """A credit of nothing, naming the reduction kernel (``triton_per_``, ``triton_red_``) whose name holds every one of
     ``site``'s epilogue ops, of those the one fused of the fewest ops; None where none does."""
     ops = [str(op) for op in site.get("epilogue_ops") or []]
-    names = [name for k in kernels if ("_per_" in (name := str(k.get("name", ""))) or "_red_" in name)
-             and all(_holds(name, op) for op in ops)]
+    names = [
+        name
+        for k in kernels
+        if ("_per_" in (name := str(k.get("name", ""))) or "_red_" in name) and all(_holds(name, op) for op in ops)
+    ]
     return Epilogue(0.0, min(names, key=lambda n: (n.count("_"), n))) if ops and names else None
 
 
@@ -80,7 +89,9 @@ def site_epilogues(sites: list[dict[str, Any]], kernels: list[dict[str, Any]]) -
     for n, matched in found.values():
         for k in matched:
             claims.setdefault(str(k["name"]), []).append(n)
-    owned = {key: _fastest([k for k in matched if _owns(n, claims[str(k["name"])])]) for key, (n, matched) in found.items()}
+    owned = {
+        key: _fastest([k for k in matched if _owns(n, claims[str(k["name"])])]) for key, (n, matched) in found.items()
+    }
     return {s["key"]: e for s in sites if (e := owned[s["key"]] or _in_reduction(s, kernels)) is not None}
 
 

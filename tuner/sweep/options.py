@@ -20,10 +20,16 @@ class SweepOptions:
     workers: int = 1  # local workers sharing this sweep (each takes a share of the template sites)
     fusion: bool = True  # search fusion groupings per graph after the kernel winners
     ranking: bool = True  # measure the candidates a model fit on the database predicts fastest (tuner.ranking)
-    prior: bool = True  # also learn from (and seed with) the measurements tuner ships for this device model or its architecture
+    prior: bool = (
+        True  # also learn from (and seed with) the measurements tuner ships for this device model or its architecture
+    )
     started: float | None = None  # time.monotonic() when the command started: a time budget counts from there
-    time_unfrozen: bool = True  # frozen inference: time the workload unfrozen first (``FreezingPhase``), else tune it frozen
-    skip: frozenset[str] = frozenset()  # phases left out (``tuner.sweep.phases.skippable``): their tasks keep Inductor's choices
+    time_unfrozen: bool = (
+        True  # frozen inference: time the workload unfrozen first (``FreezingPhase``), else tune it frozen
+    )
+    skip: frozenset[str] = (
+        frozenset()
+    )  # phases left out (``tuner.sweep.phases.skippable``): their tasks keep Inductor's choices
 
 
 @dataclass

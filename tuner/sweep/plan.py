@@ -10,7 +10,14 @@ from collections.abc import Iterator
 
 from tuner.budget import gain, shares
 from tuner.budget.estimate import (
-    ALONE, PRIORS, REPLAY_S, TRIAL_COMPILES, max_autotune_choices, max_autotune_renders, max_autotune_s, prior_choice_share,
+    ALONE,
+    PRIORS,
+    REPLAY_S,
+    TRIAL_COMPILES,
+    max_autotune_choices,
+    max_autotune_renders,
+    max_autotune_s,
+    prior_choice_share,
 )
 from tuner.budget.gain import Profile
 from tuner.budget.presets import MAX_AUTOTUNE_SHARE, within_max_autotune
@@ -18,8 +25,18 @@ from tuner.measure import CaptureResult
 from tuner.search_spaces.attention import KIND as ATTENTION
 from tuner.sweep.options import SweepOptions
 from tuner.sweep.phases import (
-    CudaGraphPhase, FreezingPhase, FusionPhase, GraphKnobPhase, GraphStudyPhase, KernelPhase, Phase, SitePhase, SweepContext,
-    WholeCheckPhase, search_names, study_phases,
+    CudaGraphPhase,
+    FreezingPhase,
+    FusionPhase,
+    GraphKnobPhase,
+    GraphStudyPhase,
+    KernelPhase,
+    Phase,
+    SitePhase,
+    SweepContext,
+    WholeCheckPhase,
+    search_names,
+    study_phases,
 )
 from tuner.sweep.phases.cuda_graphs import by_hand, worth_measuring
 from tuner.sweep.phases.forecast import first_trials, forecast, forecast_line
@@ -30,8 +47,14 @@ from tuner.sweep.progress import Progress
 FUSION_COMPILES = TRIAL_COMPILES
 
 
-def phases(middle: list[Phase], whole: WholeCheckPhase, cuda_graphs: CudaGraphPhase | None = None, lead: bool = False,
-           freezing: FreezingPhase | None = None, kernels: bool = True) -> Iterator[Phase]:
+def phases(
+    middle: list[Phase],
+    whole: WholeCheckPhase,
+    cuda_graphs: CudaGraphPhase | None = None,
+    lead: bool = False,
+    freezing: FreezingPhase | None = None,
+    kernels: bool = True,
+) -> Iterator[Phase]:
     """The sweep's phases in order; each plans when its turn comes, so it sees what the phases before it stored. On
     CUDA whether the workload runs under CUDA graphs comes first (every later whole-workload trial then times it as
     it will run); then, for frozen inference, whether it runs frozen (``freezing``; where it was captured again
@@ -65,8 +88,16 @@ def searches(opts: SweepOptions) -> list[Phase]:
     template is a kernel fewer); on the CPU the studies, the groupings, then the codegen knobs, which win least often."""
     studies = [GraphStudyPhase(name, device_type=opts.spec.device) for name in study_phases(opts.spec.device)]
     fusion = [FusionPhase(compiles=FUSION_COMPILES if opts.spec.device == "cuda" else 0.0)] if opts.fusion else []
-    made = {p.name: p for p in (SitePhase(), *studies, *fusion, KernelPhase("compiling with every winner so far forced"),
-                                GraphKnobPhase())}
+    made = {
+        p.name: p
+        for p in (
+            SitePhase(),
+            *studies,
+            *fusion,
+            KernelPhase("compiling with every winner so far forced"),
+            GraphKnobPhase(),
+        )
+    }
     return [made[n] for n in search_names(opts.spec.device) if n in made and n not in opts.skip]
 
 
@@ -81,8 +112,15 @@ def with_shares(middle: list[Phase], lead: bool = False, whole: WholeCheckPhase 
     return middle
 
 
-def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[str, float], progress: Progress,
-                     first_s: dict[str, float] | None = None, graphs_first: bool = False, held: str | None = None) -> list[Phase]:
+def searches_by_gain(
+    opts: SweepOptions,
+    profile: Profile | None,
+    cost_s: dict[str, float],
+    progress: Progress,
+    first_s: dict[str, float] | None = None,
+    graphs_first: bool = False,
+    held: str | None = None,
+) -> list[Phase]:
     """The searches by expected gain per second (``tuner.budget.gain``; ``first_s``: the cost of a phase's first trial,
     where that trial holds a gain of its own), where the capture profiled the step, else in their own order; with a
     time budget, a phase whose every trial is the whole workload is left out where its expected gain is below what
@@ -93,16 +131,22 @@ def searches_by_gain(opts: SweepOptions, profile: Profile | None, cost_s: dict[s
         return sorted(middle.values(), key=lambda p: p.name != held)
 
     def rank(name: str) -> int:
-        cheap = (held is not None and not middle[name].whole_step and 0 < cost_s.get(name, 0.0) <= shares.CHEAP_S
-                 and (profile.gain_ms(name) or 0.0) > 0)
+        cheap = (
+            held is not None
+            and not middle[name].whole_step
+            and 0 < cost_s.get(name, 0.0) <= shares.CHEAP_S
+            and (profile.gain_ms(name) or 0.0) > 0
+        )
         return 0 if cheap else 1 if name == held else 2
 
     order = sorted(gain.by_gain(list(middle), profile, cost_s, first_s), key=rank)
     for name in [n for n in order if middle[n].whole_step and opts.budget.time_budget_s is not None]:
         if not gain.worth_a_trial(profile, name, opts.budget.min_gain, graphs_first):
-            progress.note(f"{name}: expected gain ~{profile.gain_ms(name) or 0.0:.3g} ms, under the "
-                          f"{opts.budget.min_gain:.0%} of the step a whole-workload trial must win by: "
-                          "not measured within this time budget")
+            progress.note(
+                f"{name}: expected gain ~{profile.gain_ms(name) or 0.0:.3g} ms, under the "
+                f"{opts.budget.min_gain:.0%} of the step a whole-workload trial must win by: "
+                "not measured within this time budget"
+            )
             order.remove(name)
     progress.note(gain.gains_line(profile, order, cost_s))
     return [middle[n] for n in order]
@@ -123,8 +167,9 @@ def freezing_first(opts: SweepOptions) -> bool:
     return opts.spec.uses_freezing and opts.workers == 1 and opts.time_unfrozen and opts.spec.device == "cpu"
 
 
-def sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: float,
-          profile: Profile | None = None) -> tuple[SweepOptions, bool, bool]:
+def sized(
+    opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: float, profile: Profile | None = None
+) -> tuple[SweepOptions, bool, bool]:
     """The options with the budget's own time budget, where it takes one from max-autotune's expected compile time
     (``--budget default`` with no ``--time-budget``, on a device where that cost was measured); whether that budget
     was raised to hold the first trials (:func:`floor_s`); and whether they include a site batch, which then goes
@@ -137,19 +182,33 @@ def sized(opts: SweepOptions, capture: CaptureResult, progress: Progress, t0: fl
     if budget is opts.budget:
         return opts, False, False
     held = floor > MAX_AUTOTUNE_SHARE * (expected or 0.0)
-    first = ("the workload under CUDA graphs, then a batch of its template sites," if sites
-             else "the workload under CUDA graphs,")
-    progress.note(f"--budget {budget.name}: max-autotune would take ~{expected:.0f} s to compile this workload (an "
-                  f"estimate, from its {len(listed)} template choices, rendered {renders} times at its sites, and "
-                  f"{len(capture.kernels)} Triton kernels), so this sweep takes a time budget of "
-                  f"{budget.time_budget_s:.0f} s from the command's start (--time-budget S: another)"
-                  + (f"; more than that share of it, so that its first trials, {first} fit after the "
-                     f"capture's {sum(capture.costs.values()):.0f} s" if held else ""))
+    first = (
+        "the workload under CUDA graphs, then a batch of its template sites,"
+        if sites
+        else "the workload under CUDA graphs,"
+    )
+    progress.note(
+        f"--budget {budget.name}: max-autotune would take ~{expected:.0f} s to compile this workload (an "
+        f"estimate, from its {len(listed)} template choices, rendered {renders} times at its sites, and "
+        f"{len(capture.kernels)} Triton kernels), so this sweep takes a time budget of "
+        f"{budget.time_budget_s:.0f} s from the command's start (--time-budget S: another)"
+        + (
+            f"; more than that share of it, so that its first trials, {first} fit after the "
+            f"capture's {sum(capture.costs.values()):.0f} s"
+            if held
+            else ""
+        )
+    )
     return dataclasses.replace(opts, budget=budget), held, held and sites
 
 
-def floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_autotune_s: float | None,
-            profile: Profile | None = None) -> tuple[float, bool]:
+def floor_s(
+    opts: SweepOptions,
+    capture: CaptureResult,
+    spent_s: float,
+    max_autotune_s: float | None,
+    profile: Profile | None = None,
+) -> tuple[float, bool]:
     """(the least time budget that holds the sweep's first trials, whether they include a template-site batch;
     ``tuner.budget.shares.floor_s``), where the workload under CUDA graphs comes first (the GPU waits for the host):
     that trial is a replay by hand of an inference step, else a compile. The site batch (a compile and
@@ -158,9 +217,14 @@ def floor_s(opts: SweepOptions, capture: CaptureResult, spent_s: float, max_auto
     if not graphs_first(opts, capture):
         return 0.0, False
     graphs = REPLAY_S if by_hand(opts.spec.mode) else capture.compile_s
-    worth = bool(capture.sites) and SitePhase.name not in opts.skip and (
-        profile is None or gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True))
-    probe = (shares.FLOOR_CHOICES + 1) * len(capture.sites) * prior_choice_share(opts.spec.device)  # as the batch is sized
+    worth = (
+        bool(capture.sites)
+        and SitePhase.name not in opts.skip
+        and (profile is None or gain.worth_a_trial(profile, gain.SITES, opts.budget.min_gain, graphs_first=True))
+    )
+    probe = (
+        (shares.FLOOR_CHOICES + 1) * len(capture.sites) * prior_choice_share(opts.spec.device)
+    )  # as the batch is sized
     batch = capture.compile_s + probe + _alone_s(opts, profile) if worth else None
     return shares.floor_s(spent_s, graphs, batch, max_autotune_s, MAX_AUTOTUNE_SHARE)
 
@@ -182,8 +246,15 @@ def graphs_first(opts: SweepOptions, capture: CaptureResult) -> bool:
     return graphs_searched(opts) and worth_measuring(capture.idle_share)
 
 
-def ordered(opts: SweepOptions, sweep: SweepContext, capture: CaptureResult, profile: Profile | None,
-            progress: Progress, whole: WholeCheckPhase, lead: bool) -> Iterator[Phase]:
+def ordered(
+    opts: SweepOptions,
+    sweep: SweepContext,
+    capture: CaptureResult,
+    profile: Profile | None,
+    progress: Progress,
+    whole: WholeCheckPhase,
+    lead: bool,
+) -> Iterator[Phase]:
     """The sweep's phases (:func:`phases`), the searches by expected gain, with the whole sweep's forecast said first."""
     cuda_graphs = CudaGraphPhase(capture.idle_share, by_hand=by_hand(opts.spec.mode)) if graphs_searched(opts) else None
     freezing = FreezingPhase() if freezing_first(opts) else None
@@ -191,8 +262,9 @@ def ordered(opts: SweepOptions, sweep: SweepContext, capture: CaptureResult, pro
     fusion_graphs = len(capture.graphs) if opts.fusion else 0
     parts = forecast(sweep, capture.kernels, fusion_graphs, frozen, cuda_graphs, freezing)
     first = first_trials(sweep, fusion_graphs)
-    middle = searches_by_gain(opts, profile, parts, progress, first, graphs_first(opts, capture),
-                              SitePhase.name if lead else None)
+    middle = searches_by_gain(
+        opts, profile, parts, progress, first, graphs_first(opts, capture), SitePhase.name if lead else None
+    )
     left_out = ({p.name for p in searches(opts)} - {p.name for p in middle}) | opts.skip
     progress.note(forecast_line(opts.budget, {name: s for name, s in parts.items() if name not in left_out}))
     return phases(middle, whole, cuda_graphs, lead, freezing, KernelPhase.name not in opts.skip)

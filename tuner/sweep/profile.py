@@ -7,7 +7,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from tuner.budget.gain import (
-    LARGE_GEMM, LARGE_GEMM_RATE, RATES, SHORT_KERNEL_MS, SITE_EPILOGUE_RATE, SITES, UNALIGNED_RATE, Profile,
+    LARGE_GEMM,
+    LARGE_GEMM_RATE,
+    RATES,
+    SHORT_KERNEL_MS,
+    SITE_EPILOGUE_RATE,
+    SITES,
+    UNALIGNED_RATE,
+    Profile,
 )
 from tuner.core import Kind, TaskSpec
 from tuner.kinds import descriptor
@@ -34,11 +41,23 @@ def profile_of(capture: CaptureResult, tasks: Iterable[TaskSpec]) -> Profile | N
             studies[phase] = studies.get(phase, 0.0) + work
             if (ms := _library_ms(capture, descriptor(t.kind).library_ops)) > 0:
                 study_ms[phase] = ms
-    return Profile(capture.step_ms, max(0.0, capture.step_ms - capture.busy_ms), triton, max(0.0, capture.busy_ms - triton), sites, studies,
-               _s2d_ms(capture), any(g.get("epilogue_convs") for g in capture.graphs), _merge_ms(capture),
-               short_launches(capture), _recompute_ms(capture), weighted / sites if sites else RATES[SITES], study_ms,
-               _site_epilogues_ms(capture, tasks, counts), _math_attention_ms(capture, tasks))
-
+    return Profile(
+        capture.step_ms,
+        max(0.0, capture.step_ms - capture.busy_ms),
+        triton,
+        max(0.0, capture.busy_ms - triton),
+        sites,
+        studies,
+        _s2d_ms(capture),
+        any(g.get("epilogue_convs") for g in capture.graphs),
+        _merge_ms(capture),
+        short_launches(capture),
+        _recompute_ms(capture),
+        weighted / sites if sites else RATES[SITES],
+        study_ms,
+        _site_epilogues_ms(capture, tasks, counts),
+        _math_attention_ms(capture, tasks),
+    )
 
 
 def _library_ms(capture: CaptureResult, ops: tuple[str, ...]) -> float:
@@ -61,7 +80,9 @@ def _math_attention_ms(capture: CaptureResult, tasks: Iterable[TaskSpec]) -> tup
                 phase = descriptor(t.kind).phase
     if phase is None:
         return None
-    return phase, sum(op["ms"] for op in capture.library if op["op"] == "bmm" and op["shapes"] and repr(op["shapes"][0]) in firsts)
+    return phase, sum(
+        op["ms"] for op in capture.library if op["op"] == "bmm" and op["shapes"] and repr(op["shapes"][0]) in firsts
+    )
 
 
 def _s2d_ms(capture: CaptureResult) -> float:
@@ -113,7 +134,11 @@ def short_launches(capture: CaptureResult) -> int:
     most :data:`SHORT_KERNEL_MS` (the step is a run of short kernels, where one kernel fewer is worth its launch);
     else 0."""
     median = _median_launch(capture.kernels)
-    return sum(int(k.get("launches") or 1) for k in capture.kernels) if median is not None and median <= SHORT_KERNEL_MS else 0
+    return (
+        sum(int(k.get("launches") or 1) for k in capture.kernels)
+        if median is not None and median <= SHORT_KERNEL_MS
+        else 0
+    )
 
 
 def epilogue_ms(capture: CaptureResult) -> float:

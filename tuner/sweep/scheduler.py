@@ -30,7 +30,9 @@ CLAIM_IN_FLIGHT_S = 5.0
 HEARTBEAT_S = 10.0
 
 
-def wait_for_others(db: Database, tuning: StudyContext, ids: list[int], progress: Progress, poll_s: float = 2.0) -> None:
+def wait_for_others(
+    db: Database, tuning: StudyContext, ids: list[int], progress: Progress, poll_s: float = 2.0
+) -> None:
     """Later phases build on the template winners: wait while other live workers still tune sites (not for sites
     this worker released when the time budget cut them short)."""
     noted = False
@@ -68,7 +70,14 @@ def tune_site_groups(
     while (fit := sites_that_fit(tuning, batch, size)) > 0:  # as many sites as a batch holds by the deadline
         group = []
         while len(group) < fit:
-            tid = claim_next(tuning.db, [i for i in ids if i not in {r.id for _, r in group} | dropped], tuning.device_id, wid, tuning.budget.site_target, ttl)
+            tid = claim_next(
+                tuning.db,
+                [i for i in ids if i not in {r.id for _, r in group} | dropped],
+                tuning.device_id,
+                wid,
+                tuning.budget.site_target,
+                ttl,
+            )
             if tid is None:
                 break
             group.append(by_id[tid])
@@ -89,7 +98,12 @@ def tune_site_groups(
         measured_total += measured
         for o in got:
             outcomes[o.task.id] = dataclasses.replace(o, measured=measured)
-        for _, r in group:  # cut short by the time budget, or not met under the winners forced: released, so a rerun continues the site
+        for (
+            _,
+            r,
+        ) in (
+            group
+        ):  # cut short by the time budget, or not met under the winners forced: released, so a rerun continues the site
             if r.id not in cut | gone:
                 finish(tuning.db, r.id, tuning.device_id, wid, tuning.budget.site_target)
             else:
@@ -111,7 +125,9 @@ def _once(note: Callable[[str], None]) -> Callable[[str], None]:
     return once
 
 
-def _study_to_join(tuning: StudyContext, ids: list[int], wid: str, joined: set[int], target: int, wait_s: float = CLAIM_IN_FLIGHT_S) -> int | None:
+def _study_to_join(
+    tuning: StudyContext, ids: list[int], wid: str, joined: set[int], target: int, wait_s: float = CLAIM_IN_FLIGHT_S
+) -> int | None:
     """A task another worker is tuning now, not joined before. A claim being made at this moment (its row locked,
     so ``claim_next`` skipped it, its insert not yet committed) shows up in a moment: while unfinished tasks are
     unaccounted for, look again for up to ``wait_s``."""
@@ -156,8 +172,10 @@ def tune_tasks(
         return outcomes, measured_total
     kind = tasks[0].space.family  # one phase's tasks: one kind
     if not tuning.fits(kind):
-        progress.note(f"{tasks[0].name}{f' and {len(tasks) - 1} more' if len(tasks) > 1 else ''}: a trial (~{tuning.trial_s(kind):.0f} s) "
-                      "would end past this phase's deadline: not measured within this time budget")
+        progress.note(
+            f"{tasks[0].name}{f' and {len(tasks) - 1} more' if len(tasks) > 1 else ''}: a trial (~{tuning.trial_s(kind):.0f} s) "
+            "would end past this phase's deadline: not measured within this time budget"
+        )
     while tuning.fits(kind):
         tid = claim_next(db, ids, tuning.device_id, wid, target, ttl)
         joining = tid is None
@@ -173,7 +191,9 @@ def tune_tasks(
             if _holder:
                 renew(db, _tid, tuning.device_id, wid, ttl)
 
-        measured = run_study(tuning, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target, join=joining)
+        measured = run_study(
+            tuning, rec, spec_t.space, measure, on_trial=on_trial, batch=batch, target=target, join=joining
+        )
         cut = not tuning.fits(spec_t.space.family)  # the next trial would end past the deadline
         measured_total += measured
         if joining:
@@ -181,7 +201,9 @@ def tune_tasks(
             continue
         single = measure if batch == 1 else (lambda c, r, _m=measure: _m([c], r)[0])
         stored = stored_outcome(db, tuning.device_id, rec, spec_t) if measured == 0 else None
-        outcomes.append(stored or dataclasses.replace(choose_winner(tuning, rec, spec_t.space, single), measured=measured))
+        outcomes.append(
+            stored or dataclasses.replace(choose_winner(tuning, rec, spec_t.space, single), measured=measured)
+        )
         winners.settled(tid, outcomes[-1].winner)
         if not cut:
             finish(db, tid, tuning.device_id, wid, target)

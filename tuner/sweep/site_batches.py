@@ -53,7 +53,11 @@ class EpilogueCredit:
         found = self.at.get(key)
         if found is not None:
             return found.cost(self.in_graph), f"its kernel {found.kernel}", True
-        return (self.device_ms if self.in_graph and self.device_ms else self.ms), "the step's median pointwise kernel", False
+        return (
+            (self.device_ms if self.in_graph and self.device_ms else self.ms),
+            "the step's median pointwise kernel",
+            False,
+        )
 
 
 @dataclass
@@ -97,9 +101,13 @@ def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str
             for c in choices:
                 ms = t.get(c)
                 if ms is None or base is None:
-                    out[key][c] = Measurement(Status.RUNTIME_ERROR, error=f"the site was not benchmarked (timings for {sorted(t)})")
+                    out[key][c] = Measurement(
+                        Status.RUNTIME_ERROR, error=f"the site was not benchmarked (timings for {sorted(t)})"
+                    )
                 elif not math.isfinite(ms):
-                    out[key][c] = Measurement(Status.RUNTIME_ERROR, error="Inductor's benchmark of this choice failed (inf)")
+                    out[key][c] = Measurement(
+                        Status.RUNTIME_ERROR, error="Inductor's benchmark of this choice failed (inf)"
+                    )
                 elif c in r.pruned.get(key, ()):
                     out[key][c] = Measurement(Status.PRUNED, ms, ms, 0.0, base, error=PRUNED_NOTE)
                 else:
@@ -113,7 +121,7 @@ def measure_split(measure: MeasureSites, request: Request) -> dict[str, dict[str
             **measure_split(measure, {k: request[k] for k in keys[:half]}),
             **measure_split(measure, {k: request[k] for k in keys[half:]}),
         }
-    (key, choices), = request.items()
+    ((key, choices),) = request.items()
     if len(choices) > 2:
         cands = list(choices[1:])
         half = len(cands) // 2
@@ -205,7 +213,23 @@ def tune_sites(
     for task, rec in group:
         seen, invalid = measured_before(tuning, rec)
         study, first = open_study(tuning, rec, task.space), first_to_measure(tuning, rec, task.space, seen)
-        sites.append(_Site(task, rec, Study(tuning, rec, task.space, study, seen, site_target(tuning, task), on_trial, invalid=invalid, queue=first)))
+        sites.append(
+            _Site(
+                task,
+                rec,
+                Study(
+                    tuning,
+                    rec,
+                    task.space,
+                    study,
+                    seen,
+                    site_target(tuning, task),
+                    on_trial,
+                    invalid=invalid,
+                    queue=first,
+                ),
+            )
+        )
     measured = 0
     while (n := choices_that_fit(tuning, batch, sum(1 for s in sites if s.asker.open()))) > 0:
         for s in sites:
@@ -235,7 +259,9 @@ def saves_a_kernel(space: Any, choice: str, ratio: float | None) -> bool:
     return ratio is not None and ratio <= 1.0 and space.saves_epilogue_kernel(choice)
 
 
-def with_epilogue(space: Any, ok: list[TrialRecord], top: TrialRecord | None, credit_ms: float, own: bool = False) -> TrialRecord | None:
+def with_epilogue(
+    space: Any, ok: list[TrialRecord], top: TrialRecord | None, credit_ms: float, own: bool = False
+) -> TrialRecord | None:
     """The site's choice that wins once its epilogue is counted, if one does, among its measured trials ``ok`` (``top``:
     its finalist, :func:`finalist`). At a site whose output a pointwise op reads and whose default, a library call,
     leaves that op to a kernel of its own (``credit_ms``), a Triton template takes it in: its fastest measured choice
@@ -247,34 +273,59 @@ def with_epilogue(space: Any, ok: list[TrialRecord], top: TrialRecord | None, cr
     over the default and that kernel: max-autotune's templates at BERT's FFN took in a 29-us GELU kernel."""
     if credit_ms <= 0:
         return None
-    fusing = [t for t in ok if t.baseline_ms and (saves_a_kernel(space, t.config["choice"], t.ratio)
-                                                 or own and t.ratio is not None and space.saves_epilogue_kernel(t.config["choice"]))]
+    fusing = [
+        t
+        for t in ok
+        if t.baseline_ms
+        and (
+            saves_a_kernel(space, t.config["choice"], t.ratio)
+            or own
+            and t.ratio is not None
+            and space.saves_epilogue_kernel(t.config["choice"])
+        )
+    ]
     if not fusing:
         return None
     best = min(fusing, key=lambda t: t.ratio or 9e9)
-    if top is not None and not space.saves_epilogue_kernel(top.config["choice"]) and top.median_ms + credit_ms < best.median_ms:
+    if (
+        top is not None
+        and not space.saves_epilogue_kernel(top.config["choice"])
+        and top.median_ms + credit_ms < best.median_ms
+    ):
         return None
     return best if best.median_ms <= (1 - UNVERIFIED_GAIN) * (best.baseline_ms + credit_ms) else None
 
 
-def _verify(tuning: StudyContext, sites: list[_Site], measure: MeasureSites, credit: EpilogueCredit = EpilogueCredit()) -> list[TaskOutcome]:
+def _verify(
+    tuning: StudyContext, sites: list[_Site], measure: MeasureSites, credit: EpilogueCredit = EpilogueCredit()
+) -> list[TaskOutcome]:
     """Re-measure each site's best candidate against its default, all in one compile; a winner needs a real gain. A
     finalist that beat its default by ``UNVERIFIED_GAIN`` in its own batch wins on that trial, with no second compile:
     that batch's compile ran it (Inductor takes a site's fastest choice; its numerics were checked), and the gain is
     far past the noise of two timings in one compile (gpt2's decode step on the H200: its vocabulary projection, 103
     us in cuBLAS, 26 in a Triton template, verified by a compile of 12 s)."""
     finals = {s.task.key: (s, *finalist(tuning, s.rec, s.task.space)) for s in sites}
-    fused = {k: t for k, (s, ok, _, top) in finals.items() if (t := with_epilogue(s.task.space, ok, top, *_credit(credit, k))) is not None}
+    fused = {
+        k: t
+        for k, (s, ok, _, top) in finals.items()
+        if (t := with_epilogue(s.task.space, ok, top, *_credit(credit, k))) is not None
+    }
     outcomes = [_won_with_epilogue(tuning, s, fused[k], credit) for k, (s, *_) in finals.items() if k in fused]
     best = {k: (s, default, top) for k, (s, _, default, top) in finals.items() if k not in fused}
     clear = {k for k, (_, _, top) in best.items() if clearly_faster(top, UNVERIFIED_GAIN)}
-    request = {k: _request_for(s, [top.config["choice"]]) for k, (s, _, top) in best.items() if top is not None and k not in clear}
+    request = {
+        k: _request_for(s, [top.config["choice"]])
+        for k, (s, _, top) in best.items()
+        if top is not None and k not in clear
+    }
     # One compile for every site, within the phase's deadline: the phase's share counts it (``SitePhase.compiles``).
     # Run past it, on regnet_y_400mf's 300-s H200 sweep it took 45 s of the fusion and kernel phases' time.
     fixed, per_choice = _line(tuning) or (0.0, 0.0)
     expected = fixed + per_choice * sum(len(c) for c in request.values())
     if request and not fits(tuning.deadline, expected):
-        return outcomes + [settle_measured(tuning, s.rec, s.task.space, d, top, UNVERIFIED_GAIN) for s, d, top in best.values()]
+        return outcomes + [
+            settle_measured(tuning, s.rec, s.task.space, d, top, UNVERIFIED_GAIN) for s, d, top in best.values()
+        ]
     results = _timed(tuning, measure, request) if request else {}
     for key, (s, default, top) in best.items():
         if key in clear:
@@ -293,6 +344,8 @@ def _credit(credit: EpilogueCredit, key: str) -> tuple[float, bool]:
 def _won_with_epilogue(tuning: StudyContext, site: _Site, trial: TrialRecord, credit: EpilogueCredit) -> TaskOutcome:
     """Store ``trial``'s choice as the site's winner (:func:`with_epilogue`) and say so."""
     ms, what, _ = credit.of(site.task.key)
-    credit.note(f"{site.task.name}: a Triton template won, {trial.median_ms * 1e3:.1f} us against the library call's "
-                f"{trial.baseline_ms * 1e3:.1f} us and its epilogue's kernel (~{ms * 1e3:.1f} us, {what}), which the template takes in")
+    credit.note(
+        f"{site.task.name}: a Triton template won, {trial.median_ms * 1e3:.1f} us against the library call's "
+        f"{trial.baseline_ms * 1e3:.1f} us and its epilogue's kernel (~{ms * 1e3:.1f} us, {what}), which the template takes in"
+    )
     return settle_won(tuning, site.rec, trial)

@@ -127,7 +127,12 @@ def gemm_unaligned(task: TaskSpec) -> bool:
     except (ValueError, TypeError, KeyError, IndexError):
         return False
     k, n = sizes[-2][-1], sizes[-1][-1]
-    return width is not None and isinstance(k, int) and isinstance(n, int) and bool((k * width) % ALIGN_BYTES or (n * width) % ALIGN_BYTES)
+    return (
+        width is not None
+        and isinstance(k, int)
+        and isinstance(n, int)
+        and bool((k * width) % ALIGN_BYTES or (n * width) % ALIGN_BYTES)
+    )
 
 
 def _fusion_defaults(device: str) -> dict[str, Any]:
@@ -147,7 +152,11 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str, short_kernels: int = 
         if not g.get("fusion_key"):
             continue
         pairs = [p for p, _ in sorted(g.get("pairs", {}).items(), key=lambda kv: (-kv[1], kv[0]))][:MAX_PAIRS]
-        space = {"device": g.get("device", "cpu"), "defaults": g.get("fusion_defaults") or _fusion_defaults(g.get("device", "cpu")), "pairs": pairs}
+        space = {
+            "device": g.get("device", "cpu"),
+            "defaults": g.get("fusion_defaults") or _fusion_defaults(g.get("device", "cpu")),
+            "pairs": pairs,
+        }
         if g.get("unshared"):
             space["unshared_epilogues"] = len(g["unshared"])
         for seen in (r.seen for r in REWRITE_KNOBS.values()):
@@ -157,5 +166,13 @@ def fusion_tasks(graphs: list[dict[str, Any]], model: str, short_kernels: int = 
             space["short_kernels"] = int(short_kernels)
         sig = {"backward": g["backward"], "lines": g["lines"], "space": space, **_family(g)}
         which = "backward" if g["backward"] else "forward"
-        out.append(TaskSpec(g["fusion_key"], Kind.FUSION, f"{model} {which} graph {g['index']} fusion", sig, space_for(Kind.FUSION, sig)))
+        out.append(
+            TaskSpec(
+                g["fusion_key"],
+                Kind.FUSION,
+                f"{model} {which} graph {g['index']} fusion",
+                sig,
+                space_for(Kind.FUSION, sig),
+            )
+        )
     return out

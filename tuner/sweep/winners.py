@@ -46,7 +46,9 @@ class StoredWinners:
         return Forcing.union(self.parts(pairs).values())
 
 
-def revert_outcomes(db: Database, device_id: int, pairs: Pairs, outcomes: dict[int, TaskOutcome]) -> dict[int, dict[str, Any]]:
+def revert_outcomes(
+    db: Database, device_id: int, pairs: Pairs, outcomes: dict[int, TaskOutcome]
+) -> dict[int, dict[str, Any]]:
     """:func:`revert_to_defaults`, and each of those tasks' outcome in ``outcomes`` put back with it."""
     reverted = revert_to_defaults(db, device_id, pairs)
     for tid, default in reverted.items():
@@ -75,4 +77,6 @@ def stored_outcome(db: Database, device_id: int, rec: TaskRecord, task: TaskSpec
     match = [t for t in trials if t.status == Status.OK.value and t.config == winner]
     best = match[-1] if match else None
     is_default = winner == task.space.default
-    return TaskOutcome(rec, winner, is_default, best.baseline_ms if best else None, best.median_ms if best else None, 0, len(trials))
+    return TaskOutcome(
+        rec, winner, is_default, best.baseline_ms if best else None, best.median_ms if best else None, 0, len(trials)
+    )

@@ -35,7 +35,11 @@ def _better(m: Measurement, than: Measurement, by: float = 0.0) -> bool:
 
 
 def check_whole(
-    measure: MeasureForcing, parts: Parts, min_gain: float, note: Callable[[str], None], refine: MeasureForcing | None = None,
+    measure: MeasureForcing,
+    parts: Parts,
+    min_gain: float,
+    note: Callable[[str], None],
+    refine: MeasureForcing | None = None,
     measured: dict[str, float] | None = None,
 ) -> tuple[Measurement | None, list[int]]:
     """(the measurement of the set kept, the ids of the tasks whose winners are dropped). ``measure`` answers None
@@ -50,8 +54,10 @@ def check_whole(
         return whole, []
     alone = _beaten_by(whole, parts, measured or {}, min_gain)
     if alone is not None and not whole.slower_than_default(min_gain):
-        note(f"all winners together are {whole.ratio:.2f}x the time without them, the {alone} winners alone were "
-             f"{(measured or {})[alone]:.2f}x: measuring them alone, then adding the others back a group at a time")
+        note(
+            f"all winners together are {whole.ratio:.2f}x the time without them, the {alone} winners alone were "
+            f"{(measured or {})[alone]:.2f}x: measuring them alone, then adding the others back a group at a time"
+        )
         return _from_alone(refine, parts, alone, whole, min_gain)
     if not whole.slower_than_default(min_gain):  # slower only inside the noise: kept
         return whole, []
@@ -63,7 +69,9 @@ def check_whole(
             break
         if _better(m, best):
             best, blamed = m, name
-    if blamed is None or best.ratio is None or best.ratio > 1 + min_gain:  # no single kind is to blame: keep Inductor's defaults
+    if (
+        blamed is None or best.ratio is None or best.ratio > 1 + min_gain
+    ):  # no single kind is to blame: keep Inductor's defaults
         everything = [tid for tasks in parts.values() for tid in tasks]
         return Measurement(best.status, best.baseline_ms, best.baseline_ms, 0.0, best.baseline_ms), everything
     if len(parts[blamed]) > 1:
@@ -77,10 +85,19 @@ def _beaten_by(whole: Measurement, parts: Parts, measured: dict[str, float], min
     the others then cost more than they gain, although each was faster at its own site or kernel."""
     if whole.ratio is None or len(parts) < 2:
         return None
-    return next((name for name, ratio in sorted(measured.items(), key=lambda kv: kv[1]) if name in parts and whole.ratio > ratio * (1 + min_gain)), None)
+    return next(
+        (
+            name
+            for name, ratio in sorted(measured.items(), key=lambda kv: kv[1])
+            if name in parts and whole.ratio > ratio * (1 + min_gain)
+        ),
+        None,
+    )
 
 
-def _from_alone(refine: MeasureForcing, parts: Parts, alone: str, whole: Measurement, min_gain: float) -> tuple[Measurement, list[int]]:
+def _from_alone(
+    refine: MeasureForcing, parts: Parts, alone: str, whole: Measurement, min_gain: float
+) -> tuple[Measurement, list[int]]:
     """``alone``'s winners measured by themselves in this run; where they beat the whole by the minimum gain, the other
     winners are added back to them by halves (:func:`add_back`), else every winner stays."""
     kept = _kinds({alone: parts[alone]})
@@ -92,7 +109,11 @@ def _from_alone(refine: MeasureForcing, parts: Parts, alone: str, whole: Measure
 
 
 def add_back(
-    measure: MeasureForcing, kept: Forcing, best: Measurement, tasks: list[tuple[int, Forcing]], min_gain: float,
+    measure: MeasureForcing,
+    kept: Forcing,
+    best: Measurement,
+    tasks: list[tuple[int, Forcing]],
+    min_gain: float,
     most: int = REFINE_MEASUREMENTS,
 ) -> tuple[Measurement, list[int]]:
     """Group testing: add each half of ``tasks`` back to ``kept`` and keep it when the whole gets faster by

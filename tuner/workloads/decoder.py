@@ -44,7 +44,9 @@ class _Block(nn.Module):
         self.k.index_copy_(2, slot, k)
         self.v.index_copy_(2, slot, v)
         grouped = {"enable_gqa": True} if self.kv_heads < self.heads else {}
-        attended = F.scaled_dot_product_attention(q, self.k, self.v, **grouped)  # every cached position precedes the new token
+        attended = F.scaled_dot_product_attention(
+            q, self.k, self.v, **grouped
+        )  # every cached position precedes the new token
         x = x + self.proj(attended.transpose(1, 2).reshape(b, 1, width))
         return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
@@ -52,8 +54,17 @@ class _Block(nn.Module):
 class DecodeStep(nn.Module):
     """``(batch, 1)`` token ids to ``(batch, 1, vocab)`` logits, one step of decoding against the static cache."""
 
-    def __init__(self, vocab: int, width: int, layers: int, heads: int, batch: int, cache_len: int, seed: int = 0,
-                 kv_heads: int | None = None):
+    def __init__(
+        self,
+        vocab: int,
+        width: int,
+        layers: int,
+        heads: int,
+        batch: int,
+        cache_len: int,
+        seed: int = 0,
+        kv_heads: int | None = None,
+    ):
         super().__init__()
         kv_heads = kv_heads or heads
         if width % heads:
@@ -89,6 +100,8 @@ def from_config(config: Any, batch: int, cache_len: int, seed: int = 0) -> Decod
         width=_size(config, "n_embd", "hidden_size", "d_model"),
         layers=_size(config, "n_layer", "num_hidden_layers", "num_layers"),
         heads=_size(config, "n_head", "num_attention_heads", "num_heads"),
-        batch=batch, cache_len=cache_len, seed=seed,
+        batch=batch,
+        cache_len=cache_len,
+        seed=seed,
         kv_heads=kv_heads if isinstance(kv_heads, int) and kv_heads > 0 else None,
     )

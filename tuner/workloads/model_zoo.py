@@ -73,7 +73,11 @@ def hf_config(text: str, model: str) -> Any:
     except (ValueError, KeyError) as e:
         raise WorkloadError(f"--model {model}: Transformers has no model type {name!r} ({e})") from None
     pad = getattr(config, "pad_token_id", None)
-    if "pad_token_id" not in overrides and isinstance(pad, int) and not 0 <= pad < getattr(config, "vocab_size", pad + 1):
+    if (
+        "pad_token_id" not in overrides
+        and isinstance(pad, int)
+        and not 0 <= pad < getattr(config, "vocab_size", pad + 1)
+    ):
         config.pad_token_id = None  # a smaller vocab_size than the type's own (phi3's pad id is 32000): no padding row
     return config
 

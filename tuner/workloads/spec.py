@@ -44,8 +44,10 @@ class WorkloadSpec:
         if self.input_shape is not None and (not self.input_shape or any(d < 1 for d in self.input_shape)):
             raise WorkloadError(f"--input-shape must be positive integers, got {self.input_shape}")
         if self.mode == "decode" and (not self.model.startswith("hf:") or self.input_shape is not None):
-            raise WorkloadError("--mode decode takes a Hugging Face language model (--model hf:gpt2, say) and --batch and "
-                                "--seq-len (the KV cache's length), not --input-shape")
+            raise WorkloadError(
+                "--mode decode takes a Hugging Face language model (--model hf:gpt2, say) and --batch and "
+                "--seq-len (the KV cache's length), not --input-shape"
+            )
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -55,7 +57,11 @@ class WorkloadSpec:
             return tuple(self.input_shape)
         if self.mode == "decode":
             return (self.batch, 1)  # one new token per sequence
-        return (self.batch, self.seq_len) if takes_tokens(self.model) else (self.batch, 3, self.image_size, self.image_size)
+        return (
+            (self.batch, self.seq_len)
+            if takes_tokens(self.model)
+            else (self.batch, 3, self.image_size, self.image_size)
+        )
 
     @property
     def amp(self) -> tuple[str, str] | None:
@@ -112,7 +118,9 @@ def build_model(spec: WorkloadSpec) -> Any:
         if spec.mode == "decode":
             from tuner.workloads.decoder import from_config
 
-            return from_config(model_zoo.hf_config(spec.model.removeprefix("hf:"), spec.model), spec.batch, spec.seq_len, spec.seed)
+            return from_config(
+                model_zoo.hf_config(spec.model.removeprefix("hf:"), spec.model), spec.batch, spec.seq_len, spec.seed
+            )
         return model_zoo.load(spec.model)
 
     model = _constructed_on(spec.device, construct)

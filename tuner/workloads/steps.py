@@ -38,8 +38,10 @@ def eager_reference(spec: Any, model: Any, x: Any) -> Any:
         return run_step(spec.mode, model, x, grads=True, amp=spec.amp)
     except Exception as e:  # the model's own code: any failure means these inputs do not fit it
         lines = str(e).strip().splitlines()
-        raise WorkloadError(f"{spec.model} rejects its input of shape {tuple(spec.shape)} ({type(e).__name__}: "
-                            f"{lines[0] if lines else ''}); check --input-shape, --batch, --image-size or --seq-len") from None
+        raise WorkloadError(
+            f"{spec.model} rejects its input of shape {tuple(spec.shape)} ({type(e).__name__}: "
+            f"{lines[0] if lines else ''}); check --input-shape, --batch, --image-size or --seq-len"
+        ) from None
 
 
 def optimizer_name(mode: str, model_name: str) -> str | None:

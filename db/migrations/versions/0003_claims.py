@@ -3,6 +3,7 @@
 Revision ID: 0003
 Revises: 0002
 """
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -23,7 +24,9 @@ def upgrade() -> None:
         sa.Column("done_target", sa.Integer),
         sa.PrimaryKeyConstraint("id", name="pk_tuner_claims"),
         sa.UniqueConstraint("task_id", "device_id", name="uq_tuner_claims_task_id"),
-        sa.ForeignKeyConstraint(["task_id"], ["tuner_tasks.id"], name="fk_tuner_claims_task_id_tuner_tasks", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["task_id"], ["tuner_tasks.id"], name="fk_tuner_claims_task_id_tuner_tasks", ondelete="CASCADE"
+        ),
         sa.ForeignKeyConstraint(["device_id"], ["tuner_devices.id"], name="fk_tuner_claims_device_id_tuner_devices"),
     )
 

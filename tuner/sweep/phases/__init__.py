@@ -8,7 +8,10 @@ from tuner.sweep.phases.kernels import KernelPhase
 from tuner.sweep.phases.sites import SitePhase
 from tuner.sweep.phases.whole import WholeCheckPhase
 
-BUILT_IN = tuple(p.name for p in (CudaGraphPhase, FreezingPhase, SitePhase, GraphKnobPhase, FusionPhase, KernelPhase, WholeCheckPhase))
+BUILT_IN = tuple(
+    p.name
+    for p in (CudaGraphPhase, FreezingPhase, SitePhase, GraphKnobPhase, FusionPhase, KernelPhase, WholeCheckPhase)
+)
 
 
 def study_phases(device_type: str) -> list[str]:
@@ -35,6 +38,20 @@ def skippable(device_type: str) -> dict[str, str]:
 
 
 __all__ = [
-    "CudaGraphPhase", "FreezingPhase", "FusionPhase", "GraphKnobPhase", "GraphStudyPhase", "KernelPhase", "Phase", "Plan", "SitePhase", "SweepContext", "WholeCheckPhase",
-    "Workload", "run_phases", "search_names", "skippable", "study_phases",
+    "CudaGraphPhase",
+    "FreezingPhase",
+    "FusionPhase",
+    "GraphKnobPhase",
+    "GraphStudyPhase",
+    "KernelPhase",
+    "Phase",
+    "Plan",
+    "SitePhase",
+    "SweepContext",
+    "WholeCheckPhase",
+    "Workload",
+    "run_phases",
+    "search_names",
+    "skippable",
+    "study_phases",
 ]

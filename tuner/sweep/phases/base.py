@@ -23,8 +23,6 @@ from tuner.study.context import StudyContext
 from tuner.sweep.winners import StoredWinners
 
 
-
-
 def as_stored(task: TaskSpec, record: TaskRecord) -> TaskSpec:
     """``task`` with the signature its database record holds: a task stored before its space grew (a knob added since)
     is searched in the space it was stored with, in which a compile validates its winners; a record that builds no
@@ -55,7 +53,10 @@ class Workload:
     def register_pairs(self, new: list[TaskSpec]) -> list[tuple[TaskSpec, TaskRecord]]:
         """``new``'s (task, record) pairs, in order, each task as its record holds it (:func:`as_stored`)."""
         known = {t.key: r for t, r in zip(self.tasks, self.records)}
-        recs = [known.get(t.key) or self.db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint()) for t in new]
+        recs = [
+            known.get(t.key) or self.db.upsert_task(t.key, t.kind, t.name, t.signature, t.space.fingerprint())
+            for t in new
+        ]
         pairs = [(as_stored(t, r), r) for t, r in zip(new, recs)]
         added = [(t, r) for t, r in pairs if t.key not in known]
         self.tasks, self.records = self.tasks + [t for t, _ in added], self.records + [r for _, r in added]
@@ -82,19 +83,39 @@ class SweepContext:
     model: str
     workers: int = 1  # local workers sharing the sweep
     outcomes: dict[int, TaskOutcome] = field(default_factory=dict)
-    recorded: list[dict[str, Any]] = field(default_factory=list)  # the graphs as the capture recorded them (Inductor's defaults)
-    short_kernels: int = 0  # the step's Triton launches, where it is a run of short kernels (``tuner.sweep.profile.short_launches``)
-    epilogue_ms: float = 0.0  # what a pointwise kernel of the step costs (``tuner.sweep.profile.epilogue_ms``): a site's epilogue credit
-    epilogue_device_ms: float | None = None  # ... inside the step, on the device (``tuner.sweep.profile.epilogue_device_ms``)
-    kernels: list[dict[str, Any]] = field(default_factory=list)  # the capture's Triton kernels (names, launches, default times)
-    epilogues: dict[str, Epilogue] = field(default_factory=dict)  # {site key: the kernel that runs its epilogue} (``epilogues``)
-    fused_epilogues: set[str] = field(default_factory=set)  # the sites whose epilogue a capture with the winners forced showed taken in
+    recorded: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # the graphs as the capture recorded them (Inductor's defaults)
+    short_kernels: int = (
+        0  # the step's Triton launches, where it is a run of short kernels (``tuner.sweep.profile.short_launches``)
+    )
+    epilogue_ms: float = (
+        0.0  # what a pointwise kernel of the step costs (``tuner.sweep.profile.epilogue_ms``): a site's epilogue credit
+    )
+    epilogue_device_ms: float | None = (
+        None  # ... inside the step, on the device (``tuner.sweep.profile.epilogue_device_ms``)
+    )
+    kernels: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # the capture's Triton kernels (names, launches, default times)
+    epilogues: dict[str, Epilogue] = field(
+        default_factory=dict
+    )  # {site key: the kernel that runs its epilogue} (``epilogues``)
+    fused_epilogues: set[str] = field(
+        default_factory=set
+    )  # the sites whose epilogue a capture with the winners forced showed taken in
     capture_s: float = 0.0  # what the capture took, start to end
     former: list[TaskRecord] = field(default_factory=list)  # the tasks of a workload captured before this one (frozen)
-    freezing_settled: bool = False  # whether the end leaves freezing as it is: timed before the searches (``FreezingPhase``), or not to be
+    freezing_settled: bool = (
+        False  # whether the end leaves freezing as it is: timed before the searches (``FreezingPhase``), or not to be
+    )
     unfrozen_ratio: float | None = None  # where it won unfrozen: its time over the frozen one's
-    freed_s: float = 0.0  # how much later the phases' deadline moves once freezing is settled (the end no longer holds it)
-    recordings: dict[str, Recording] = field(default_factory=dict)  # {forcing's digest: what a compile under it recorded}
+    freed_s: float = (
+        0.0  # how much later the phases' deadline moves once freezing is settled (the end no longer holds it)
+    )
+    recordings: dict[str, Recording] = field(
+        default_factory=dict
+    )  # {forcing's digest: what a compile under it recorded}
 
     @property
     def db(self) -> Database:
@@ -130,7 +151,11 @@ class SweepContext:
 
     def captured(self, capture: Any) -> SweepContext:
         """What the phases read of ``capture`` (a ``CaptureResult``): its graphs, kernels, epilogues and cost."""
-        self.recorded, self.short_kernels, self.capture_s = capture.graphs, short_launches(capture), sum(capture.costs.values())
+        self.recorded, self.short_kernels, self.capture_s = (
+            capture.graphs,
+            short_launches(capture),
+            sum(capture.costs.values()),
+        )
         self.epilogue_ms, self.epilogue_device_ms = epilogue_ms(capture), epilogue_device_ms(capture)
         self.kernels, self.epilogues = capture.kernels, site_epilogues(capture.sites, capture.kernels)
         return self
@@ -189,7 +214,9 @@ class Phase(abc.ABC):
     share: float = 1.0
     past_budget: bool = False
     compiles: float = 0.0  # the least time worth giving it, in compiles of the workload (see deadline_for)
-    whole_step: bool = False  # each trial times the whole workload against its base (a winner beats the step by min_gain)
+    whole_step: bool = (
+        False  # each trial times the whole workload against its base (a winner beats the step by min_gain)
+    )
     lender: Any = None  # the phase whose time kept for the end this one may take where that phase has nothing to do
 
     @abc.abstractmethod

@@ -84,15 +84,21 @@ class CudaGraphPhase(Phase):
     def plan(self, sweep: SweepContext) -> Plan:
         every = sweep.workload.pairs(where(phase=self.name))
         _store_defaults(sweep, every)
-        self.pairs = [(t, r) for t, r in every if sweep.db.find_trial(r.id, sweep.tuning.device_id, on()) is None]  # a rerun measures it once
+        self.pairs = [
+            (t, r) for t, r in every if sweep.db.find_trial(r.id, sweep.tuning.device_id, on()) is None
+        ]  # a rerun measures it once
         if not self.pairs:
             return Plan([], 0)
         if not worth_measuring(self.idle):
-            sweep.progress.note(f"the default step keeps the GPU busy {1 - self.idle:.0%} of its time: CUDA graphs are not measured")
+            sweep.progress.note(
+                f"the default step keeps the GPU busy {1 - self.idle:.0%} of its time: CUDA graphs are not measured"
+            )
             return Plan([], 0)
         idle = "unknown" if self.idle is None else f"{self.idle:.0%}"
-        sweep.progress.note(f"the GPU waits for the host {idle} of the default step: the workload under CUDA graphs is measured "
-                            f"first (~{self._expected(sweep.tuning.costs):.0f} s)")
+        sweep.progress.note(
+            f"the GPU waits for the host {idle} of the default step: the workload under CUDA graphs is measured "
+            f"first (~{self._expected(sweep.tuning.costs):.0f} s)"
+        )
         return Plan([t for t, _ in self.pairs], 1)
 
     def _expected(self, costs: Costs) -> float:
@@ -111,8 +117,10 @@ class CudaGraphPhase(Phase):
             return
         wins = m.ok and m.beats_default(sweep.budget.min_gain)
         if m.ok:
-            sweep.progress.note(f"under CUDA graphs{how}: {m.median_ms:.4g} ms against "
-                                f"{m.baseline_ms:.4g} ms ({m.ratio:.3f}x): " + ("kept" if wins else "Inductor's default stays"))
+            sweep.progress.note(
+                f"under CUDA graphs{how}: {m.median_ms:.4g} ms against "
+                f"{m.baseline_ms:.4g} ms ({m.ratio:.3f}x): " + ("kept" if wins else "Inductor's default stays")
+            )
         else:
             sweep.progress.note(f"the workload under CUDA graphs failed: {m.status.value}: {m.error}")
         self._store(sweep, m, wins)
@@ -125,12 +133,16 @@ class CudaGraphPhase(Phase):
         with costs.timed(REPLAY):
             m = sweep.worker.run(GraphReplay(sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
         if not m.ok:
-            sweep.progress.note(f"the step could not be replayed as a CUDA graph by hand ({m.status.value}: {m.error}): Inductor's are compiled")
+            sweep.progress.note(
+                f"the step could not be replayed as a CUDA graph by hand ({m.status.value}: {m.error}): Inductor's are compiled"
+            )
             return None
         if decided(m, sweep.budget.min_gain):
             return m
-        sweep.progress.note(f"replayed by hand as a CUDA graph: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms, too close to "
-                            f"what Inductor's CUDA graphs spend on the host per call (up to ~{GRAPH_HOST_MS:g} ms): they are compiled and timed")
+        sweep.progress.note(
+            f"replayed by hand as a CUDA graph: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms, too close to "
+            f"what Inductor's CUDA graphs spend on the host per call (up to ~{GRAPH_HOST_MS:g} ms): they are compiled and timed"
+        )
         return None
 
     def _compiled(self, sweep: SweepContext, deadline: float | None) -> Measurement | None:
@@ -140,12 +152,23 @@ class CudaGraphPhase(Phase):
             return None
         candidate = Forcing.union(t.forcing(on()) for t, _ in self.pairs)
         with costs.timed(str(Kind.CUDA_GRAPH)):
-            return sweep.worker.run(GraphTrial(Forcing().to_json(), candidate.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms))
+            return sweep.worker.run(
+                GraphTrial(
+                    Forcing().to_json(), candidate.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms
+                )
+            )
 
     def _store(self, sweep: SweepContext, m: Measurement, wins: bool) -> None:
         for t, r in self.pairs:
             trial = record(sweep.tuning, r, on(), m)
             if wins:
                 sweep.db.set_winner(r.id, sweep.tuning.device_id, trial.id, on(), m.median_ms, m.baseline_ms)
-            sweep.outcomes[r.id] = TaskOutcome(r, on() if wins else t.space.default, not wins, m.baseline_ms,
-                                               m.median_ms if wins else m.baseline_ms, 1, 1)
+            sweep.outcomes[r.id] = TaskOutcome(
+                r,
+                on() if wins else t.space.default,
+                not wins,
+                m.baseline_ms,
+                m.median_ms if wins else m.baseline_ms,
+                1,
+                1,
+            )

@@ -22,8 +22,14 @@ from tuner.sweep.phases.whole import WholeCheckPhase
 from tuner.sweep.tasks import kernel_tasks
 
 
-def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_graphs: int, frozen: bool = False,
-             cuda_graphs: CudaGraphPhase | None = None, freezing: FreezingPhase | None = None) -> dict[str, float]:
+def forecast(
+    sweep: SweepContext,
+    kernel_records: list[dict[str, Any]],
+    fusion_graphs: int,
+    frozen: bool = False,
+    cuda_graphs: CudaGraphPhase | None = None,
+    freezing: FreezingPhase | None = None,
+) -> dict[str, float]:
     """{phase: expected seconds} for the phases this sweep will run, from the capture's tasks and kernels;
     ``fusion_graphs``: the graphs whose groupings it will search (0: none); ``frozen``: some were compiled frozen,
     so the workload is timed unfrozen (by ``freezing``, the sweep's freezing phase, where it has one, else by the
@@ -37,11 +43,16 @@ def forecast(sweep: SweepContext, kernel_records: list[dict[str, Any]], fusion_g
         SitePhase.name: SitePhase.expected_s(sweep, measured_by(SitePhase.name)),
         KernelPhase.name: expected_s(costs, dev, KernelPhase.trials(sweep, kernel_tasks(kernel_records))[1]),
         GraphKnobPhase.name: expected_s(costs, dev, GraphKnobPhase.trials(sweep, measured_by(GraphKnobPhase.name))[1]),
-        **{name: expected_s(costs, dev, GraphStudyPhase.trials(sweep, measured_by(name))[1]) for name in study_phases(dev)},
+        **{
+            name: expected_s(costs, dev, GraphStudyPhase.trials(sweep, measured_by(name))[1])
+            for name in study_phases(dev)
+        },
     }
     if fusion_graphs:  # one grouping per graph, each with its budget's trials (the groupings are recorded later)
         out[FusionPhase.name] = expected_s(costs, dev, [(str(Kind.FUSION), fusion_graphs * sweep.budget.fusion_target)])
-    out[WholeCheckPhase.name] = (WHOLE_COMPILES + (UNFROZEN_COMPILES if fusion_graphs and frozen and freezing is None else 0)) * costs.expect(CAPTURE)
+    out[WholeCheckPhase.name] = (
+        WHOLE_COMPILES + (UNFROZEN_COMPILES if fusion_graphs and frozen and freezing is None else 0)
+    ) * costs.expect(CAPTURE)
     return {name: s for name, s in out.items() if s > 0}
 
 

@@ -52,8 +52,12 @@ class FreezingPhase(Phase):
         self.pairs = sweep.workload.pairs(where(phase=self.name))
         if not self.pairs:
             return Plan([], 0)
-        self.compiles = _compiles(sweep) + 0.05  # the least time it is given (``deadline_for``), with the moments before it starts
-        return Plan([t for t, _ in self.pairs], 1, seconds=self.measure_s(sweep))  # a capture follows only where unfrozen wins
+        self.compiles = (
+            _compiles(sweep) + 0.05
+        )  # the least time it is given (``deadline_for``), with the moments before it starts
+        return Plan(
+            [t for t, _ in self.pairs], 1, seconds=self.measure_s(sweep)
+        )  # a capture follows only where unfrozen wins
 
     def measure_s(self, sweep: SweepContext) -> float:
         """Its measurement: the unfrozen compile, and the baseline's where that is not the capture's (under CUDA
@@ -65,7 +69,9 @@ class FreezingPhase(Phase):
         if wins is None:
             m = self._measure(sweep, deadline)
             if m is None:
-                sweep.progress.note("no time to time the workload without freezing before the searches: it is tuned frozen")
+                sweep.progress.note(
+                    "no time to time the workload without freezing before the searches: it is tuned frozen"
+                )
             else:
                 wins = self._store(sweep, self._again(sweep, m))
         sweep.settle_freezing()  # the end's check does not time it
@@ -77,7 +83,9 @@ class FreezingPhase(Phase):
         winners = sweep.db.winner_configs([r.id for _, r in self.pairs], sweep.tuning.device_id)
         if any((winners.get(r.id) or {}).get("freezing") is False for _, r in self.pairs):
             sweep.progress.note("an earlier sweep found this workload faster without freezing: it is tuned unfrozen")
-            sweep.add([o for t, r in self.pairs if (o := stored_outcome(sweep.db, sweep.tuning.device_id, r, t)) is not None])
+            sweep.add(
+                [o for t, r in self.pairs if (o := stored_outcome(sweep.db, sweep.tuning.device_id, r, t)) is not None]
+            )
             return True
         if all(sweep.db.find_trial(r.id, sweep.tuning.device_id, unfrozen()) is not None for _, r in self.pairs):
             return False
@@ -88,14 +96,18 @@ class FreezingPhase(Phase):
         graphs where the sweep keeps them), or None where that does not fit before ``deadline``."""
         if not fits(deadline, self.measure_s(sweep)):
             return None
-        sweep.progress.note("timing the workload without freezing against the capture's frozen compile, before any search")
+        sweep.progress.note(
+            "timing the workload without freezing against the capture's frozen compile, before any search"
+        )
         with sweep.tuning.costs.timed(UNFROZEN):
             return sweep.worker.run(self._trial(sweep))
 
     def _trial(self, sweep: SweepContext, instances: int = 1) -> GraphTrial:
         base = _base(sweep)
         candidate = Forcing.union([base, *(t.forcing(unfrozen()) for t, _ in self.pairs)])
-        return GraphTrial(base.to_json(), candidate.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms, instances)
+        return GraphTrial(
+            base.to_json(), candidate.to_json(), sweep.budget.verify_rounds, sweep.budget.min_sample_ms, instances
+        )
 
     def _again(self, sweep: SweepContext, m: Any) -> Any:
         """A first timing whose median gain clears the budget's minimum but not the noise it measured is timed once
@@ -106,13 +118,17 @@ class FreezingPhase(Phase):
         if not undecided(m, sweep.budget.min_gain):
             return m
         instances = verify_instances(sweep.worker)
-        said = (f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen ({m.ratio:.3f}x), "
-                f"inside the noise ({m.noise_ms:.3g} ms)")
+        said = (
+            f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms frozen ({m.ratio:.3f}x), "
+            f"inside the noise ({m.noise_ms:.3g} ms)"
+        )
         expected = again_s(self.measure_s(sweep), sweep.tuning.costs.expect(CAPTURE) or 0.0, instances)
         if not fits(sweep.tuning.settle_by, expected):  # a verification's deadline: the sweep's own
             sweep.progress.note(f"{said}; no time to time it again (~{expected:.0f} s)")
             return m
-        sweep.progress.note(f"{said}: timing it again" + (f" with {instances} instances of each side" if instances > 1 else ""))
+        sweep.progress.note(
+            f"{said}: timing it again" + (f" with {instances} instances of each side" if instances > 1 else "")
+        )
         return sweep.worker.run(self._trial(sweep, instances))
 
     def _store(self, sweep: SweepContext, m: Any) -> bool:
@@ -129,15 +145,21 @@ class FreezingPhase(Phase):
         former = [r for _, r in sweep.workload.pairs()]
         empty = Workload(sweep.db, sweep.workload.name)
         if not fits(sweep.tuning.deadline, _capture_s(sweep)):
-            sweep.progress.note("no time to capture the workload without freezing: it runs unfrozen with Inductor's defaults")
+            sweep.progress.note(
+                "no time to capture the workload without freezing: it runs unfrozen with Inductor's defaults"
+            )
             _stop(sweep, empty, former)
             return
         sweep.progress.note("capturing the workload again without freezing (compiling with Inductor's defaults)")
         sweep.worker.base = Forcing.union(t.forcing(unfrozen()) for t, _ in self.pairs).to_json()
         try:
-            capture = sweep.worker.start(max(1.0, sweep.tuning.settle_by - clock.now()) if sweep.tuning.settle_by else None)
+            capture = sweep.worker.start(
+                max(1.0, sweep.tuning.settle_by - clock.now()) if sweep.tuning.settle_by else None
+            )
         except TunerError as e:
-            sweep.progress.note(f"the capture without freezing failed ({e}): the workload runs unfrozen with Inductor's defaults")
+            sweep.progress.note(
+                f"the capture without freezing failed ({e}): the workload runs unfrozen with Inductor's defaults"
+            )
             _stop(sweep, empty, former)
             return
         sweep.progress.note(capture.cost_line())
@@ -160,16 +182,25 @@ def store(sweep: SweepContext, pairs: list[Any], m: Any, against: str) -> bool:
     swept workload has an answer. Whether unfrozen won."""
     wins = m.ok and m.beats_default(sweep.budget.min_gain)
     if m.ok:
-        sweep.progress.note(f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms {against} ({m.ratio:.3f}x): "
-                            + ("kept, unfrozen" if wins else "frozen stays"))
+        sweep.progress.note(
+            f"without freezing: {m.median_ms:.4g} ms against {m.baseline_ms:.4g} ms {against} ({m.ratio:.3f}x): "
+            + ("kept, unfrozen" if wins else "frozen stays")
+        )
     for t, r in pairs:
         trial = record(sweep.tuning, r, unfrozen(), m)
         if wins:
             sweep.db.set_winner(r.id, sweep.tuning.device_id, trial.id, unfrozen(), m.median_ms, m.baseline_ms)
         elif m.ok:
             sweep.db.keep_default(r.id, sweep.tuning.device_id, t.space.default)
-        sweep.outcomes[r.id] = TaskOutcome(r, unfrozen() if wins else t.space.default, not wins, m.baseline_ms,
-                                           m.median_ms if wins else m.baseline_ms, 1, 1)
+        sweep.outcomes[r.id] = TaskOutcome(
+            r,
+            unfrozen() if wins else t.space.default,
+            not wins,
+            m.baseline_ms,
+            m.median_ms if wins else m.baseline_ms,
+            1,
+            1,
+        )
     sweep.unfrozen_ratio = m.ratio if wins else None
     return wins
 

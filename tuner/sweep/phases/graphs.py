@@ -36,12 +36,16 @@ def verify_instances(worker: Any) -> int:
     return VERIFY_INSTANCES if getattr(worker, "instance_spread_ms", None) is not None else 1
 
 
-def graph_trial(task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float, instances: int = 1) -> GraphTrial:
+def graph_trial(
+    task: TaskSpec, config: dict[str, Any], base: Forcing, rounds: int, min_sample_ms: float, instances: int = 1
+) -> GraphTrial:
     """The whole workload with ``config`` applied to ``task`` on top of ``base``, against ``base`` alone."""
     return GraphTrial(base.to_json(), base.merged(task.forcing(config)).to_json(), rounds, min_sample_ms, instances)
 
 
-def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: Forcing, target: int | None = None) -> None:
+def _tune(
+    sweep: SweepContext, deadline: float | None, pairs: list[Any], under: Forcing, target: int | None = None
+) -> None:
     """Claim and tune these graph-level tasks (joining other workers' studies when nothing is left to claim)."""
 
     def measure_for(task: TaskSpec, base: Forcing) -> Measure:
@@ -51,8 +55,12 @@ def _tune(sweep: SweepContext, deadline: float | None, pairs: list[Any], under: 
             return sweep.worker.run(graph_trial(task, config, both, rounds, sweep.budget.min_sample_ms, instances))
 
         # A verification finds both compiles in the worker where the last trial was this config's (``settle.held``).
-        measure.holds = lambda config: sweep.worker.holds(both) and sweep.worker.holds(both.merged(task.forcing(config)))  # type: ignore[attr-defined]
-        if (instances := verify_instances(sweep.worker)) > 1:  # ... and times fresh instances of both sides too (``settle.verifier``)
+        measure.holds = lambda config: (
+            sweep.worker.holds(both) and sweep.worker.holds(both.merged(task.forcing(config)))
+        )  # type: ignore[attr-defined]
+        if (
+            instances := verify_instances(sweep.worker)
+        ) > 1:  # ... and times fresh instances of both sides too (``settle.verifier``)
             measure.verify = functools.partial(measure, instances=instances)  # type: ignore[attr-defined]
             measure.verify.instances = instances  # type: ignore[attr-defined]
         return measure
@@ -178,7 +186,14 @@ class FusionPhase(Phase):
                 return sweep.record(self.everything).graphs
             except WorkloadError as e:  # the worker is replaced by the next job
                 why = f"recording the fusions with the winners so far forced failed ({e})"
-        note(f"{why}: " + ("the fusions the capture recorded are searched" if sweep.recorded else "fusion groupings are not searched"))
+        note(
+            f"{why}: "
+            + (
+                "the fusions the capture recorded are searched"
+                if sweep.recorded
+                else "fusion groupings are not searched"
+            )
+        )
         return sweep.recorded
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
@@ -189,10 +204,16 @@ def _first_measured(space: Any) -> list[str]:
     """What a grouping's space holds that its first trial measures (``FusionSpace.evidence``), each said as found."""
     ctx, default, out = space.context, space.default, []
     if ctx.get("unshared_epilogues") and space.evidence():
-        out.append(f"Inductor kept {ctx['unshared_epilogues']} template epilogue(s) apart for sharing no data at the same index "
-                   "(aggressive_fusion fuses them)")
-    out += [r.says.format(n=ctx[r.seen]) for r in REWRITE_KNOBS.values() if r.knob in default]  # each offered where it applies
+        out.append(
+            f"Inductor kept {ctx['unshared_epilogues']} template epilogue(s) apart for sharing no data at the same index "
+            "(aggressive_fusion fuses them)"
+        )
+    out += [
+        r.says.format(n=ctx[r.seen]) for r in REWRITE_KNOBS.values() if r.knob in default
+    ]  # each offered where it applies
     if ctx.get("short_kernels") and default.get("combo_kernels") is False:
-        out.append(f"the step is a run of short Triton kernels ({ctx['short_kernels']} launches; combo kernels launch independent "
-                   "ones as one)")
+        out.append(
+            f"the step is a run of short Triton kernels ({ctx['short_kernels']} launches; combo kernels launch independent "
+            "ones as one)"
+        )
     return out

@@ -37,7 +37,9 @@ class KernelPhase(Phase):
         self.after_check = after_check  # its compile may use the time kept for the check, which has run
         self.kernels: list[TaskSpec] = []
         self.records: list[TaskRecord] = []
-        self.captured_for: dict[int, Any] | None = None  # the lowering its kernels were captured under; None: not captured
+        self.captured_for: dict[int, Any] | None = (
+            None  # the lowering its kernels were captured under; None: not captured
+        )
 
     def plan(self, sweep: SweepContext) -> Plan:
         self.kernels, self.records = [], []
@@ -63,7 +65,9 @@ class KernelPhase(Phase):
     @staticmethod
     def trials(sweep: SweepContext, kernels: list[TaskSpec]) -> tuple[int, list[tuple[str, int]]]:
         """The trials the phase plans for ``kernels`` (fewer each with a learned ranking) and their cost kinds."""
-        each = [(str(t.kind), planned(lambda x: sweep.tuning.target(x.kind, sweep.budget.trials), [t])) for t in kernels]
+        each = [
+            (str(t.kind), planned(lambda x: sweep.tuning.target(x.kind, sweep.budget.trials), [t])) for t in kernels
+        ]
         return sum(n for _, n in each), each
 
     def _forcing(self, sweep: SweepContext) -> Forcing | None:
@@ -76,13 +80,19 @@ class KernelPhase(Phase):
         winners = sweep.winners()
         lowered = lowering(sweep, winners)
         if not winners.parts(sweep.workload.pairs(), defaults=False):
-            sweep.progress.note(f"the Triton kernels of Inductor's default compile ({self.why}: every winner is the default)")
+            sweep.progress.note(
+                f"the Triton kernels of Inductor's default compile ({self.why}: every winner is the default)"
+            )
         elif not sweep.can_capture(keep_end=not self.after_check):
             if lowered:
-                sweep.progress.note("no time left for a compile with the winners forced, and they change which kernels the graphs "
-                                    "make: no Triton kernel is tuned now (those the kept winners make are captured after the check where time allows)")
+                sweep.progress.note(
+                    "no time left for a compile with the winners forced, and they change which kernels the graphs "
+                    "make: no Triton kernel is tuned now (those the kept winners make are captured after the check where time allows)"
+                )
                 return None
-            sweep.progress.note("no time left for a compile with the winners forced: tuning the kernels of Inductor's default compile")
+            sweep.progress.note(
+                "no time left for a compile with the winners forced: tuning the kernels of Inductor's default compile"
+            )
         else:
             sweep.progress.note(f"capturing the Triton kernels ({self.why})")
             self.captured_for = lowered
@@ -95,19 +105,34 @@ class KernelPhase(Phase):
         return self.captured_for != lowering(sweep, sweep.winners())
 
     @staticmethod
-    def _store_default(sweep: SweepContext, task: TaskSpec, rec: TaskRecord, has_winner: bool, failure: tuple[Status, str] | None) -> None:
+    def _store_default(
+        sweep: SweepContext, task: TaskSpec, rec: TaskRecord, has_winner: bool, failure: tuple[Status, str] | None
+    ) -> None:
         """Inductor's config as a new kernel's answer; for a kernel that cannot be measured, a trial saying why."""
         tuning = sweep.tuning
         if not has_winner:
             sweep.db.keep_default(rec.id, tuning.device_id, task.space.default, None, task.signature.get("default_ms"))
         if failure is not None and sweep.db.find_trial(rec.id, tuning.device_id, task.space.default) is None:
-            record(tuning, rec, task.space.default, Measurement(failure[0], error=f"cannot be measured on its own: {failure[1]}"))
+            record(
+                tuning,
+                rec,
+                task.space.default,
+                Measurement(failure[0], error=f"cannot be measured on its own: {failure[1]}"),
+            )
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         def measure_for(task: TaskSpec, _base: Any) -> MeasureMany:
             return lambda configs, rounds: measure_kernel(sweep.worker, task, configs, rounds)
 
-        got, _ = tune_tasks(sweep.until(deadline), self.kernels, self.records, measure_for, sweep.winners(), sweep.progress, batch=KERNEL_BATCH)
+        got, _ = tune_tasks(
+            sweep.until(deadline),
+            self.kernels,
+            self.records,
+            measure_for,
+            sweep.winners(),
+            sweep.progress,
+            batch=KERNEL_BATCH,
+        )
         sweep.add(got)
 
 

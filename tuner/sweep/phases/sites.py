@@ -28,9 +28,11 @@ from tuner.sweep.tasks import site_tasks, site_work
 from tuner.sweep.winners import StoredWinners
 
 SITE_BATCH = {"cuda": 16, "cpu": 3}  # choices per site per batch (a batch is one compile)
-TIMING_SAID = {"cudagraph": "as CUDA-graph replays, the device's time alone, as the workload runs under CUDA graphs",
-               "pipelined": "as calls back to back, the host's time counted where it exceeds the device's",
-               "launch": "as Inductor times them (TUNER_SITE_TIMING=launch)"}
+TIMING_SAID = {
+    "cudagraph": "as CUDA-graph replays, the device's time alone, as the workload runs under CUDA graphs",
+    "pipelined": "as calls back to back, the host's time counted where it exceeds the device's",
+    "launch": "as Inductor times them (TUNER_SITE_TIMING=launch)",
+}
 
 
 def _batch(sweep: SweepContext) -> int:
@@ -61,7 +63,9 @@ def reshaping(sweep: SweepContext, winners: StoredWinners) -> list[str]:
     """The names of the tasks whose kept winners change which template sites the graphs make (``lowering``, where
     their space says so: ``Space.reshapes_sites``); a site's own winner never does."""
     changed = lowering(sweep, winners, ignore=(Kind.SITE,))
-    return [t.name for t, r in sweep.workload.pairs() if r.id in changed and t.space.reshapes_sites(winners.configs[r.id])]
+    return [
+        t.name for t, r in sweep.workload.pairs() if r.id in changed and t.space.reshapes_sites(winners.configs[r.id])
+    ]
 
 
 class SitePhase(Phase):
@@ -95,10 +99,14 @@ class SitePhase(Phase):
         self.lowered = True
         everything = winners.forcing(sweep.workload.pairs())
         if sweep.recorded_under(everything):
-            return self._as_lowered(sweep, sweep.record(everything), captured, f"the winners so far change how the graphs lower ({names})")
+            return self._as_lowered(
+                sweep, sweep.record(everything), captured, f"the winners so far change how the graphs lower ({names})"
+            )
         self.to_record = True
-        sweep.progress.note(f"the winners so far change how the graphs lower ({names}): the first site batch compiles with them forced and records "
-                            "the template sites it meets; a site it never meets is dropped, and new ones are tuned after the capture's")
+        sweep.progress.note(
+            f"the winners so far change how the graphs lower ({names}): the first site batch compiles with them forced and records "
+            "the template sites it meets; a site it never meets is dropped, and new ones are tuned after the capture's"
+        )
         return captured
 
     @staticmethod
@@ -107,8 +115,10 @@ class SitePhase(Phase):
         tasks = site_tasks(recording.sites)
         pairs = sweep.workload.register_pairs(tasks)
         kept = {t.key for t, _ in captured} & {t.key for t in tasks}
-        sweep.progress.note(f"{why}: the template sites tuned are those a compile with them forced meets, {len(tasks)}: {len(kept)} of the "
-                            f"capture's {len(captured)} and {len(tasks) - len(kept)} new")
+        sweep.progress.note(
+            f"{why}: the template sites tuned are those a compile with them forced meets, {len(tasks)}: {len(kept)} of the "
+            f"capture's {len(captured)} and {len(tasks) - len(kept)} new"
+        )
         return pairs
 
     @staticmethod
@@ -123,7 +133,11 @@ class SitePhase(Phase):
         """What the phase is expected to take: its batches' compiles and choices (``site_batches.expected_s``), else
         its trials at the prior cost of a choice."""
         seconds = batched_s(sweep.tuning, _targets(sweep, tasks), _batch(sweep))
-        return seconds if seconds is not None else expected_s(sweep.tuning.costs, sweep.device_type, SitePhase.trials(sweep, tasks)[1])
+        return (
+            seconds
+            if seconds is not None
+            else expected_s(sweep.tuning.costs, sweep.device_type, SitePhase.trials(sweep, tasks)[1])
+        )
 
     def run(self, sweep: SweepContext, deadline: float | None) -> None:
         batch = _batch(sweep)
@@ -131,7 +145,9 @@ class SitePhase(Phase):
         # The scheduler's own test too: a compile that fits with no time for a choice at a site measures nothing
         if not fits(deadline, compile_s) or not choices_that_fit(sweep.until(deadline), batch, 1):
             left = max(0.0, (deadline or 0.0) - clock.now())  # its time flows to the next phase
-            sweep.progress.note(f"template sites skipped: a site batch is a compile (~{compile_s:.0f} s) and its choices, more than the {left:.0f} s this phase has")
+            sweep.progress.note(
+                f"template sites skipped: a site batch is a compile (~{compile_s:.0f} s) and its choices, more than the {left:.0f} s this phase has"
+            )
             return
         timing = site_timing(sweep)
         if sweep.device_type == "cuda":
@@ -139,21 +155,31 @@ class SitePhase(Phase):
         # Where the sites are those the winners' lowering makes, every winner is forced, so the batch compiles that lowering
         base = sweep.winners().forcing(sweep.workload.pairs() if self.lowered else self.sites)
         measure = _Batches(sweep, base.to_json(), timing, record=self.to_record)
-        credit = EpilogueCredit(sweep.epilogue_ms, at=sweep.epilogues, in_graph=timing == "cudagraph", device_ms=sweep.epilogue_device_ms)
-        got, _ = tune_site_groups(sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress, credit)
+        credit = EpilogueCredit(
+            sweep.epilogue_ms, at=sweep.epilogues, in_graph=timing == "cudagraph", device_ms=sweep.epilogue_device_ms
+        )
+        got, _ = tune_site_groups(
+            sweep.until(deadline), self.sites, measure, batch, sweep.workers, sweep.progress, credit
+        )
         if measure.recording is not None:  # the first batch's compile recorded the sites of the graphs as lowered
             sweep.keep_recording(base, measure.recording)
             sweep.epilogues.update(site_epilogues(measure.recording.sites, sweep.kernels))
             captured = {t.key for t, _ in self.sites}
-            lowered = self._as_lowered(sweep, measure.recording, self.sites, "the first site batch recorded the graphs as the winners so far lower them")
+            lowered = self._as_lowered(
+                sweep,
+                measure.recording,
+                self.sites,
+                "the first site batch recorded the graphs as the winners so far lower them",
+            )
             new = [(t, r) for t, r in lowered if t.key not in captured]
             self.sites = lowered
             if new:
-                more, _ = tune_site_groups(sweep.until(deadline), new, measure, batch, sweep.workers, sweep.progress, credit)
+                more, _ = tune_site_groups(
+                    sweep.until(deadline), new, measure, batch, sweep.workers, sweep.progress, credit
+                )
                 got.update(more)
         sweep.add(list(got.values()))
         wait_for_others(sweep.db, sweep.tuning, [r.id for _, r in self.sites], sweep.progress)
-
 
 
 class _Batches:
@@ -165,9 +191,13 @@ class _Batches:
         self.recording: Recording | None = None
 
     def __call__(self, request: Request) -> SiteTimings:
-        got = self.sweep.worker.run(SiteBatch(self.base, request, self.timing, record=self.record and self.recording is None))
+        got = self.sweep.worker.run(
+            SiteBatch(self.base, request, self.timing, record=self.record and self.recording is None)
+        )
         self.recording = self.recording or got.recording
         if got.fallbacks:
-            self.sweep.progress.note(f"{got.fallbacks} site choice(s) could not be timed {TIMING_SAID[self.timing].split(',')[0]} and were timed as "
-                                     "Inductor times them (the worker's log says why): at their sites, timings of two kinds are compared")
+            self.sweep.progress.note(
+                f"{got.fallbacks} site choice(s) could not be timed {TIMING_SAID[self.timing].split(',')[0]} and were timed as "
+                "Inductor times them (the worker's log says why): at their sites, timings of two kinds are compared"
+            )
         return got
