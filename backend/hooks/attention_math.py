@@ -24,6 +24,7 @@ from typing import Any
 from tuner.backend.errors import HookUnavailable
 from tuner.backend.hooks.custom_pass import IMPORT_ERROR, Base
 from tuner.keys import digest
+from tuner.once import warn_once
 from tuner.search_spaces.attention import DECODE
 
 VERSION = 1  # part of the pass's cache key: bump when the rewrite changes
@@ -232,14 +233,11 @@ def pre_grad_patches(config: Any, given: dict[str, Any]) -> dict[str, Any]:
     return {"pre_grad_custom_pass": KeepMathAttention()}
 
 
-@functools.cache
 def _unavailable() -> None:
     """Said once per process: this torch has no pre-grad pass interface, and attention run as math stays as Inductor
     traces it (two batched GEMMs and a softmax)."""
-    log.warning(
-        "tuner: %s",
-        HookUnavailable(
-            "Inductor's pre_grad_custom_pass or custom-pass interface is unavailable: attention the "
-            "dispatcher runs as math is compiled as Inductor traces it"
-        ),
+    message = HookUnavailable(
+        "Inductor's pre_grad_custom_pass or custom-pass interface is unavailable: attention the "
+        "dispatcher runs as math is compiled as Inductor traces it"
     )
+    warn_once(log, f"tuner: {message}")

@@ -9,13 +9,13 @@ configs is the sweep's (``backend/instrument/capture.py``).
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from typing import Any
 
 from tuner.backend import counters, process
 from tuner.backend.errors import HookUnavailable
+from tuner.once import warn_once
 
 try:
     from torch._inductor.codecache import PyCodeCache
@@ -84,10 +84,10 @@ def tunable(kernels: list[Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-@functools.cache
 def _uncounted(why: str) -> None:
-    logging.getLogger("tuner").warning(
-        "backend 'tuned': a Triton kernel could not be keyed (%s); such kernels are not counted in stats()", why
+    warn_once(
+        logging.getLogger("tuner"),
+        f"backend 'tuned': a Triton kernel could not be keyed ({why}); such kernels are not counted in stats()",
     )
 
 
