@@ -69,7 +69,7 @@ def test_a_real_cpu_site_times_every_choice_beside_its_aten_default():
     choices = tuple(dict.fromkeys([site["default"], *site["choices"]]))[:3]
     assert site["default"].startswith("aten")
     before = counters.count(COUNTER)
-    r = SiteBatch({}, {site["key"]: choices}).run(session)
+    r = session.run(SiteBatch({}, {site["key"]: choices}))
     assert r.status is Status.OK and r.fallbacks == 0, r.error
     t = r.timings[site["key"]]
     assert all(c in t and math.isfinite(t[c]) and t[c] > 0 for c in choices), t
