@@ -279,7 +279,8 @@ class CompileContext:
     @property
     def wants_choices_hook(self) -> bool:
         """Whether this compile needs ``TunedChoices``: to veto fusions, to build template choices or, on CUDA, to
-        render only the template configs it may pick (dozens a site that it would otherwise render, ``hooks/templates``)."""
+        render only the template configs it may pick (dozens a site that it would otherwise render,
+        ``hooks/templates``)."""
         return bool(self.vetoes) or self.builds_choices or self.device_type == "cuda"
 
 

@@ -3,9 +3,9 @@
 A GEMM of few rows (a decode step's 8 tokens, a classifier's batch) has few output tiles: cuBLAS and Inductor's
 templates give each tile one program that walks the whole of K, so most of the device idles while those programs wait
 on memory. Here each tile's K is cut into ``SPLIT_K`` slices, one program each. Every program writes its partial sum
-into an fp32 buffer, a slice per split, and counts itself in; the last to count in adds the slices up in split order (the
-same sum every call), sets the count back to zero for the next call, adds the bias and writes the output. So it is one
-kernel, with no memset or reduction kernel of its own. (Partial sums added atomically into one slice can come out
+into an fp32 buffer, a slice per split, and counts itself in; the last to count in adds the slices up in split order
+(the same sum every call), sets the count back to zero for the next call, adds the bias and writes the output. So it is
+one kernel, with no memset or reduction kernel of its own. (Partial sums added atomically into one slice can come out
 wrong where a thread holds 8 or more of them, with Triton 3.6.)
 
 The partial sums are the call's own buffer; the tile counts are the process's, per device, made once (at compile

@@ -8,15 +8,16 @@
     torch.compile(model, backend="tuned", options={"without": ["template-site"]})  # a winner group (or kind) left out
     torch.compile(model, backend="tuned", options={"without": ["merge_gemms"]})  # or one rewrite of the groupings
     torch.compile(model, backend="tuned", options={"transfer": False}) # exact entries only (TUNER_TRANSFER=0)
-    torch.compile(model, backend="tuned", options={"cuda_graphs": False})  # never CUDA graphs where the sweep chose them
-    torch.compile(model, backend="tuned", mode="reduce-overhead")       # CUDA graphs, the winners inside them
+    torch.compile(model, backend="tuned", options={"cuda_graphs": False})  # never CUDA graphs where the sweep chose
+    them torch.compile(model, backend="tuned", mode="reduce-overhead")       # CUDA graphs, the winners inside them
     torch.compile(model, backend="tuned", options={"db": URL, "mode": "reduce-overhead"})  # both (torch.compile
                                                                         # takes mode= or options=, not the two)
 
 Winners are read from the local database first, then the shared one (``TUNER_SHARED_DB``); the local
 answer wins where both have one. A task with no exact entry (another batch size, say) gets the winner of the
-nearest stored task of the same op or graph family (``tuner.nearest``); else it is a miss and keeps Inductor's default. A missing or unreachable database, or
-a hook this torch lacks, never fails the compile: one warning, then the other database or plain Inductor.
+nearest stored task of the same op or graph family (``tuner.nearest``); else it is a miss and keeps Inductor's default.
+A missing or unreachable database, or a hook this torch lacks, never fails the compile: one warning, then the other
+database or plain Inductor.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ site's backend. On CUDA: ``flash`` (FlashAttention-2; no mask), ``efficient`` (m
 fused attention), ``math`` (ATen's composite: two GEMMs and a softmax) and, at a site of a few queries over many keys
 (a decode step's; the capture marks it ``decode``), ``decode``: tuner's own kernel, its keys split among programs
 (``backend/decode_attention.py``); on the CPU ``flash_cpu`` and ``math``. The
-default is the dispatcher's pick: ``math`` where no fused kernel took the call as it stood (``backend/hooks/attention_math``
-keeps such a call whole, so that it is a site at all). The study measures each backend at every site that takes it first
+default is the dispatcher's pick: ``math`` where no fused kernel took the call as it stood
+(``backend/hooks/attention_math`` keeps such a call whole, so that it is a site at all). The study measures each backend
+at every site that takes it first
 (:meth:`AttentionSpace.evidence`), then mixes. At other sizes of the same graph, each site takes the answer of the
 first site of its class (dtype, head size, mask, causality: :func:`site_class`). ``backend/hooks/attention.py``
 rewrites the graph as the answer says.

@@ -17,7 +17,8 @@ same index (``unshared_epilogues``), the study first measures the default with `
 them: each one fused is a kernel launch fewer and an output not written and read back.
 (d) ``space_to_depth``, only where the recording counted strided convolutions reading at most 4 channels
 (``s2d_convs``, a CNN's or a ViT's stem): each becomes a stride-1 convolution over its input's space-to-depth form
-(``backend/hooks/conv_rewrite.py``). It is measured first too, with (c), (f), (g), (h) and (i) where they apply, then each alone. On the CPU,
+(``backend/hooks/conv_rewrite.py``). It is measured first too, with (c), (f), (g), (h) and (i) where they apply, then
+each alone. On the CPU,
 ``cpp.max_horizontal_fusion_size`` stays in the C++ codegen space (``cpp_graph``), tuned before this.
 (e) ``freezing``, only in the tasks of older databases whose graph was compiled frozen (``frozen``): false compiles it
 unfrozen, weights as inputs (``backend/hooks/restart.py``), where no other knob of this space applies. The study never
@@ -126,7 +127,8 @@ CUDA_ONLY = (
     MULTI_KERNEL,
 )
 # Knobs of a few values: {name: (the values offered, the largest Inductor takes)}; Inductor's own value is offered too
-# where it is another (multi_kernel's 1 times both variants at a compile's first call, so it is never offered otherwise).
+# where it is another (multi_kernel's 1 times both variants at a compile's first call, so it is never offered
+# otherwise).
 CHOICES = {MULTI_KERNEL: ((0, 2, 3), 3)}
 _INTS = (
     "max_fusion_size",

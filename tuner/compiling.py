@@ -62,7 +62,8 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     ``db``/``shared_db``: the databases (default ``TUNER_DB``/``TUNER_SHARED_DB``); ``transfer=False``: exact
     entries only; ``fusion=False``: Inductor's own fusion; ``mode``: as torch.compile's (here it combines with
     ``db``, which ``torch.compile(mode=..., options=...)`` refuses); ``options``: Inductor's config names, or any
-    other option of ``backend="tuned"``; other keyword arguments (``dynamic``, ``fullgraph``) go to ``torch.compile``."""
+    other option of ``backend="tuned"``; other keyword arguments (``dynamic``, ``fullgraph``) go to
+    ``torch.compile``."""
     import torch
 
     from tuner.backend.tuned import tuned

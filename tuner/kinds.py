@@ -33,8 +33,8 @@ class TaskKind:
     site; ``GRAPH_HOOK``: Inductor config patches per graph, looked up on ``devices``; ``KERNEL_HOOK``: Inductor's
     lookup table of Triton configs). ``answer``: (task key, config, signature) -> (the key the hook looks up, the value
     it applies), or None where the signature describes nothing to force. ``phase``: the name of the sweep phase that
-    measures it; ``cost``: the cost line its trials are budgeted on (``tuner.budget.estimate``); ``group``: the winner group
-    the whole-workload check can drop. ``beside_base``: every trial times the whole workload beside its base (its
+    measures it; ``cost``: the cost line its trials are budgeted on (``tuner.budget.estimate``); ``group``: the winner
+    group the whole-workload check can drop. ``beside_base``: every trial times the whole workload beside its base (its
     study measures no separate default); ``forward_only``: a backward graph follows its forward's answer;
     ``quiet_miss``: no answer is Inductor's own choice, not a miss; ``transfers``: the nearest stored answer at other
     sizes may stand in; ``label``: what a graph-hooked lookup is called after its graph ("forward graph 0 fusion");
@@ -45,13 +45,13 @@ class TaskKind:
     context for its answers, ``CompileContext.lookup``); for a graph-hooked kind, ``patches(knobs, config)``, which
     turns the kind's answer among a graph's knobs into Inductor config patches (``config``: Inductor's config, to see
     what the user set), and ``found(gm)``, what a graph about to be lowered holds for the kind (kept with the recorded
-    graph under ``found[kind]``, where ``graph_task`` reads it). A kind whose ``phase`` no built-in phase has is measured
-    by a graph study of its own (``tuner.sweep.phases.graphs.GraphStudyPhase``). ``work``: the multiply-adds per step
-    of what a task of the kind decides, from its signature's ``space`` entry (an attention site's two GEMMs, say):
-    its share of the step's library time, from which the sweep expects what its phase can gain
-    (``tuner.budget.gain``); None: the kind claims none. ``library_ops``: the library calls (``measure/busy.LIBRARY_OPS``,
-    without ``aten::``) whose profiled time its tasks decide: where the capture timed them, that time is its phase's
-    share instead."""
+    graph under ``found[kind]``, where ``graph_task`` reads it). A kind whose ``phase`` no built-in phase has is
+    measured by a graph study of its own (``tuner.sweep.phases.graphs.GraphStudyPhase``). ``work``: the multiply-adds
+    per step of what a task of the kind decides, from its signature's ``space`` entry (an attention site's two GEMMs,
+    say): its share of the step's library time, from which the sweep expects what its phase can gain
+    (``tuner.budget.gain``); None: the kind claims none. ``library_ops``: the library calls
+    (``measure/busy.LIBRARY_OPS``, without ``aten::``) whose profiled time its tasks decide: where the capture timed
+    them, that time is its phase's share instead."""
 
     value: str
     space: Callable[[dict[str, Any]], Space]

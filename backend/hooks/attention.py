@@ -156,7 +156,8 @@ def full_mask(backend: str, q: list[int], k: list[int], mask: list[int] | None) 
 
 def call(backend: str, a: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     """(op, args, kwargs) of ``backend``'s fused attention for the call's arguments (tensors, or nodes whose mask
-    already has the sizes :func:`full_mask` asks). The op's output is a tuple, the attention first (:func:`attention_of`)."""
+    already has the sizes :func:`full_mask` asks). The op's output is a tuple, the attention first
+    (:func:`attention_of`)."""
     import torch
 
     aten = torch.ops.aten

@@ -60,7 +60,8 @@ def mask(site: dict[str, Any], device: str) -> Any:
 
 def _reference(a: dict[str, Any]) -> Any:
     """Math attention over the inputs in float32: what each backend's output is checked against. A boolean mask as
-    SDPA's front end reads it (false: a key not attended to); ATen's math op called with it directly adds it as 0 and 1."""
+    SDPA's front end reads it (false: a key not attended to); ATen's math op called with it directly adds it as 0 and
+    1."""
     import torch
 
     q, k, v = (a[n].float() for n in "qkv")

@@ -7,10 +7,11 @@ choice only. Interleaving does not remove what differs between processes, which 
 judges.
 
 Here the first ATen choice the site times (Inductor's default comes first) is the reference: timed alone, its run
-function kept. Every later choice is timed in rounds interleaved with it (``tuner.backend.instrument.timing.interleaved``), and
-its time is its median over the reference's median in those rounds, times the reference's own: drift between the
-choices' timings cancels in each ratio. A template choice cannot be the reference: Inductor unloads its module once
-its timing ends. A choice that cannot be run so is timed as Inductor would, with a warning.
+function kept. Every later choice is timed in rounds interleaved with it
+(``tuner.backend.instrument.timing.interleaved``), and its time is its median over the reference's median in those
+rounds, times the reference's own: drift between the choices' timings cancels in each ratio. A template choice cannot be
+the reference: Inductor unloads its module once its timing ends. A choice that cannot be run so is timed as Inductor
+would, with a warning.
 """
 
 from __future__ import annotations

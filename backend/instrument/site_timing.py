@@ -78,7 +78,8 @@ MAX_COPIES = 16
 def rotated(args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """``args`` and copies of its strided tensors (same sizes, strides and values), enough that their inputs together
     reach :data:`ROTATE_BYTES` (at least 2, at most :data:`MAX_COPIES` sets); any other argument is shared, and so is
-    a tensor whose elements share memory (a bias expanded over the rows, stride 0), which no copy of its strides holds."""
+    a tensor whose elements share memory (a bias expanded over the rows, stride 0), which no copy of its strides
+    holds."""
     import torch
 
     def dense(a: Any) -> bool:
@@ -176,8 +177,8 @@ def retime(choice: Any, how: str) -> None:
     choice._tuner_timed = how
 
 
-# Early exit (tuner.backend.instrument.pruning): a probe here is timed around a Python call, so a candidate must be slower than
-# the best by more than PRUNE_FLOOR_MS, well above a launch, so that launch cost alone never prunes.
+# Early exit (tuner.backend.instrument.pruning): a probe here is timed around a Python call, so a candidate must be
+# slower than the best by more than PRUNE_FLOOR_MS, well above a launch, so that launch cost alone never prunes.
 PRUNE_FLOOR_MS = 0.05
 PROBE_RUNS = 3
 

@@ -3,8 +3,8 @@ candidates included), asking it for a batch, storing and telling the results. Th
 spaces and signatures), the ranker is fit on the shipped prior as in a sweep, and the timings are made up.
 
 Three ways: the first configs enqueued in Optuna's RDB storage and asked for (``enqueue``: the earlier way),
-measured without asking and added once finished (``direct``: ``tuner.study.direct``), and Optuna's in-memory storage (the
-floor the RDB storage is compared with; sweeps keep their studies in the database).
+measured without asking and added once finished (``direct``: ``tuner.study.direct``), and Optuna's in-memory storage
+(the floor the RDB storage is compared with; sweeps keep their studies in the database).
 
     python bench/analysis/host_cost.py bench/results/h200/resnet50-bf16-b32-2026-11-30.jsonl.gz --repeat 3 \\
         --out bench/results/cpu-epyc-2c/resnet50-site-host-cost-2026-12-02.json

@@ -2,8 +2,9 @@
 1x3x64x64: every template site forced to Inductor's own default, against Inductor's defaults, so both sides run
 the same code and any gain is noise) timed 10 times by one process while a second process compiles models without
 pause, both as ``--workers 2`` ran them before (each on every core, torch's default threads) and as they run now
-(each pinned to its own core, one thread), then also with quiet timing windows (``tuner.measure.quiet``). Reports each setting's ratios and medians, their IQRs and the trials'
-own spreads. ``python bench/cpu/noise.py --out bench/results/cpu-xeon-2c/worker-noise-2026-12-01.json``
+(each pinned to its own core, one thread), then also with quiet timing windows (``tuner.measure.quiet``). Reports each
+setting's ratios and medians, their IQRs and the trials' own spreads. ``python bench/cpu/noise.py --out
+bench/results/cpu-xeon-2c/worker-noise-2026-12-01.json``
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ under CUDA graphs?
 
 Every compile ``tuned`` makes sets ``max_autotune_gemm`` so that template choices exist at the selection sites. That
 flag changes more than the choices: a channels-last 1x1 convolution becomes a matrix multiply
-(``kernel/conv.py``), GEMM outputs get fixed layouts, and the scheduler fuses around templates differently. Each model is
-compiled frozen under CUDA graphs three ways: Inductor's defaults; ``max_autotune_gemm`` with ATen as the only backend
+(``kernel/conv.py``), GEMM outputs get fixed layouts, and the scheduler fuses around templates differently. Each model
+is compiled frozen under CUDA graphs three ways: Inductor's defaults; ``max_autotune_gemm`` with ATen as the only
+backend
 (the lowering ``tuned`` starts from, with no template chosen); and ``conv_1x1_as_mm`` alone (only the 1x1 rewrite).
 Calls are timed interleaved with CUDA events (medians of rounds), outputs checked against the defaults'.
 

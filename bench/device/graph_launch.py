@@ -2,8 +2,9 @@
 
 Inductor's CUDA graphs (``mode="reduce-overhead"``) replay through CUDA graph trees: per call, guard checks, input
 copies into static buffers, liveness checks of the previous outputs and fresh output tensors. Here one frozen model
-is run four ways in one process and timed as ``tuner bench`` times modes (``tuner.backend.instrument.timing.interleaved``: wall
-time of ~25-ms samples, inputs rotated): freezing + reduce-overhead (trees); the same with
+is run four ways in one process and timed as ``tuner bench`` times modes
+(``tuner.backend.instrument.timing.interleaved``: wall time of ~25-ms samples, inputs rotated): freezing +
+reduce-overhead (trees); the same with
 ``triton.cudagraph_trees=False`` (Inductor's older one-graph wrapper); Inductor's default compile captured by hand as
 one ``torch.cuda.CUDAGraph`` (input copied in, the graph replayed: the least a launch can do); and that graph's
 replays alone. Each call's host time (no sync) is reported beside it, and the outputs are checked against eager.

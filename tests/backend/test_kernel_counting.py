@@ -1,5 +1,6 @@
 """Each tunable Triton kernel a CUDA compile lowers counts as a hit or a miss (the real kernels need a GPU: tests/gpu
-runs a compile at another batch; here kernel objects as Inductor lays them out stand in, keyed by Inductor's own hash)."""
+runs a compile at another batch; here kernel objects as Inductor lays them out stand in, keyed by Inductor's own
+hash)."""
 
 import logging
 from types import SimpleNamespace

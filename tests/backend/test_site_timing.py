@@ -162,7 +162,8 @@ def test_clearly_slower_needs_both_the_factor_and_a_margin_above_floor_and_noise
 
 def test_graph_replays_rotate_over_copies_of_the_inputs_that_together_outgrow_the_l2_cache():
     """A choice timed as graph replays reads each call's inputs cold, as a model reads its weights: the inputs and
-    copies of them (same sizes, strides and values, other memory), enough to reach ROTATE_BYTES, 2 to MAX_COPIES sets."""
+    copies of them (same sizes, strides and values, other memory), enough to reach ROTATE_BYTES, 2 to MAX_COPIES
+    sets."""
     import torch
 
     from tuner.backend.instrument.site_timing import MAX_COPIES, ROTATE_BYTES, rotated

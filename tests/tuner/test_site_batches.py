@@ -271,8 +271,8 @@ def test_a_batch_cost_line_comes_from_the_prior_then_from_batches_of_two_sizes()
 
 def test_a_sites_first_configs_are_measured_without_asking_optuna_and_added_to_its_study_once(db_url):
     """The default and the seeds (the ranked candidates, with a model) are measured straight from the queue and added
-    to the study as finished trials (tuner.study.direct): nothing waits in it, each stored trial has one Optuna trial with
-    the parameters ``suggest`` gives its config and its ratio, and a rerun measures nothing again."""
+    to the study as finished trials (tuner.study.direct): nothing waits in it, each stored trial has one Optuna trial
+    with the parameters ``suggest`` gives its config and its ratio, and a rerun measures nothing again."""
     import optuna
 
     from tuner.keys import config_hash
@@ -308,8 +308,8 @@ def _canonical(params):
 def test_a_phase_with_room_for_fewer_sites_than_it_has_measures_those_that_fit(db_url, monkeypatch):
     """A batch costs 1 s of compile plus 0.1 s per choice (0.2 s at the prior's margin) and 1.65 s are left: a batch
     of both sites cannot offer each a candidate besides its default (the H200's resnet50 training sweep: 26 sites, 42
-    s, a 39-s compile, no batch and no word); one site can be, with its default (2 choices, 1.4 s at the margin, 1.2 s as it runs). The
-    other site is left for a rerun."""
+    s, a 39-s compile, no batch and no word); one site can be, with its default (2 choices, 1.4 s at the margin, 1.2 s
+    as it runs). The other site is left for a rerun."""
     from tuner.sweep.progress import Progress
     from tuner.sweep.scheduler import tune_site_groups
 

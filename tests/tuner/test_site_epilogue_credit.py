@@ -136,7 +136,8 @@ def test_a_template_no_slower_alone_wins_where_it_takes_in_the_epilogue(
 @pytest.mark.parametrize(
     "kernels, wins",
     [
-        # the add runs in the layer norm's kernel after it: a tile taking it in saves no kernel, and split-K, faster alone, wins
+        # the add runs in the layer norm's kernel after it: a tile taking it in saves no kernel, and split-K, faster
+        # alone, wins
         ([{"name": "triton_per_fused_add_native_layer_norm_view_4", "default_ms": 0.0012, "launches": 12}], SPLITK),
         # the add has a kernel of its own: the tile takes it in, a kernel fewer than split-K's call leaves
         ([{"name": "triton_poi_fused_add_view_2", "default_ms": 0.005, "launches": 12}], TRITON),

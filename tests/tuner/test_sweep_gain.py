@@ -65,7 +65,8 @@ def _capture(step_ms: float, busy_ms: float, kernels_ms: list[float], sites: lis
 
 def test_the_profile_splits_the_step_by_what_each_phase_acts_on():
     # 4 ms a step, 3.6 busy: 0.4 waiting, 2 x (0.1 + 0.2) = 0.6 in Triton kernels, 3.0 in library calls, shared by
-    # multiply-adds: a site met twice (2 x 4096 x 1024 x 1024) and a causal attention (2 x 8 x 16 x 512 x 512 x 64 / 2, 8 layers)
+    # multiply-adds: a site met twice (2 x 4096 x 1024 x 1024) and a causal attention (2 x 8 x 16 x 512 x 512 x 64 / 2,
+    # 8 layers)
     sites, att = [_site("a", 4096, 1024, 1024)], _attention(8, 16, 512, 64, causal=True, count=8)
     p = profile_of(_capture(4.0, 3.6, [0.1, 0.2], [("a", 2)]), [*sites, att])
     assert (p.step_ms, round(p.idle_ms, 9), round(p.triton_ms, 9), round(p.library_ms, 9)) == (4.0, 0.4, 0.6, 3.0)

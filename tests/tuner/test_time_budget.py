@@ -346,7 +346,8 @@ def test_a_cold_first_run_keeps_its_time_budget_and_compiles_benchmarking_nothin
     assert wall <= promised_end_s(BUDGET_S), f"a cold {BUDGET_S}-s budget took {wall:.0f} s:\n{said}"
     assert done.returncode == 0, said
     output = " ".join((done.stdout + done.stderr).split())
-    # what it expects of each phase is said up front, whether or not the budget reaches the template sites on this machine
+    # what it expects of each phase is said up front, whether or not the budget reaches the template sites on this
+    # machine
     assert "ends by" in output and "template sites ~" in output and "expected ~" in output, said
     db = Database.open(db_url)
     stats = db.stats()

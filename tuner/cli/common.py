@@ -21,7 +21,8 @@ LOG_WIDTH = 160  # columns where the output is a file or a pipe, not a terminal
 
 def _console(stderr: bool = False) -> Console:
     """A terminal's own width; where the output is a log (a file, a pipe) and COLUMNS is unset, :data:`LOG_WIDTH`
-    columns, not rich's 80, where a bench table's modes were cut to "tuned…" and a task's name folded over eight lines."""
+    columns, not rich's 80, where a bench table's modes were cut to "tuned…" and a task's name folded over eight
+    lines."""
     c = Console(stderr=stderr)
     return c if c.is_terminal or os.environ.get("COLUMNS") else Console(stderr=stderr, width=LOG_WIDTH)
 

@@ -93,7 +93,8 @@ def ablated_modes(results: dict[str, Any]) -> list[str]:
 
 def ablation(device: str, rewrites: list[str] | None = None) -> list[str]:
     """``tuned`` and one mode per lever that can answer on ``device``: each winner group, each rewrite of the groupings
-    (``rewrites``: those a database's groupings turn on; None: every one this device offers) and CUDA graphs on a GPU."""
+    (``rewrites``: those a database's groupings turn on; None: every one this device offers) and CUDA graphs on a
+    GPU."""
     rewrites = rewrite_knobs(device) if rewrites is None else rewrites
     levers = [g for g, kinds in groups().items() if any(device in descriptor(k).devices for k in kinds)] + rewrites
     return ["tuned", *[f"tuned-without-{g}" for g in levers], *(["tuned-no-cuda-graphs"] if device == "cuda" else [])]
@@ -234,7 +235,8 @@ def run_bench(
     return _document(spec, rounds, results)
 
 
-def _compiled(spec: WorkloadSpec, m: Mode, name: str, model: Any, example: Any, ref: Any, tolerance: Any) -> tuple[Any, dict[str, Any], list[float] | None]:
+def _compiled(spec: WorkloadSpec, m: Mode, name: str, model: Any, example: Any, ref: Any, tolerance: Any) -> tuple[Any,
+dict[str, Any], list[float] | None]:
     """(the mode's step function, its record so far, its output's errors against eager; None for eager itself).
     A mode whose output is grossly off is refused outright."""
     from tuner.backend import compile_timers, counters

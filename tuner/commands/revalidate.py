@@ -6,7 +6,8 @@ is not found (``tuner explain`` shows those). Each winner is checked against the
 as a compile checks it. Template sites are re-timed together in one compile (each against its
 default, as a sweep verifies its finalists); graph knobs and fusion groupings each by timing the whole workload with
 the kept site winners forced, with and without it. Every measurement is stored as a trial. A winner is kept when it
-is still faster by the budget's minimum gain; one that no longer wins, fails or no longer fits its space is reverted. Triton kernels (CUDA) are not revalidated yet.
+is still faster by the budget's minimum gain; one that no longer wins, fails or no longer fits its space is reverted.
+Triton kernels (CUDA) are not revalidated yet.
 """
 
 from __future__ import annotations

@@ -212,7 +212,8 @@ class KernelBench:
 
     def _probe(self, entry: KernelEntry, launch: Any) -> Measurement | None:
         """Early exit: a short timing of the candidate; a ``pruned`` measurement when it is clearly slower than the
-        kernel's best timed so far (``tuner.backend.instrument.pruning``), else None (it gets the full interleaved timing)."""
+        kernel's best timed so far (``tuner.backend.instrument.pruning``), else None (it gets the full interleaved
+        timing)."""
         import triton.testing
 
         args, kwargs, stream = (

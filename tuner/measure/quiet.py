@@ -2,8 +2,9 @@
 times on it, whatever its database or cache folder, and on the CPU none compiles either. Compiles take a shared lock,
 timing an exclusive one (``fcntl.flock`` on one file per device in a machine-wide folder, ``TUNER_LOCK_DIR``), so
 several workers still compile side by side, and each timing window waits for the compiles in flight to end and keeps
-new ones out until it closes. Workers already run on disjoint cores (``tuner.measure.affinity``); this also keeps a compile's
-memory traffic, and a second sweep started beside the first, out of a measurement. A window that has to wait says so
+new ones out until it closes. Workers already run on disjoint cores (``tuner.measure.affinity``); this also keeps a
+compile's memory traffic, and a second sweep started beside the first, out of a measurement. A window that has to wait
+says so
 (the worker's log), and a sweep that starts while another process holds its device's lock says so on screen
 (:func:`holder`)."""
 

@@ -313,7 +313,8 @@ class Session:
     def time_replay(self, job: GraphReplay) -> Measurement:
         """The capture's compile replayed as one CUDA graph by hand (``tuner.measure.replay``) against it launched
         kernel by kernel, interleaved; the replay's output checked against eager first. A step that is not inference
-        on CUDA, or whose capture fails, answers with an error (the caller then compiles the workload under CUDA graphs)."""
+        on CUDA, or whose capture fails, answers with an error (the caller then compiles the workload under CUDA
+        graphs)."""
         from tuner.measure.replay import replayed
 
         if self._defaults is None or self.spec.device != "cuda" or self.spec.mode == "train":

@@ -1,8 +1,9 @@
 """The learned ranking: which candidates a task measures first, predicted by a cost model fit on the database.
 
 ``Rankers`` fits one model per group (template sites, Triton kernels) on every timed trial of this device model,
-the database's and the shipped prior's (``tuner.ranking.prior``), once per sweep, when a study first asks. A task with a model measures its default, the ``budget.ranked``
-candidates predicted fastest (from every valid config of its space, Inductor's offered ones included) and
+the database's and the shipped prior's (``tuner.ranking.prior``), once per sweep, when a study first asks. A task with a
+model measures its default, the ``budget.ranked`` candidates predicted fastest (from every valid config of its space,
+Inductor's offered ones included) and
 ``EXPLORE`` more that Optuna picks; a task without one keeps the unranked order (Inductor's list, then Optuna).
 """
 

@@ -29,7 +29,8 @@ from tuner.study.settle import UNVERIFIED_GAIN, settle_measured, unverified
 from tuner.budget.clock import fits
 from tuner.budget.estimate import ALONE, per_trial
 
-# The backends timed alone: fused kernels the site calls as they are (tuner's decode kernel where the site is marked for it)
+# The backends timed alone: fused kernels the site calls as they are (tuner's decode kernel where the site is marked for
+# it)
 FUSED = ("flash", "efficient", "cudnn", DECODE)
 Pair = tuple[TaskSpec, TaskRecord]
 

@@ -85,7 +85,8 @@ def searches(opts: SweepOptions) -> list[Phase]:
     (``tuner.budget.gain``): template sites; on CUDA the graph studies of kinds with a phase of their own (the
     attention backends: a decomposed attention makes GEMM sites of its own), the fusion groupings, then the Triton
     kernels, captured with every winner so far forced (a grouping decides which kernels exist: an epilogue fused into a
-    template is a kernel fewer); on the CPU the studies, the groupings, then the codegen knobs, which win least often."""
+    template is a kernel fewer); on the CPU the studies, the groupings, then the codegen knobs, which win least
+    often."""
     studies = [GraphStudyPhase(name, device_type=opts.spec.device) for name in study_phases(opts.spec.device)]
     fusion = [FusionPhase(compiles=FUSION_COMPILES if opts.spec.device == "cuda" else 0.0)] if opts.fusion else []
     made = {

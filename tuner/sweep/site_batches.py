@@ -35,7 +35,8 @@ MeasureSites = Callable[[Request], SiteTimings]
 class EpilogueCredit:
     """What a site's epilogue costs where a library call leaves it to a kernel of its own: the kernel that runs it
     where the capture found one (``at``, by site key: ``tuner.sweep.epilogues``), else ``ms``, the step's median
-    pointwise kernel (``tuner.sweep.profile.epilogue_ms``; 0: no credit); and where a site won with it is said. With ``in_graph``
+    pointwise kernel (``tuner.sweep.profile.epilogue_ms``; 0: no credit); and where a site won with it is said. With
+    ``in_graph``
     (the choices are timed as CUDA-graph replays, the device's time alone) a kernel is counted at its device time in
     the step where profiled (``device_ms``: the median one's), as no launch is left to save (a short kernel's time
     alone is mostly its launch)."""

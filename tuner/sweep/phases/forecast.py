@@ -1,6 +1,6 @@
 """The expected time of a whole sweep, said before its phases start: each phase's planned trials (as the phases
-plan them: their own ``trials``) times the cost per trial (``tuner.budget.estimate``), from what the capture compile found.
-An estimate, labelled as one; the later phases' tasks may still change (a fusion grouping that wins makes new
+plan them: their own ``trials``) times the cost per trial (``tuner.budget.estimate``), from what the capture compile
+found. An estimate, labelled as one; the later phases' tasks may still change (a fusion grouping that wins makes new
 kernels)."""
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 
 Freezing (weights folded in as constants, oneDNN's weight prepacking on the CPU) is what Inductor's strongest mode
 does, and it loses on some models. Decided at the end, after the searches had tuned the frozen graphs, an unfrozen
-answer would throw their winners away, and a short sweep might find no time for it at all. Here the workload with every frozen graph compiled unfrozen is timed
-against the capture's frozen compile first, in one run; where it wins by the budget's minimum gain and past the
-noise, those graphs' answer (``search_spaces/freezing.py``) is to compile unfrozen, and the workload is captured again without freezing, so the
-searches tune the graphs a compile with ``backend="tuned"`` will run (the frozen graph's answer restarts its compile
-unfrozen, ``backend/hooks/restart.py``, and the unfrozen graph finds its own answers). A rerun reads the stored answer.
+answer would throw their winners away, and a short sweep might find no time for it at all. Here the workload with every
+frozen graph compiled unfrozen is timed against the capture's frozen compile first, in one run; where it wins by the
+budget's minimum gain and past the noise, those graphs' answer (``search_spaces/freezing.py``) is to compile unfrozen,
+and the workload is captured again without freezing, so the searches tune the graphs a compile with ``backend="tuned"``
+will run (the frozen graph's answer restarts its compile unfrozen, ``backend/hooks/restart.py``, and the unfrozen graph
+finds its own answers). A rerun reads the stored answer.
 """
 
 from __future__ import annotations

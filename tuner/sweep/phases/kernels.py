@@ -1,6 +1,7 @@
 """The Triton-kernel phase (CUDA): capture the kernels of the graph that the winners so far produce, give each new
 one Inductor's own config as its stored answer (so a compile never autotunes it, even untuned), then tune them,
-largest share of the step first (time per launch x launches per step: ``tuner.sweep.tasks.kernel_tasks``). A kernel that cannot be measured on its own is stored with a failed trial that says why."""
+largest share of the step first (time per launch x launches per step: ``tuner.sweep.tasks.kernel_tasks``). A kernel that
+cannot be measured on its own is stored with a failed trial that says why."""
 
 from __future__ import annotations
 

@@ -152,7 +152,8 @@ class SitePhase(Phase):
         timing = site_timing(sweep)
         if sweep.device_type == "cuda":
             sweep.progress.note(f"template-site choices are timed {TIMING_SAID[timing]}")
-        # Where the sites are those the winners' lowering makes, every winner is forced, so the batch compiles that lowering
+        # Where the sites are those the winners' lowering makes, every winner is forced, so the batch compiles that
+        # lowering
         base = sweep.winners().forcing(sweep.workload.pairs() if self.lowered else self.sites)
         measure = _Batches(sweep, base.to_json(), timing, record=self.to_record)
         credit = EpilogueCredit(
