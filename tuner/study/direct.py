@@ -1,9 +1,9 @@
 """Configs a task measures without asking Optuna for them: its default, what its capture points to, near tasks'
 winners and the ranked candidates (``study.first_to_measure``), known before the study is asked anything.
 
-Asked through the study, each of them cost Optuna's RDB storage about ten writes (enqueue, pop, one per parameter,
-tell): about 50 ms a trial on a 2-core CPU, 13 of the 19 s a resnet50 site batch of 240 trials spent in the sweep's
-own process (``bench/analysis/host_cost.py``). Measured first and then added as one finished trial each
+Asked through the study, each of them would cost Optuna's RDB storage about ten writes (enqueue, pop, one per
+parameter, tell), most of a site batch's time in the sweep's own process (``bench/analysis/host_cost.py``). Measured
+first and then added as one finished trial each
 (``Study.add_trial``), the sampler still learns from them and the dashboard still shows them. Site batches and
 ``run_study`` (kernels, graph knobs, fusion groupings) both measure them so; a worker that joins another's study
 has no queue and samples, and may then measure one of the holder's queued configs as well.

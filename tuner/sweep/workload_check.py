@@ -1,16 +1,15 @@
 """The whole-workload check: every winner together against the workload without them (Inductor's defaults, under CUDA
 graphs where the sweep keeps them), end to end.
 
-Winners are verified one task at a time; together they can still lose (on the H200, vit_b_16's template-site
-winners were each faster at their site and made the whole model 1.2x slower). When the whole is slower than
+Winners are verified one task at a time; together they can still lose (winners each faster at their own site can make
+the whole model slower). When the whole is slower than
 the defaults, the check measures the workload without each kind of winner and keeps the fastest set. Then it
 adds the dropped kind's winners back by halves (group testing) and keeps each group that makes the whole faster,
 so one harmful winner does not cost the good ones of its kind. Dropped winners go back to Inductor's defaults.
 
 A whole faster than the defaults can still be slower than one kind's winners alone, where the sweep measured those
-over the whole workload (a fusion grouping, beside its base): on the H200, resnet50 ran 0.899x its base with the
-space-to-depth stem alone and 0.929x with a template site's and two kernels' winners added. Then that kind is
-measured alone in the same run, and the other winners are added back to it by halves.
+over the whole workload (a fusion grouping, beside its base). Then that kind is measured alone in the same run, and
+the other winners are added back to it by halves.
 """
 
 from __future__ import annotations
