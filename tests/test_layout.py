@@ -17,6 +17,17 @@ def _sources(*packages: str) -> list[Path]:
     return sorted(p for pkg in packages for p in (ROOT / pkg).rglob("*.py"))
 
 
+def _import_statements(path: Path) -> list[tuple[ast.AST, list[str]]]:
+    """(statement, the module names it names) of every import in ``path``, as written."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.append((node, [a.name for a in node.names]))
+        elif isinstance(node, ast.ImportFrom):
+            out.append((node, [node.module or ""]))
+    return out
+
+
 @pytest.mark.parametrize(
     "path", _sources("tuner", "db", "backend", "search_spaces"), ids=lambda p: str(p.relative_to(ROOT))
 )
@@ -31,14 +42,7 @@ def test_functions_and_modules_are_short(path):
 
 @pytest.mark.parametrize("path", _sources("tuner", "search_spaces", "db"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_only_backend_imports_inductor(path):
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = (
-            [a.name for a in node.names]
-            if isinstance(node, ast.Import)
-            else [node.module or ""]
-            if isinstance(node, ast.ImportFrom)
-            else []
-        )
+    for node, names in _import_statements(path):
         assert not any(n.startswith("torch._inductor") for n in names), f"{path.name}:{node.lineno} imports {names}"
 
 
@@ -60,14 +64,7 @@ SWEEP_SIDE = (
 )
 def test_the_read_path_imports_nothing_of_the_sweep(path):
     """``backend/`` (but its instrument) and ``db/`` serve ``backend="tuned"``: they never import the sweep's packages."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = (
-            [a.name for a in node.names]
-            if isinstance(node, ast.Import)
-            else [node.module or ""]
-            if isinstance(node, ast.ImportFrom)
-            else []
-        )
+    for node, names in _import_statements(path):
         assert not any(n == p or n.startswith(p + ".") for n in names for p in SWEEP_SIDE), (
             f"{path.name}:{node.lineno} imports {names}"
         )
@@ -76,14 +73,7 @@ def test_the_read_path_imports_nothing_of_the_sweep(path):
 @pytest.mark.parametrize("path", _sources("search_spaces"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_search_spaces_are_data_and_import_no_backend(path):
     """A space is built from a signature alone: ``search_spaces/`` never imports the backend or the sweep."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = (
-            [a.name for a in node.names]
-            if isinstance(node, ast.Import)
-            else [node.module or ""]
-            if isinstance(node, ast.ImportFrom)
-            else []
-        )
+    for node, names in _import_statements(path):
         assert not any(n.startswith(("tuner.backend", *SWEEP_SIDE)) for n in names), (
             f"{path.name}:{node.lineno} imports {names}"
         )
