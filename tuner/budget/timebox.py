@@ -24,10 +24,10 @@ class Timebox:
         return fits(self.deadline, 0.0)
 
     def fits(self, kind: str, reserve_s: float = 0.0) -> bool:
-        """Whether one more measurement of ``kind`` (its recent cost) ends ``reserve_s`` before the deadline. Until it has been
-        timed, a trial that compiles the workload (graph knobs, fusion groupings) is expected to cost two compiles:
-        the first one compiles its baseline too, or one where the worker holds
-        that baseline's compile (``base_held``: the CUDA-graph trial's candidate is the fusion study's base)."""
+        """Whether one more measurement of ``kind`` (its recent cost) ends ``reserve_s`` before the deadline. Until it
+        has been timed, a trial that compiles the workload (graph knobs, fusion groupings) is expected to cost two
+        compiles, as the first one compiles its baseline too; or one, where the worker holds that baseline's compile
+        (``base_held``: the CUDA-graph trial's candidate is the fusion study's base)."""
         return fits(self.deadline, self.trial_s(kind) + reserve_s)
 
     def trial_s(self, kind: str) -> float:

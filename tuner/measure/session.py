@@ -254,11 +254,11 @@ class Session:
 
     def run(self, job: Job) -> Any:
         """Do ``job``'s work here, in the worker: the session's method for the job's type."""
-        if isinstance(job, (CaptureKernels, CaptureGraphs)):
-            return self.capture_kernels(job.forcing) if isinstance(job, CaptureKernels) else self.capture_graphs(job.forcing)
-        timed = {GraphTrial: self.time_graph, GraphReplay: self.time_replay, SiteBatch: self.time_sites,
-                 AttentionAlone: self.time_attention, KernelBatch: self.time_kernel}
-        return timed[type(job)](job)
+        work = {GraphTrial: self.time_graph, GraphReplay: self.time_replay, SiteBatch: self.time_sites,
+                AttentionAlone: self.time_attention, KernelBatch: self.time_kernel,
+                CaptureKernels: lambda j: self.capture_kernels(j.forcing),
+                CaptureGraphs: lambda j: self.capture_graphs(j.forcing)}
+        return work[type(job)](job)
 
     def capture_kernels(self, forcing: dict[str, Any]) -> list[dict[str, Any]]:
         """Compile under ``forcing`` (the template winners), run once, and register every Triton kernel

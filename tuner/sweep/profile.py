@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tuner.budget.names import SITES
 from tuner.budget.gain import (
     LARGE_GEMM,
     LARGE_GEMM_RATE,
     RATES,
     SHORT_KERNEL_MS,
     SITE_EPILOGUE_RATE,
-    SITES,
     UNALIGNED_RATE,
     Profile,
 )
